@@ -73,10 +73,26 @@ def demo(extra: list[str]) -> None:
     sys.exit(status)
 
 
+def bench(extra: list[str]) -> None:
+    """Install the ``bench`` extra (comparison packages) if missing, then run every benchmark.
+
+    ``python3 dev.py bench [--quick]``: extra arguments go to ``benchmarks/run_all.py``.
+    """
+    stamp = VENV / ".opgate-bench-installed"
+    if not (stamp.exists() and stamp.read_text() == _fingerprint()):
+        print("dev.py: installing opgate[dev,bench] into .venv", flush=True)
+        _run([str(PYTHON), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev,bench]"])
+        stamp.write_text(_fingerprint())
+    status = subprocess.call(
+        [str(PYTHON), str(ROOT / "benchmarks" / "run_all.py"), *extra], cwd=ROOT
+    )
+    sys.exit(status)
+
+
 def main() -> None:
-    commands = {"test": test, "demo": demo}
+    commands = {"test": test, "demo": demo, "bench": bench}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python3 dev.py {demo|test} [extra arguments]")
+        sys.exit("usage: python3 dev.py {demo|test|bench} [extra arguments]")
     ensure_environment()
     commands[sys.argv[1]](sys.argv[2:])
 

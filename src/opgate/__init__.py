@@ -1,14 +1,60 @@
 """opgate: a large catalog of application operations behind three MCP tools.
 
+``search``, ``inspect`` and ``invoke`` over a fixed ``Registry`` of ``Operation``
+definitions, with per-principal authorization (``Policy``), exact JSON Schema
+checks, human input that resumes safely (``FormInput``, ``URLInput``) and progress.
 Users import only from ``opgate``; every implementation module is private.
 """
 
 from ._failures import ConfigurationError, Failure, FailureCode
+from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
+from ._invocation import Invocation, Resume
+from ._ledger import Lifetime
+from ._limits import Limits
+from ._operation import Operation, OperationSpec
+from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
+from ._policy import Discover, Execute, Policy
+from ._progress import ProgressUpdate
+from ._registry import Registry, SearchPage, Summary
+from ._responses import InputAction, InputResponse
+from ._results import Audio, EmbeddedResource, Image, ResourceLink, Result, Text
 
 __all__ = [
+    "Audio",
+    "Completed",
     "ConfigurationError",
+    "Discover",
+    "EmbeddedResource",
+    "Execute",
+    "Failed",
     "Failure",
     "FailureCode",
+    "FormInput",
+    "FormPrompt",
+    "Image",
+    "InputAction",
+    "InputMode",
+    "InputResponse",
+    "Invocation",
+    "Lifetime",
+    "Limits",
+    "Operation",
+    "OperationSpec",
+    "Pending",
+    "Policy",
+    "ProgressUpdate",
+    "Registry",
+    "ResourceLink",
+    "Result",
+    "Resume",
+    "SearchPage",
+    "Summary",
+    "Text",
+    "URLInput",
+    "URLPrompt",
+    "await_input",
+    "fail",
+    "finish",
 ]
 
 __version__ = "0.1.0"

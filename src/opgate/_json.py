@@ -5,44 +5,65 @@ answers, private state and structured results.
 
 Parsing (``parse``) is strict:
 
-* duplicate member names in one object fail;
-* ``NaN``, ``Infinity``, ``-Infinity``, lone surrogates (escaped or raw), invalid
-  UTF-8 and trailing garbage fail;
-* nesting deeper than ``MAX_DEPTH`` fails with ``JSONError``, never ``RecursionError``.
+* duplicate member names in one object fail (names compare after decoding escapes);
+* ``NaN``, ``Infinity``, ``-Infinity``, lone surrogates (escaped such as ``"\\ud800"``,
+  or raw surrogate characters in ``str`` input, in strings and member names),
+  invalid UTF-8 and trailing garbage fail;
+* nesting deeper than ``MAX_DEPTH`` arrays/objects fails with ``JSONError``, never
+  ``RecursionError``; brackets inside strings do not count.
 
 Numbers are exact. An integer token becomes an ``int`` (however long: Python's
 4,300-digit ``int``/``str`` conversion limit is never hit); any token with a
-fraction or an exponent becomes a ``decimal.Decimal``, except that a zero such as
-``0e999999999`` or ``-0.0`` becomes ``Decimal(0)`` directly, without expanding its
-exponent. A nonzero number whose exponent Python's ``decimal`` cannot represent
-(beyond ±999,999,999,999,999,999) is rejected. No float is ever produced.
+fraction or an exponent becomes a ``decimal.Decimal``, except that every zero
+(``-0``, ``-0.0``, ``0e999999999``, ``0e99999999999999999999999``) becomes ``0`` or
+``Decimal(0)`` directly, without expanding its exponent. A nonzero number whose
+exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is rejected. No
+float is ever produced.
 
-The numeric work profile (``check_profile`` or ``parse(..., profile=True)``) is the
-spec's module validation limit, applied before any schema work: for nonzero numbers
-the absolute written exponent and the absolute decimal adjustment are each at most
-4,096, and normalized coefficient digits plus the absolute normalized exponent total
-at most 4,096. Zero always passes.
+The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
+``from_python(..., profile=True)``) is spec 003's module validation limit, applied
+before any schema work. Zero always passes. A nonzero number written
+``[-]W[.F][e±X]`` has three quantities, each checked against ``PROFILE_LIMIT``
+(4,096):
+
+1. the *written exponent* ``X`` (0 when absent): ``|X| ≤ 4096``;
+2. the *decimal adjustment* ``A = X - len(F)``, the exponent once the decimal point
+   is moved behind the last written digit (``12.50e3`` is ``1250 x 10^1``):
+   ``|A| ≤ 4096`` (read this way because the other reading, the scientific
+   exponent, is already bounded by rule 3);
+3. the normalized form ``c x 10^n`` (``c`` without leading or trailing zeros):
+   ``digits(c) + |n| ≤ 4096``.
+
+So ``1e4095``, ``1e-4095``, ``0.5e4096`` and a 4,096-digit integer pass; ``1e4096``,
+``1e-4096`` and a 4,097-digit integer fail rule 3, ``0.001e4097`` fails rule 1 and
+``1.`` followed by 4,097 zeros fails rule 2. A Python ``Decimal`` is its own written
+form: its exponent is both ``X`` and ``A`` (``Decimal("1.50")`` is ``150 x 10^-2``); an
+``int`` has ``X = A = 0``; a ``float`` is its shortest ``repr`` as a ``Decimal``. Text
+and Python values therefore agree whenever the text has no fraction part.
 
 Canonical bytes (``canonical_bytes``): UTF-8, object keys sorted by UTF-16 code
 units, no insignificant whitespace, strings escaped as RFC 8785 does (``\\"``,
-``\\\\``, ``\\b \\f \\n \\r \\t``, other controls as ``\\u00xx``, everything else
-literal). Numbers are written from their exact normalized decimal value
-(coefficient without trailing zeros, exponent), so ``1``, ``1.0``, ``1e0`` and
-``10e-1`` all give ``1`` and ``-0`` gives ``0``. The spelling is that of
-ECMAScript's ``Number::toString`` applied to the exact decimal value: with ``n`` the
-scientific exponent (``d.ddd * 10^n``), numbers with ``-7 < n < 21`` are written
-positionally (``100``, ``0.001``, ``123.45``), all others as ``d[.ddd]e±n``
-(``1e+21``, ``1.5e-7``).
+``\\\\``, ``\\b \\f \\n \\r \\t``, other controls as lowercase ``\\u00xx``, everything
+else literal). Numbers are written from their exact normalized decimal value, so
+``1``, ``1.0``, ``1e0`` and ``10e-1`` all give ``1`` and ``-0`` gives ``0``. The
+spelling is that of ECMAScript's ``Number::toString`` applied to the exact decimal
+value: with ``n`` the scientific exponent (``d.ddd x 10^n``), numbers with
+``-7 < n < 21`` are written positionally (``100``, ``0.000001``, ``123.45``,
+``100000000000000000000``), all others as ``d[.ddd]e±n`` (``1e+21``, ``1e-7``,
+``-1.5e-10``).
+
+Every ``JSONError`` says what is wrong and where (a JSON pointer, or a line and
+column for syntax errors) and quotes at most a short prefix of the input.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from json.encoder import encode_basestring
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from ._failures import short_prefix
 
@@ -52,6 +73,7 @@ __all__ = [
     "JSONError",
     "JSONValue",
     "canonical_bytes",
+    "canonical_text",
     "check_profile",
     "detach",
     "from_python",
@@ -71,21 +93,50 @@ MAX_DEPTH = 128
 #: The numeric work profile's bound (spec 003, "Schema and numeric profile").
 PROFILE_LIMIT = 4096
 
-# Integers up to this many digits convert with plain ``int()``; longer ones go through
-# Decimal, which has no conversion limit (CPython's default limit is 4,300 digits).
-_INT_FAST_DIGITS = 4000
+#: Longest JSON pointer an error message shows; longer ones (hostile member names) are cut.
+_POINTER_CHARS = 64
+
+#: A number token without an exponent and at most this long always passes the profile
+#: (its digits and fraction length are each below half the limit), so it skips the checks.
+_SHORT_PLAIN_TOKEN = PROFILE_LIMIT // 2
+
+# Integers at or above this magnitude have more than 4,096 digits (profile rule 3).
+_INT_PROFILE_BOUND = 10**PROFILE_LIMIT
+# ECMAScript writes integers below 10**21 positionally.
+_POSITIONAL_BOUND = 10**21
+
+_ZERO = Decimal(0)
+_NAN = Decimal("NaN")
+
+_OUT_OF_PROFILE = "number exceeds the numeric work profile"
+_RULE_WRITTEN = f"{_OUT_OF_PROFILE} (|written exponent| ≤ {PROFILE_LIMIT})"
+_RULE_ADJUSTED = f"{_OUT_OF_PROFILE} (|exponent - fraction digits| ≤ {PROFILE_LIMIT})"
+_RULE_NORMALIZED = (
+    f"{_OUT_OF_PROFILE} (normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
+)
+_NESTING = f"nesting deeper than {MAX_DEPTH} levels"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
+# Strings (skipped whole, so brackets inside them never count) and brackets.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
+_TOKEN = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?',
+    re.DOTALL,
+)
 
 
 class JSONError(ValueError):
-    """Invalid JSON, or JSON outside the numeric work profile.
+    """Invalid JSON, a value that is not JSON, or JSON outside the numeric work profile.
 
-    ``pointer`` is the RFC 6901 pointer of the offending value (``""`` for the root,
-    ``None`` when only a line and column are known); ``reason`` says what
-    is wrong without quoting more than a short prefix of the input.
+    ``reason`` says what is wrong without quoting more than a short prefix of the
+    input. ``pointer`` is the exact RFC 6901 pointer of the offending value (``""``
+    for the root, ``None`` when only a line and column are known, which ``reason``
+    then states). ``str(error)`` adds the pointer cut to a bounded length, so it is
+    safe to show; ``pointer`` itself may be as long as the input's member names.
     """
 
     def __init__(self, reason: str, pointer: str | None = None) -> None:
@@ -93,8 +144,15 @@ class JSONError(ValueError):
         self.pointer = pointer
         if pointer is None:
             super().__init__(reason)
+        elif not pointer:
+            super().__init__(f"{reason} (at the root)")
+        elif len(pointer) <= _POINTER_CHARS and pointer.isprintable():
+            super().__init__(f"{reason} (at {pointer})")
         else:
-            super().__init__(f"{reason} (at {pointer or 'the root'})")
+            super().__init__(f"{reason} (at {short_prefix(pointer, _POINTER_CHARS)})")
+
+    def __reduce__(self) -> tuple[type[JSONError], tuple[str, str | None]]:
+        return (type(self), (self.reason, self.pointer))
 
 
 def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
@@ -108,104 +166,122 @@ def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
 # --- numbers -----------------------------------------------------------------------
 
 
-class _OutOfProfile:
-    """Placeholder the parser leaves for a number outside the profile; the walk reports it."""
-
-    __slots__ = ("reason",)
+class _Rejected(Exception):
+    """Raised inside the decoder's hooks; ``parse`` locates the problem and re-raises."""
 
     def __init__(self, reason: str) -> None:
+        super().__init__(reason)
         self.reason = reason
 
 
-def _normalized_violation(significant: str, exponent: int) -> str | None:
-    """Check adjustment and normalized size of ``significant * 10^exponent`` (nonzero)."""
-    adjusted = exponent + len(significant) - 1
-    if abs(adjusted) > PROFILE_LIMIT:
-        return "number magnitude exceeds the numeric work profile (|adjusted exponent| ≤ 4096)"
+def _coefficient_violation(significant: str, exponent: int) -> str | None:
+    """Profile rules 2 and 3 for ``significant x 10^exponent`` (no leading zeros, nonzero)."""
+    if abs(exponent) > PROFILE_LIMIT:
+        return _RULE_ADJUSTED
     coefficient = significant.rstrip("0")
-    normalized_exponent = exponent + (len(significant) - len(coefficient))
+    normalized_exponent = exponent + len(significant) - len(coefficient)
     if len(coefficient) + abs(normalized_exponent) > PROFILE_LIMIT:
-        return (
-            "number exceeds the numeric work profile "
-            "(coefficient digits + |exponent| ≤ 4096 after normalization)"
-        )
+        return _RULE_NORMALIZED
     return None
 
 
-def _parse_int_token(token: str) -> int:
-    if len(token) <= _INT_FAST_DIGITS:
-        return int(token)
-    return int(Decimal(token))
-
-
-def _parse_int_profiled(token: str) -> int | _OutOfProfile:
-    digits = token.lstrip("-")
-    if digits != "0":
-        reason = _normalized_violation(digits, 0)
-        if reason is not None:
-            return _OutOfProfile(reason)
-    return _parse_int_token(token)
-
-
-def _split_number(token: str) -> tuple[str, str, str]:
-    """Split a JSON number token into (integer digits, fraction digits, exponent text)."""
-    mantissa, _, exponent = token.replace("E", "e").partition("e")
-    mantissa = mantissa.lstrip("-")
-    whole, _, fraction = mantissa.partition(".")
-    return whole, fraction, exponent
-
-
-def _parse_float_token(token: str) -> Decimal:
-    whole, fraction, _exponent = _split_number(token)
-    if not (whole + fraction).strip("0"):
-        return Decimal(0)
-    try:
-        value = Decimal(token)
-    except InvalidOperation:
-        raise JSONError(f"number {short_prefix(token)} is too large to represent") from None
-    if not value.is_finite():  # pragma: no cover - JSON grammar cannot produce these
-        raise JSONError("non-finite number")
-    return value
-
-
-def _parse_float_profiled(token: str) -> Decimal | _OutOfProfile:
-    whole, fraction, exponent = _split_number(token)
-    digits = whole + fraction
-    if not digits.strip("0"):
-        return Decimal(0)
-    exponent_digits = exponent.lstrip("+-").lstrip("0")
-    if len(exponent_digits) > 6:  # |written exponent| ≥ 1,000,000: out of profile
-        return _OutOfProfile("number exponent exceeds the numeric work profile (|exponent| ≤ 4096)")
-    written = int(exponent) if exponent else 0
-    if abs(written) > PROFILE_LIMIT:
-        return _OutOfProfile("number exponent exceeds the numeric work profile (|exponent| ≤ 4096)")
-    reason = _normalized_violation(digits.lstrip("0"), written - len(fraction))
-    if reason is not None:
-        return _OutOfProfile(reason)
-    return Decimal(token)
-
-
-def _reject_constant(name: str) -> None:
-    raise JSONError(f"{name} is not a JSON number")
+def _token_violation(token: str) -> str | None:
+    """The profile rule a JSON number token breaks, or ``None`` (see the module docstring)."""
+    mantissa, _, exponent_text = token.replace("E", "e").partition("e")
+    whole, _, fraction = mantissa.lstrip("-").partition(".")
+    significant = (whole + fraction).lstrip("0")
+    if not significant:
+        return None  # zero
+    written = 0
+    if exponent_text:
+        if len(exponent_text.lstrip("+-").lstrip("0")) > len(str(PROFILE_LIMIT)):
+            return _RULE_WRITTEN  # far too long to convert
+        written = int(exponent_text)
+        if abs(written) > PROFILE_LIMIT:
+            return _RULE_WRITTEN
+    return _coefficient_violation(significant, written - len(fraction))
 
 
 def _decimal_violation(value: Decimal) -> str | None:
-    """The work profile for a Decimal given as a Python value (its exponent is the written one)."""
-    if value.is_zero():
+    """The profile rule a finite ``Decimal`` breaks (its exponent is the written one)."""
+    if not value:
         return None
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
     if abs(exponent) > PROFILE_LIMIT:
-        return "number exponent exceeds the numeric work profile (|exponent| ≤ 4096)"
-    return _normalized_violation("".join(map(str, digits)).lstrip("0"), exponent)
+        return _RULE_WRITTEN
+    if len(digits) > 2 * PROFILE_LIMIT + 1:
+        # digits(c) + |n| >= digits(c) + n = len(digits) + exponent > PROFILE_LIMIT.
+        return _RULE_NORMALIZED
+    return _coefficient_violation("".join(map(str, digits)), exponent)
 
 
 def _int_violation(value: int) -> str | None:
-    if -(10**18) < value < 10**18:
+    if -_INT_PROFILE_BOUND < value < _INT_PROFILE_BOUND:
         return None
-    if value.bit_length() > 14000:  # more than 4,214 digits: certainly out of profile
-        return _normalized_violation("1" * (PROFILE_LIMIT + 1), 0)
-    return _normalized_violation(str(abs(value)), 0)
+    return _RULE_NORMALIZED
+
+
+def _decimal(token: str) -> Decimal | None:
+    """The exact value of a fraction/exponent token (zero normalized), ``None`` if too big."""
+    try:
+        value = Decimal(token)
+    except InvalidOperation:
+        value = _NAN
+    if not value:
+        return _ZERO
+    if value.is_nan():  # the exponent overflowed (a quiet NaN when the context does not trap)
+        return _ZERO if _ZERO_TOKEN.fullmatch(token) else None
+    return value
+
+
+def _exact_float(token: str) -> Decimal:
+    value = _decimal(token)
+    if value is None:
+        raise _Rejected(f"number {short_prefix(token)} is too large to represent")
+    return value
+
+
+def _profiled_float(token: str) -> Decimal:
+    if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
+        reason = _token_violation(token)
+        if reason is not None:
+            raise _Rejected(reason)
+    value = _decimal(token)
+    assert value is not None  # nonzero numbers in the profile have small exponents
+    return value
+
+
+def _big_int(token: str) -> int:
+    try:
+        return int(token)
+    except ValueError:  # beyond the interpreter's int/str digit limit; Decimal has none
+        return int(Decimal(token))
+
+
+def _profiled_int(token: str) -> int:
+    if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
+        raise _Rejected(_RULE_NORMALIZED)
+    return _big_int(token)
+
+
+def _reject_constant(name: str) -> None:
+    raise _Rejected(f"{name} is not a JSON number")
+
+
+def _token_problem(token: str, *, profile: bool) -> str | None:
+    """Why the parser rejects a number-like token, or ``None`` (used to locate a rejection)."""
+    if token[-1] in "Ny":  # NaN, Infinity, -Infinity
+        return f"{token} is not a JSON number"
+    if "." not in token and "e" not in token and "E" not in token:
+        if profile and len(token.lstrip("-")) > PROFILE_LIMIT:
+            return _RULE_NORMALIZED
+        return None
+    if profile:
+        return _token_violation(token)
+    if _decimal(token) is None:
+        return f"number {short_prefix(token)} is too large to represent"
+    return None
 
 
 # --- parsing -----------------------------------------------------------------------
@@ -214,90 +290,188 @@ def _int_violation(value: int) -> str | None:
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise JSONError(f"duplicate object member name {short_prefix(key)}")
-            seen.add(key)
+        raise _Rejected("duplicate object member name")
     return result
 
 
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_reject_duplicates,
-    parse_float=_parse_float_token,
-    parse_int=_parse_int_token,
-    parse_constant=_reject_constant,
-)
-_PROFILED_DECODER = json.JSONDecoder(
-    object_pairs_hook=_reject_duplicates,
-    parse_float=_parse_float_profiled,
-    parse_int=_parse_int_profiled,
-    parse_constant=_reject_constant,
-)
+def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[Any, int]]:
+    if native_int:
+        parse_int: Callable[[str], int] = int  # the C scanner's own fast path
+    else:
+        parse_int = _profiled_int if profile else _big_int
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_reject_duplicates,
+        parse_float=_profiled_float if profile else _exact_float,
+        parse_int=parse_int,
+        parse_constant=_reject_constant,
+    )
+    scan: Callable[[str, int], tuple[Any, int]] = cast(Any, decoder).scan_once
+    return scan
 
 
-def _check_nesting(text: str, max_depth: int) -> None:
-    if text.count("[") + text.count("{") <= max_depth:
-        return
+# Native ``int`` raises ValueError past the interpreter's digit limit; ``parse`` then
+# retries with the hooked variant. In the profile, native ints are used only for text
+# too short to hold a 4,097-digit integer.
+_SCAN_EXACT = _decoder(profile=False, native_int=True)
+_SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
+_SCAN_PROFILED = _decoder(profile=True, native_int=True)
+_SCAN_PROFILED_BIG = _decoder(profile=True, native_int=False)
+
+
+def _syntax_error(message: str, text: str, position: int) -> JSONError:
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    return JSONError(f"invalid JSON: {message} at line {line} column {column}")
+
+
+def _check_nesting(text: str) -> None:
+    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``."""
     depth = 0
-    for match in _BRACKET.finditer(_STRING_TOKEN.sub("", text)):
-        if match.group() in "[{":
+    for match in _STRING_OR_BRACKET.finditer(text):
+        bracket = match.group()
+        if bracket in "[{":
             depth += 1
-            if depth > max_depth:
-                raise JSONError(f"nesting deeper than {max_depth} levels")
-        else:
+            if depth > MAX_DEPTH:
+                located = _locate(text, profile=False, max_depth=MAX_DEPTH)
+                if located is not None:
+                    raise JSONError(*located)
+                raise _syntax_error(_NESTING, text, match.start())
+        elif bracket in "]}":
             depth -= 1
+
+
+def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
+    """Find the first problem in document order: ``(reason, pointer)``, or ``None``.
+
+    Walks the tokens of ``text`` keeping the JSON pointer of the current value. It is
+    used only after the fast decoder has failed, so the text is valid JSON up to the
+    failure, which lies at or after the first problem this walk reports. With
+    ``max_depth`` it reports only the first container nested deeper than that.
+    """
+    path: list[str | int] = []
+    names: list[set[str] | None] = []  # per open container: names seen, None for arrays
+    expect_name = False
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == '"':
+            if expect_name and names and (seen := names[-1]) is not None:
+                try:
+                    name = json.loads(token) if "\\" in token else token[1:-1]
+                except ValueError:
+                    return None
+                path[-1] = name
+                if max_depth is None and name in seen:
+                    return (f"duplicate object member name {short_prefix(name)}", pointer(path))
+                seen.add(name)
+                expect_name = False
+        elif first in "[{":
+            if max_depth is not None and len(names) >= max_depth:
+                return (_NESTING, pointer(path))
+            names.append(None if first == "[" else set())
+            path.append(0 if first == "[" else "")
+            expect_name = first == "{"
+        elif first in "]}":
+            if not names:
+                return None
+            names.pop()
+            path.pop()
+            expect_name = False
+        elif first == ",":
+            if not names:
+                return None
+            if names[-1] is None:
+                index = path[-1]
+                assert isinstance(index, int)
+                path[-1] = index + 1
+            else:
+                expect_name = True
+        elif first == ":" or max_depth is not None:
+            continue
+        elif len(token) > _SHORT_PLAIN_TOKEN or token[-1] in "Ny" or "e" in token or "E" in token:
+            reason = _token_problem(token, profile=profile)
+            if reason is not None:
+                return (reason, pointer(path))
+    return None
 
 
 def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
-    With ``profile=True`` every number must also pass the numeric work profile.
-    Raises ``JSONError`` for any problem.
+    ``data`` is a ``str`` or UTF-8 ``bytes``/``bytearray``. With ``profile=True``
+    every number must also pass the numeric work profile. Raises ``JSONError`` for
+    any problem, and no other exception.
     """
-    if isinstance(data, bytes | bytearray):
+    if isinstance(data, str):
+        text = data
+        may_hold_raw_surrogates = not text.isascii()
+    elif isinstance(data, bytes | bytearray):
         try:
-            text = bytes(data).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JSONError(f"invalid UTF-8 at byte {exc.start}") from None
-    elif isinstance(data, str):
-        text = data
+        may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    _check_nesting(text, MAX_DEPTH)
-    decoder = _PROFILED_DECODER if profile else _DECODER
-    try:
-        value = decoder.decode(text)
-    except json.JSONDecodeError as exc:
-        raise JSONError(
-            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except RecursionError:  # pragma: no cover - _check_nesting bounds depth first
-        raise JSONError(f"nesting deeper than {MAX_DEPTH} levels") from None
-    if profile or ("\\u" in text or "\\U" in text) or _SURROGATE.search(text):
-        _verify_parsed(value, [])
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        _check_nesting(text)
+    if profile:
+        scan = _SCAN_PROFILED if len(text) <= PROFILE_LIMIT else _SCAN_PROFILED_BIG
+    else:
+        scan = _SCAN_EXACT
+    value = _decode(text, scan, profile)
+    if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
+        "\\u" in text and _ESCAPED_SURROGATE.search(text)
+    ):
+        _check_surrogates(value, [])
     return value  # type: ignore[no-any-return]
 
 
-def _verify_parsed(value: Any, path: list[str | int]) -> None:
-    """Report placeholders and lone surrogates left by the decoder, with their pointer."""
+def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: bool) -> Any:
+    start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    try:
+        value, end = scan(text, start)
+    except _Rejected as exc:
+        located = _locate(text, profile=profile)
+        if located is None:  # pragma: no cover - the walk finds what the decoder refused
+            raise JSONError(exc.reason) from None
+        raise JSONError(*located) from None
+    except json.JSONDecodeError as exc:
+        raise _syntax_error(exc.msg, text, exc.pos) from None
+    except StopIteration as exc:
+        raise _syntax_error("Expecting value", text, exc.value) from None
+    except ValueError:  # an integer past the interpreter's int/str digit limit
+        if scan is _SCAN_EXACT:
+            return _decode(text, _SCAN_EXACT_BIG, profile)
+        if scan is _SCAN_PROFILED:
+            return _decode(text, _SCAN_PROFILED_BIG, profile)
+        raise  # pragma: no cover - the hooked variants never raise ValueError
+    except RecursionError:  # pragma: no cover - _check_nesting bounds depth first
+        raise JSONError(_NESTING) from None
+    if end != len(text):
+        end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+        if end != len(text):
+            raise _syntax_error("Extra data", text, end)
+    return value
+
+
+def _check_surrogates(value: Any, path: list[str | int]) -> None:
+    """Report the first lone surrogate in a parsed value, with its pointer."""
     if isinstance(value, str):
-        if _SURROGATE.search(value):
+        if not value.isascii() and _SURROGATE.search(value):
             raise JSONError("string contains a lone surrogate", pointer(path))
     elif isinstance(value, dict):
         for key, item in value.items():
             path.append(key)
-            if _SURROGATE.search(key):
+            if not key.isascii() and _SURROGATE.search(key):
                 raise JSONError("member name contains a lone surrogate", pointer(path))
-            _verify_parsed(item, path)
+            _check_surrogates(item, path)
             path.pop()
     elif isinstance(value, list):
         for index, item in enumerate(value):
             path.append(index)
-            _verify_parsed(item, path)
+            _check_surrogates(item, path)
             path.pop()
-    elif isinstance(value, _OutOfProfile):
-        raise JSONError(value.reason, pointer(path))
 
 
 # --- Python values -------------------------------------------------------------------
@@ -307,36 +481,60 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     """Validate a Python value as JSON and return a detached, normalized copy.
 
     Accepts ``None``, ``bool``, ``int``, ``Decimal``, ``float``, ``str``, mappings with
-    ``str`` keys, and lists or tuples (which become lists). A float is taken at its
-    shortest ``repr`` (``0.01`` means ``Decimal("0.01")``); NaN and infinities, lone
-    surrogates, non-string keys, other types and nesting deeper than ``MAX_DEPTH``
-    raise ``JSONError``. With ``profile=True`` numbers must pass the work profile.
+    ``str`` keys, and lists or tuples (which become lists); subclasses become the
+    plain types. A float is taken at its shortest ``repr`` (``0.01`` means
+    ``Decimal("0.01")``); zeros become ``0``/``Decimal(0)``. NaN and infinities, lone
+    surrogates, non-string or duplicate keys, other types and nesting deeper than
+    ``MAX_DEPTH`` (including cycles) raise ``JSONError`` with the pointer. With
+    ``profile=True`` numbers must pass the work profile.
     """
     return _convert(value, [], profile)
 
 
-def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
-    if value is None or value is True or value is False:
-        return value
-    if isinstance(value, str):
-        if _SURROGATE.search(value):
-            raise JSONError("string contains a lone surrogate", pointer(path))
-        return str.__str__(value)
+def _number(value: object, path: list[str | int], profile: bool) -> int | Decimal | None:
+    """Convert an int, float or Decimal (``None`` if ``value`` is none of these)."""
     if isinstance(value, int):
         number = int(value)
         if profile and (reason := _int_violation(number)) is not None:
             raise JSONError(reason, pointer(path))
         return number
-    if isinstance(value, float | Decimal):
-        number_value = Decimal(repr(value)) if isinstance(value, float) else value
-        if not number_value.is_finite():
-            raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
-        if profile and (reason := _decimal_violation(number_value)) is not None:
-            raise JSONError(reason, pointer(path))
-        return Decimal(0) if number_value.is_zero() else number_value
+    if isinstance(value, float):
+        exact = Decimal(repr(value))
+    elif isinstance(value, Decimal):
+        exact = Decimal(value)  # a plain Decimal; exact, whatever the context
+    else:
+        return None
+    if not exact.is_finite():
+        raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
+    if profile and (reason := _decimal_violation(exact)) is not None:
+        raise JSONError(reason, pointer(path))
+    return exact if exact else _ZERO
+
+
+def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
+    kind = type(value)
+    if kind is str:
+        assert isinstance(value, str)
+        if not value.isascii() and _SURROGATE.search(value):
+            raise JSONError("string contains a lone surrogate", pointer(path))
+        return value
+    if kind is int:
+        assert isinstance(value, int)
+        if profile and not -_INT_PROFILE_BOUND < value < _INT_PROFILE_BOUND:
+            raise JSONError(_RULE_NORMALIZED, pointer(path))
+        return value
+    if value is None or kind is bool:
+        return value  # type: ignore[return-value]
+    if kind is not dict and kind is not list:
+        if isinstance(value, str):
+            return _convert(str.__str__(value), path, profile)
+        number = _number(value, path, profile)
+        if number is not None:
+            return number
     if len(path) >= MAX_DEPTH:
-        raise JSONError(f"nesting deeper than {MAX_DEPTH} levels", pointer(path))
-    if isinstance(value, Mapping):
+        raise JSONError(_NESTING, pointer(path))
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        assert isinstance(value, Mapping)
         result: dict[str, JSONValue] = {}
         for key, item in value.items():
             if not isinstance(key, str):
@@ -344,10 +542,13 @@ def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
                     f"object member names must be strings, not {type(key).__name__}",
                     pointer(path),
                 )
-            path.append(key)
-            if _SURROGATE.search(key):
+            name = str.__str__(key)
+            path.append(name)
+            if not name.isascii() and _SURROGATE.search(name):
                 raise JSONError("member name contains a lone surrogate", pointer(path))
-            result[str.__str__(key)] = _convert(item, path, profile)
+            if name in result:
+                raise JSONError(f"duplicate object member name {short_prefix(name)}", pointer(path))
+            result[name] = _convert(item, path, profile)
             path.pop()
         return result
     if isinstance(value, list | tuple):
@@ -360,30 +561,41 @@ def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
     raise JSONError(f"{type(value).__name__} is not a JSON value", pointer(path))
 
 
-def check_profile(value: JSONValue) -> None:
-    """Raise ``JSONError`` (with the pointer) if a number in ``value`` is outside the profile."""
+def check_profile(value: object) -> None:
+    """Raise ``JSONError`` (with the pointer) if a number in ``value`` is outside the profile.
+
+    ``value`` may be anything ``from_python`` accepts (a float counts at its shortest
+    ``repr``, a ``Decimal`` with its own exponent as the written one). Types that are
+    not JSON, non-string member names, NaN, infinities and nesting deeper than
+    ``MAX_DEPTH`` raise ``JSONError`` too; strings are not inspected.
+    """
     _check_profile(value, [])
 
 
-def _check_profile(value: JSONValue, path: list[str | int]) -> None:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+def _check_profile(value: object, path: list[str | int]) -> None:
+    if value is None or isinstance(value, bool | str):
         return
-    if isinstance(value, int):
-        if (reason := _int_violation(value)) is not None:
-            raise JSONError(reason, pointer(path))
-    elif isinstance(value, Decimal):
-        if (reason := _decimal_violation(value)) is not None:
-            raise JSONError(reason, pointer(path))
-    elif isinstance(value, dict):
+    if isinstance(value, Mapping):
+        if len(path) >= MAX_DEPTH:
+            raise JSONError(_NESTING, pointer(path))
         for key, item in value.items():
+            if not isinstance(key, str):
+                raise JSONError(
+                    f"object member names must be strings, not {type(key).__name__}",
+                    pointer(path),
+                )
             path.append(key)
             _check_profile(item, path)
             path.pop()
-    else:
+    elif isinstance(value, list | tuple):
+        if len(path) >= MAX_DEPTH:
+            raise JSONError(_NESTING, pointer(path))
         for index, item in enumerate(value):
             path.append(index)
             _check_profile(item, path)
             path.pop()
+    elif _number(value, path, True) is None:
+        raise JSONError(f"{type(value).__name__} is not a JSON value", pointer(path))
 
 
 def detach(value: JSONValue) -> JSONValue:
@@ -399,79 +611,132 @@ def detach(value: JSONValue) -> JSONValue:
 
 
 def number_text(value: int | Decimal) -> str:
-    """The canonical spelling of an exact number (see the module docstring)."""
-    if isinstance(value, int):
-        if -(10**21) < value < 10**21:
-            return str(value)
-        value = Decimal(value)
-    if value.is_zero():
+    """The canonical spelling of an exact number (see the module docstring).
+
+    Raises ``JSONError`` for a ``bool``, a non-finite ``Decimal`` or a non-number.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int_text(int(value))
+    if isinstance(value, Decimal) and value.is_finite():
+        return _decimal_text(value)
+    raise JSONError(f"{short_prefix(repr(value))} is not an exact JSON number")
+
+
+def _decimal_text(value: Decimal) -> str:
+    """ECMAScript spelling of a finite Decimal."""
+    if not value:
         return "0"
-    sign, digit_tuple, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    scientific = exponent + len(digits) - 1
-    prefix = "-" if sign else ""
+    scientific = value.adjusted()  # trailing zeros do not move the leading digit
     if -7 < scientific < 21:
-        if exponent >= 0:
-            return prefix + digits + "0" * exponent
-        point = len(digits) + exponent
-        if point > 0:
-            return prefix + digits[:point] + "." + digits[point:]
-        return prefix + "0." + "0" * -point + digits
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{prefix}{mantissa}e{'+' if scientific > 0 else '-'}{abs(scientific)}"
+        text = str(value)  # positional unless the exponent is positive
+        if "E" in text or "e" in text:  # the context's ``capitals`` picks the letter
+            return format(value, "f")  # exact digits and zeros, no point
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    sign, digit_tuple, _ = value.as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    mantissa = digits[0] + "." + digits[1:] if len(digits) > 1 else digits
+    return f"{'-' if sign else ''}{mantissa}e{'+' if scientific > 0 else '-'}{abs(scientific)}"
+
+
+def _int_text(value: int) -> str:
+    if -_POSITIONAL_BOUND < value < _POSITIONAL_BOUND:
+        return int.__repr__(value)
+    return _decimal_text(Decimal(value))
+
+
+def _finite_decimal_text(value: Decimal) -> str:
+    if not value.is_finite():
+        raise _NotPlainJSON
+    return _decimal_text(value)
+
+
+def _null_text(value: None) -> str:
+    return "null"
+
+
+# The canonical text of each exact scalar type, looked up by ``type(value)``.
+_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring,
+    int: _int_text,
+    Decimal: _finite_decimal_text,
+    bool: {True: "true", False: "false"}.__getitem__,
+    type(None): _null_text,
+}
 
 
 def _utf16_order(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def _write(value: JSONValue, out: list[str]) -> None:
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(encode_basestring(value))
-    elif isinstance(value, int | Decimal):
-        out.append(number_text(value))
-    elif isinstance(value, dict):
-        keys = list(value)
-        if all(key.isascii() for key in keys):
-            keys.sort()
-        else:
-            keys.sort(key=_utf16_order)
-        out.append("{")
-        for index, key in enumerate(keys):
-            if index:
-                out.append(",")
-            out.append(encode_basestring(key))
-            out.append(":")
-            _write(value[key], out)
+class _NotPlainJSON(Exception):
+    """``_write`` met something other than the exact JSON types it expects."""
+
+
+def _write(value: object, out: list[str], depth: int) -> None:
+    """Append the canonical text of a container (or scalar) to ``out``."""
+    kind = type(value)
+    if kind is dict:
+        assert isinstance(value, dict)
+        if depth >= MAX_DEPTH:
+            raise _NotPlainJSON
+        if not value:
+            out.append("{}")
+            return
+        keys = sorted(value) if "".join(value).isascii() else sorted(value, key=_utf16_order)
+        separator = "{"
+        for key in keys:
+            item = value[key]
+            scalar = _SCALAR_TEXT.get(type(item))
+            if scalar is not None:
+                out.append(f"{separator}{encode_basestring(key)}:{scalar(item)}")
+            else:
+                out.append(f"{separator}{encode_basestring(key)}:")
+                _write(item, out, depth + 1)
+            separator = ","
         out.append("}")
-    else:
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _write(item, out)
+    elif kind is list:
+        assert isinstance(value, list)
+        if depth >= MAX_DEPTH:
+            raise _NotPlainJSON
+        if not value:
+            out.append("[]")
+            return
+        separator = "["
+        for item in value:
+            scalar = _SCALAR_TEXT.get(type(item))
+            if scalar is not None:
+                out.append(separator + scalar(item))
+            else:
+                out.append(separator)
+                _write(item, out, depth + 1)
+            separator = ","
         out.append("]")
-
-
-def canonical_bytes(value: JSONValue) -> bytes:
-    """The canonical UTF-8 encoding of a value this module produced."""
-    out: list[str] = []
-    _write(value, out)
-    return "".join(out).encode("utf-8")
+    else:
+        scalar = _SCALAR_TEXT.get(kind)
+        if scalar is None:
+            raise _NotPlainJSON
+        out.append(scalar(value))
 
 
 def canonical_text(value: JSONValue) -> str:
-    """``canonical_bytes`` as a ``str``."""
+    """The canonical JSON text of ``value`` (``canonical_bytes`` as a ``str``).
+
+    ``value`` is normally one this module produced; anything else ``from_python``
+    accepts is converted as ``from_python`` would, and anything it refuses raises
+    ``JSONError`` with the pointer.
+    """
     out: list[str] = []
-    _write(value, out)
-    return "".join(out)
+    try:
+        _write(value, out, 0)
+    except (_NotPlainJSON, TypeError):  # subclasses, floats, tuples, bad keys, depth
+        out = []
+        _write(from_python(value), out, 0)
+    text = "".join(out)
+    if not text.isascii() and _SURROGATE.search(text):
+        from_python(value)  # raises, naming the string with the lone surrogate
+    return text
+
+
+def canonical_bytes(value: JSONValue) -> bytes:
+    """The canonical UTF-8 encoding of ``value``; see ``canonical_text`` and the module."""
+    return canonical_text(value).encode("utf-8")

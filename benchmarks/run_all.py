@@ -1,0 +1,67 @@
+"""Run every benchmark and print all tables (Markdown): ``python3 dev.py bench [--quick]``.
+
+Directly: ``.venv/bin/python benchmarks/run_all.py [--quick] [--no-compare] [--output FILE]``.
+The full run (10,000 and 100,000 operations, comparisons included) takes a few
+minutes on two cores; ``--quick`` measures 10,000 operations only, with fewer runs.
+``--output`` also writes the tables to a file. Results depend on the machine and on
+whatever else runs on it: compare numbers from one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_interaction
+import bench_invoke
+import bench_registry
+from common import Table, format_table, machine_info
+
+
+def main(argv: Sequence[str] | None = None) -> list[Table]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 operations, fewer runs")
+    parser.add_argument("--no-compare", action="store_true", help="skip the comparison packages")
+    parser.add_argument("--output", type=Path, help="also write the tables to this file")
+    args = parser.parse_args(argv)
+    compare = not args.no_compare
+    began = time.perf_counter()
+    heading = f"Machine: {machine_info()}"
+    print(heading + "\n", flush=True)
+    sections: list[tuple[str, list[Table]]] = []
+
+    def section(title: str, tables: list[Table]) -> None:
+        print(f"## {title}\n", flush=True)
+        for table in tables:
+            print(format_table(table), end="\n\n", flush=True)
+        sections.append((title, tables))
+
+    if args.quick:
+        section(
+            "Registry",
+            bench_registry.run((10_000,), runs=100, compare=compare, memory_size=10_000),
+        )
+        section("Invoke", bench_invoke.run(runs=5_000, compare=compare))
+        section("Interaction", bench_interaction.run(runs=1_000, pending=10_000))
+    else:
+        section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
+        section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
+        section("Interaction", bench_interaction.run(runs=5_000, pending=10_000))
+    elapsed = time.perf_counter() - began
+    print(f"Total time: {elapsed:.0f} s", flush=True)
+    if args.output is not None:
+        parts = [heading, ""]
+        for title, tables in sections:
+            parts += [f"## {title}", ""] + [format_table(t) + "\n" for t in tables]
+        parts.append(f"Total time: {elapsed:.0f} s")
+        args.output.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return [table for _, tables in sections for table in tables]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""Sealed search cursors.
+
+A cursor carries a keyset position — the last ``(tier, name)`` placed on a page —
+sealed with AES-256-GCM under a key made fresh for each ``CursorSealer`` (one per
+registry) and never exposed. What the cursor is bound to is authenticated, not
+carried: the method, the registry revision, the whitespace-normalized query
+(casing kept: exact names are case-sensitive), the case-folded group and the hash
+of the caller's scope key go into the associated data, so a cursor stays short
+and reveals neither query nor group. The sealed payload holds the position and
+the expiry instant.
+
+Layout (then unpadded URL-safe base64)::
+
+    nonce (12 random bytes) || AES-GCM(key, nonce, payload, associated data)
+    payload = expiry (IEEE 754 double, big-endian) || tier (1 byte) || name (UTF-8)
+
+A 128-character ASCII name gives a 220-character cursor; even 128 four-byte
+characters stay under 750.
+
+``open`` refuses, with the one ``CursorError``, every cursor that was altered
+(any byte), truncated, extended, written in another alphabet or non-canonical
+base64, sealed by another sealer, bound to anything else, or expired. A cursor is
+valid while ``clock() < expiry``: at its expiry instant it has expired. Nothing
+ever restarts a search from the beginning in place of a refused cursor.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import os
+import re
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+__all__ = ["CURSOR_LIFETIME", "SCOPE_HASH_BYTES", "CursorBinding", "CursorError", "CursorSealer"]
+
+#: Seconds a cursor stays valid (spec 003: cursors expire after ten minutes).
+CURSOR_LIFETIME = 600.0
+
+#: Length of the scope-key hash a cursor is bound to (a SHA-256 digest).
+SCOPE_HASH_BYTES = 32
+
+#: AES-256: the strongest AES-GCM key size.
+_KEY_BITS = 256
+
+#: The standard AES-GCM nonce size; random nonces of this size are safe far beyond
+#: the number of cursors one registry seals.
+_NONCE_BYTES = 12
+
+#: The AES-GCM authentication tag size.
+_TAG_BYTES = 16
+
+#: Separates cursors from any other use of the key, and versions the layout.
+_DOMAIN = b"opgate/search-cursor/v1"
+
+_PAYLOAD = struct.Struct(">dB")  # expiry, tier
+
+#: Highest tier a payload can carry (one byte).
+_MAX_TIER = 255
+
+#: Longest text ``open`` decodes: far above any cursor ``seal`` makes; longer input
+#: is refused before any work.
+_MAX_CURSOR_CHARS = 4096
+
+#: Shortest possible cursor: nonce, tag and payload with an empty name, in base64.
+_MIN_CURSOR_CHARS = math.ceil((_NONCE_BYTES + _TAG_BYTES + _PAYLOAD.size) * 4 / 3)
+
+_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class CursorError(Exception):
+    """A cursor that cannot be used: malformed, altered, foreign, mismatched or expired.
+
+    The message is always the same, so nothing public says which check failed;
+    ``reason`` (``"malformed"``, ``"unauthentic"`` or ``"expired"``) is private,
+    for tests and diagnostics. The registry maps this to ``invalid_cursor``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("invalid cursor")
+        self.reason = reason
+
+
+def _refuse(reason: str) -> NoReturn:
+    raise CursorError(reason) from None
+
+
+@dataclass(frozen=True, slots=True)
+class CursorBinding:
+    """Everything a cursor is bound to.
+
+    ``method`` (``"search"``), ``revision`` (the registry's random revision),
+    ``query`` (whitespace-normalized, casing kept), ``group`` (case-folded) and
+    ``scope_hash`` (the 32-byte hash of the caller's scope key, left out of
+    ``repr``).
+    """
+
+    method: str
+    revision: str
+    query: str
+    group: str
+    scope_hash: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("method", "revision", "query", "group"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"CursorBinding.{name} must be a str")
+        if not isinstance(self.scope_hash, bytes) or len(self.scope_hash) != SCOPE_HASH_BYTES:
+            raise ValueError(f"CursorBinding.scope_hash must be {SCOPE_HASH_BYTES} bytes")
+
+    def associated_data(self) -> bytes:
+        """The binding as AES-GCM associated data: unambiguous (length-prefixed) bytes."""
+        parts = [_DOMAIN]
+        for text in (self.method, self.revision, self.query, self.group):
+            encoded = text.encode("utf-8", "surrogatepass")
+            parts += [len(encoded).to_bytes(4, "big"), encoded]
+        parts.append(self.scope_hash)
+        return b"".join(parts)
+
+
+class CursorSealer:
+    """Seals and opens search cursors under a fresh random key.
+
+    ``lifetime`` is in seconds (positive, finite); ``clock`` returns the current
+    time in seconds (``time.time`` unless a test injects one). The key lives only
+    inside the AEAD object: it is never returned, printed or pickled.
+    """
+
+    __slots__ = ("_aead", "_clock", "_lifetime")
+
+    def __init__(
+        self, *, lifetime: float = CURSOR_LIFETIME, clock: Callable[[], float] = time.time
+    ) -> None:
+        if isinstance(lifetime, bool) or not isinstance(lifetime, int | float):
+            raise TypeError("cursor lifetime must be a number of seconds")
+        if not (math.isfinite(lifetime) and lifetime > 0):
+            raise ValueError("cursor lifetime must be positive and finite")
+        self._aead = AESGCM(AESGCM.generate_key(bit_length=_KEY_BITS))
+        self._clock = clock
+        self._lifetime = float(lifetime)
+
+    def __repr__(self) -> str:
+        return f"CursorSealer(lifetime={self._lifetime!r})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a CursorSealer cannot be pickled: its key never leaves the process")
+
+    def seal(self, binding: CursorBinding, position: tuple[int, str]) -> str:
+        """A URL-safe cursor for ``position`` (tier, name), bound to ``binding``."""
+        tier, name = position
+        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= _MAX_TIER:
+            raise ValueError(f"cursor tier must be an int in 0..{_MAX_TIER}")
+        if not isinstance(name, str):
+            raise TypeError("cursor position name must be a str")
+        expiry = self._clock() + self._lifetime
+        payload = _PAYLOAD.pack(expiry, tier) + name.encode("utf-8", "surrogatepass")
+        nonce = os.urandom(_NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, payload, binding.associated_data())
+        return base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
+
+    def open(self, cursor: str, binding: CursorBinding) -> tuple[int, str]:
+        """The position sealed in ``cursor``, if it is authentic, bound to ``binding``
+        and not expired; otherwise ``CursorError``."""
+        raw = _decode(cursor)
+        nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
+        try:
+            payload = self._aead.decrypt(nonce, sealed, binding.associated_data())
+        except InvalidTag:
+            _refuse("unauthentic")
+        expiry, tier = _PAYLOAD.unpack_from(payload)
+        try:
+            name = payload[_PAYLOAD.size :].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # pragma: no cover - only this sealer's payloads get here
+            _refuse("malformed")
+        if not self._clock() < expiry:
+            _refuse("expired")
+        return tier, name
+
+
+def _decode(cursor: object) -> bytes:
+    """The bytes of a canonical, unpadded URL-safe base64 cursor, or ``CursorError``."""
+    if not isinstance(cursor, str):
+        _refuse("malformed")
+    if not _MIN_CURSOR_CHARS <= len(cursor) <= _MAX_CURSOR_CHARS or len(cursor) % 4 == 1:
+        _refuse("malformed")
+    if not _ALPHABET.fullmatch(cursor):
+        _refuse("malformed")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    except (binascii.Error, ValueError):  # pragma: no cover - the checks above exclude these
+        _refuse("malformed")
+    # Only the canonical spelling is accepted: unused low bits of the last character
+    # must be zero, so no two texts open the same cursor.
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != cursor:
+        _refuse("malformed")
+    return raw

@@ -1,0 +1,436 @@
+"""The continuation ledger: every prompt state and transition, and the capacity budget.
+
+This module owns the life of a continuation. Each prompt issued to a person is a
+*record*; the records of one operation call form a *chain*. A record's states and
+the events that move it are listed once, in ``TRANSITIONS``; ``transition`` is the
+only way a state changes, and it refuses anything not in the table::
+
+    PENDING ──ANSWER──▶ ANSWERING ──PROMPTED──▶ ANSWERED ──REPLAY──▶ REPLAYING
+       ▲                    │                      ▲                     │
+       └──────REVERT────────┤                      └─────REPLAYED────────┘
+                            ├──FINISHED──▶ COMPLETED ──RECOVER──▶ RECOVERING
+                            └──BROKEN────▶ NEEDS_RECOVERY ─RECOVER─▶ RECOVERING
+            RECOVERING ──RECOVERED──▶ COMPLETED,  RECOVERING ──BROKEN──▶ NEEDS_RECOVERY
+
+* ``ANSWERING``, ``REPLAYING`` and ``RECOVERING`` are in flight: a request holds the
+  record across its policy and handler callbacks, and any other request on the
+  same continuation gets ``busy``. The ledger lock itself is only held for
+  bookkeeping, never across a callback.
+* ``REVERT``: the answer was refused before dispatch (execution denied), so nothing
+  was accepted and the prompt is pending again.
+* Expiry is not a state: an expired record leaves the ledger (on admission and
+  access, and when its serving lifetime closes), and an unknown token, an expired
+  one and one bound to another operation, argument set, principal or lifetime all
+  get the same ``expired`` answer.
+
+Tokens are 256 random bits (``secrets.token_urlsafe(32)``, 43 characters). Records
+are keyed by a SHA-256 hash of the token; a parent keeps its child's token (it must
+hand it out again on an identical replay), never in a ``repr``.
+
+Capacity: every byte the ledger retains is charged against ``Limits.ledger_bytes``
+(and the chain's against ``Limits.chain_bytes``) through reservations taken before
+a handler runs; unused reservation is released when the call returns. When a
+reservation cannot be had the request gets ``busy`` and nothing is evicted.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import heapq
+import itertools
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ._failures import Failure, FailureCode
+from ._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES, Limits
+
+__all__ = [
+    "TOKEN_LENGTH",
+    "TRANSITIONS",
+    "Binding",
+    "Chain",
+    "Event",
+    "Ledger",
+    "LedgerStateError",
+    "Lifetime",
+    "Record",
+    "RecordState",
+    "Reservation",
+    "transition",
+]
+
+#: Length of a continuation token: 32 random bytes in unpadded URL-safe base64.
+TOKEN_LENGTH = 43
+_TOKEN_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+class RecordState(enum.Enum):
+    """Where one prompt record is in its life."""
+
+    PENDING = "pending"
+    ANSWERING = "answering"
+    ANSWERED = "answered"
+    REPLAYING = "replaying"
+    COMPLETED = "completed"
+    NEEDS_RECOVERY = "needs_recovery"
+    RECOVERING = "recovering"
+
+
+class Event(enum.Enum):
+    """What happens to a record."""
+
+    ANSWER = "answer"  # a valid, new answer is accepted for processing
+    REVERT = "revert"  # processing stopped before dispatch; nothing was accepted
+    PROMPTED = "prompted"  # the handler issued the next prompt, now committed
+    FINISHED = "finished"  # the handler finished with a valid result
+    BROKEN = "broken"  # failure, exception, cancellation or rejected outcome after acceptance
+    REPLAY = "replay"  # an identical answer arrives again after the next prompt was issued
+    REPLAYED = "replayed"  # that replay returned (whatever its verdict)
+    RECOVER = "recover"  # an identical answer arrives again after completion or breakage
+    RECOVERED = "recovered"  # the recovery call finished with a valid result
+
+
+S, E = RecordState, Event
+
+#: The whole state machine: state → event → next state.
+TRANSITIONS: dict[RecordState, dict[Event, RecordState]] = {
+    S.PENDING: {E.ANSWER: S.ANSWERING},
+    S.ANSWERING: {
+        E.REVERT: S.PENDING,
+        E.PROMPTED: S.ANSWERED,
+        E.FINISHED: S.COMPLETED,
+        E.BROKEN: S.NEEDS_RECOVERY,
+    },
+    S.ANSWERED: {E.REPLAY: S.REPLAYING},
+    S.REPLAYING: {E.REPLAYED: S.ANSWERED},
+    S.COMPLETED: {E.RECOVER: S.RECOVERING},
+    S.NEEDS_RECOVERY: {E.RECOVER: S.RECOVERING},
+    S.RECOVERING: {E.RECOVERED: S.COMPLETED, E.BROKEN: S.NEEDS_RECOVERY},
+}
+
+IN_FLIGHT = frozenset({S.ANSWERING, S.REPLAYING, S.RECOVERING})
+
+
+class LedgerStateError(RuntimeError):
+    """An event that the table does not allow in the record's state (a library bug)."""
+
+
+def transition(state: RecordState, event: Event) -> RecordState:
+    """The state after ``event`` in ``state``; ``LedgerStateError`` if not allowed."""
+    try:
+        return TRANSITIONS[state][event]
+    except KeyError:
+        raise LedgerStateError(
+            f"event {event.value!r} is not allowed in state {state.value!r}"
+        ) from None
+
+
+def token_hash(token: str) -> bytes:
+    """The ledger's key for a token."""
+    return hashlib.sha256(token.encode("ascii")).digest()
+
+
+def is_token_shaped(token: object) -> bool:
+    """Whether ``token`` looks like a continuation token (43 URL-safe characters)."""
+    return isinstance(token, str) and len(token) == TOKEN_LENGTH and set(token) <= _TOKEN_ALPHABET
+
+
+class Lifetime:
+    """A serving lifetime (one per MCP server); ``close()`` expires its continuations.
+
+    Closing expires every continuation committed under this lifetime and stops new
+    pending replies from committing; other lifetimes and direct calls are untouched.
+    Handlers already running stay charged until they return.
+    """
+
+    __slots__ = ("_ledger", "closed")
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self.closed = False
+
+    async def close(self) -> None:
+        """Expire this lifetime's continuations; idempotent."""
+        self._ledger.close_lifetime(self)
+
+    def __repr__(self) -> str:
+        return f"<Lifetime {'closed' if self.closed else 'open'}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a continuation is bound to; any difference makes a token unusable."""
+
+    operation: str
+    arguments_hash: bytes
+    scope_hash: bytes
+    lifetime: Lifetime
+
+
+@dataclass(eq=False, slots=True)
+class Chain:
+    """The records of one operation call that asked for input."""
+
+    binding: Binding
+    retained: int = 0  # bytes charged for this chain, records included
+    prompts: int = 0  # prompts committed so far
+    live_records: int = 0
+    arguments_charge: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class Record:
+    """One prompt issued to a person, and what became of its answer."""
+
+    key: bytes
+    chain: Chain
+    round: int
+    prompt: object  # FormInput | URLInput (immutable)
+    expires_at: float
+    charge: int
+    state: RecordState = RecordState.PENDING
+    answer_key: bytes | None = None  # action + canonical answer bytes, once accepted
+    answer_charge: int = 0
+    child: Record | None = field(default=None, repr=False)
+    child_token: str | None = field(default=None, repr=False)
+    removed: bool = False
+
+    def move(self, event: Event) -> None:
+        """Apply ``event`` through the transition table."""
+        self.state = transition(self.state, event)
+
+
+class Reservation:
+    """Bytes set aside in the ledger (and optionally a chain) until settled or released."""
+
+    __slots__ = ("_ledger", "chain", "nbytes")
+
+    def __init__(self, ledger: Ledger, nbytes: int, chain: Chain | None) -> None:
+        self._ledger = ledger
+        self.nbytes = nbytes
+        self.chain = chain
+
+    def release(self) -> None:
+        """Give back whatever is still reserved; idempotent."""
+        self._ledger.release(self)
+
+
+class Ledger:
+    """The private store of continuations of one registry. Thread-safe."""
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self.limits = limits
+        self.clock = clock
+        self.used = 0  # bytes retained or reserved
+        self._lock = threading.Lock()
+        self._records: dict[bytes, Record] = {}
+        self._expiry: list[tuple[float, int, Record]] = []
+        self._sequence = itertools.count()
+        self.default_lifetime = Lifetime(self)
+
+    # -- capacity ----------------------------------------------------------------
+
+    def reserve(self, nbytes: int, chain: Chain | None = None) -> Reservation:
+        """Reserve ``nbytes`` (and charge ``chain``); ``Failure(BUSY)`` if over budget."""
+        with self._lock:
+            self._sweep(self.clock())
+            if chain is not None and chain.retained + nbytes > self.limits.chain_bytes:
+                raise Failure(
+                    FailureCode.INTERACTION_LIMIT,
+                    "this operation's input prompts reached their retained-data limit",
+                )
+            if self.used + nbytes > self.limits.ledger_bytes:
+                raise Failure(FailureCode.BUSY, "busy: too many pending inputs; try again later")
+            self.used += nbytes
+            if chain is not None:
+                chain.retained += nbytes
+            return Reservation(self, nbytes, chain)
+
+    def release(self, reservation: Reservation) -> None:
+        """Return a reservation's remaining bytes."""
+        with self._lock:
+            self._release(reservation)
+
+    def _release(self, reservation: Reservation) -> None:
+        self.used -= reservation.nbytes
+        if reservation.chain is not None:
+            reservation.chain.retained -= reservation.nbytes
+        reservation.nbytes = 0
+
+    @staticmethod
+    def initial_charge(arguments_bytes: int, limits: Limits) -> int:
+        """What an initial call with input support reserves: a chain and a maximum prompt."""
+        return CHAIN_FIXED_BYTES + arguments_bytes + Ledger.max_prompt_charge(limits)
+
+    @staticmethod
+    def max_prompt_charge(limits: Limits) -> int:
+        """The charge of the largest prompt a handler may issue."""
+        return RECORD_FIXED_BYTES + limits.form_schema_bytes + limits.state_bytes
+
+    # -- records -----------------------------------------------------------------
+
+    def new_chain(self, binding: Binding, reservation: Reservation, arguments_bytes: int) -> Chain:
+        """A chain for an initial call, taking over ``reservation`` as its charge."""
+        with self._lock:
+            chain = Chain(binding, retained=reservation.nbytes)
+            chain.arguments_charge = CHAIN_FIXED_BYTES + arguments_bytes
+            reservation.chain = chain
+            return chain
+
+    def commit_prompt(
+        self,
+        chain: Chain,
+        parent: Record | None,
+        prompt: object,
+        prompt_charge: int,
+        lifetime_seconds: float,
+        reservation: Reservation,
+    ) -> tuple[Record, str] | Failure:
+        """Commit the next prompt of ``chain``, paid from ``reservation``.
+
+        Returns the record and its token, or a ``Failure`` (``expired`` when the
+        lifetime closed or the deadline already passed). The reservation keeps
+        whatever it had beyond the charge; the caller releases it.
+        """
+        with self._lock:
+            now = self.clock()
+            self._sweep(now)
+            expires_at = now + lifetime_seconds
+            if parent is not None:
+                expires_at = min(expires_at, parent.expires_at)
+            if chain.binding.lifetime.closed or expires_at <= now:
+                return Failure(FailureCode.EXPIRED)
+            if prompt_charge > reservation.nbytes:  # pragma: no cover - checked by the caller
+                return Failure(FailureCode.INVALID_RESULT, "the prompt exceeds its budget")
+            token = secrets.token_urlsafe(32)
+            record = Record(
+                key=token_hash(token),
+                chain=chain,
+                round=chain.prompts + 1,
+                prompt=prompt,
+                expires_at=expires_at,
+                charge=prompt_charge,
+            )
+            reservation.nbytes -= prompt_charge  # now retained by the record
+            if parent is None:
+                # The chain's own charge (fixed + arguments) moves from the reservation too.
+                reservation.nbytes -= chain.arguments_charge
+            chain.prompts += 1
+            chain.live_records += 1
+            self._records[record.key] = record
+            heapq.heappush(self._expiry, (expires_at, next(self._sequence), record))
+            if parent is not None:
+                # The accepted answer is retained with its record from now on.
+                reservation.nbytes -= parent.answer_charge
+                parent.charge += parent.answer_charge
+                parent.child = record
+                parent.child_token = token
+                parent.move(Event.PROMPTED)
+            return record, token
+
+    def find(self, token: str, binding: Binding) -> Record | None:
+        """The live record for ``token`` under ``binding``, else ``None`` (one answer for all)."""
+        key = token_hash(token)
+        with self._lock:
+            self._sweep(self.clock())
+            record = self._records.get(key)
+            if record is None or record.chain.binding != binding:
+                return None
+            return record
+
+    def claim(self, record: Record, answer_key: bytes, answer_charge: int) -> Event | Failure:
+        """Take ``record`` for a request answering it with ``answer_key``.
+
+        Returns the event applied (``ANSWER``, ``REPLAY`` or ``RECOVER``) or the
+        failure to return: ``busy`` while another request holds it, ``expired``
+        once it left the ledger, ``invalid_request`` for an answer that differs
+        from the one already accepted (a chain never forks).
+        """
+        with self._lock:
+            if record.removed or record.expires_at <= self.clock():
+                return Failure(FailureCode.EXPIRED)
+            if record.state in IN_FLIGHT:
+                return Failure(FailureCode.BUSY, "busy: this input is being processed; try again")
+            if record.state is RecordState.PENDING:
+                record.answer_key = answer_key
+                record.answer_charge = answer_charge
+                record.move(Event.ANSWER)
+                return Event.ANSWER
+            if record.answer_key != answer_key:
+                return Failure(
+                    FailureCode.INVALID_REQUEST,
+                    "this prompt was already answered differently; an answer cannot be changed",
+                )
+            event = Event.REPLAY if record.state is RecordState.ANSWERED else Event.RECOVER
+            record.move(event)
+            return event
+
+    def settle(self, record: Record, event: Event, answer: Reservation | None = None) -> None:
+        """Apply ``event`` to a claimed record; move the answer's charge onto it."""
+        with self._lock:
+            if event is Event.REVERT:
+                record.answer_key = None
+                record.answer_charge = 0
+            elif answer is not None and record.state is RecordState.ANSWERING:
+                # FINISHED or BROKEN: the accepted answer stays for recovery.
+                answer.nbytes -= record.answer_charge
+                record.charge += record.answer_charge
+            record.move(event)
+            if record.removed:
+                return
+            if record.expires_at <= self.clock() or record.chain.binding.lifetime.closed:
+                self._remove(record)
+
+    def child_of(self, record: Record) -> tuple[Record, str] | None:
+        """The live child prompt of an answered record and its token, else ``None``."""
+        with self._lock:
+            child, token = record.child, record.child_token
+            if child is None or token is None or child.removed:
+                return None
+            if child.expires_at <= self.clock():
+                self._remove(child)
+                return None
+            return child, token
+
+    # -- expiry ------------------------------------------------------------------
+
+    def _sweep(self, now: float) -> None:
+        while self._expiry and self._expiry[0][0] <= now:
+            _, _, record = heapq.heappop(self._expiry)
+            if record.state in IN_FLIGHT:
+                continue  # charged until its handler returns; settle() removes it
+            self._remove(record)
+
+    def _remove(self, record: Record) -> None:
+        if record.removed:
+            return
+        record.removed = True
+        self._records.pop(record.key, None)
+        self.used -= record.charge
+        chain = record.chain
+        chain.retained -= record.charge
+        chain.live_records -= 1
+        if chain.live_records == 0:
+            self.used -= chain.arguments_charge
+            chain.retained -= chain.arguments_charge
+
+    def close_lifetime(self, lifetime: Lifetime) -> None:
+        """Expire every record committed under ``lifetime`` that is not in flight."""
+        with self._lock:
+            lifetime.closed = True
+            for record in list(self._records.values()):
+                if record.chain.binding.lifetime is lifetime and record.state not in IN_FLIGHT:
+                    self._remove(record)
+
+    def sweep(self) -> None:
+        """Remove expired records now."""
+        with self._lock:
+            self._sweep(self.clock())
+
+    @property
+    def live(self) -> int:
+        """Number of live prompt records."""
+        return len(self._records)

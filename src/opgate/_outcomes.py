@@ -1,0 +1,101 @@
+"""What handlers return (``finish``, ``fail``, ``await_input``) and what ``invoke`` returns.
+
+A handler's return value must be one of the three outcome constructors' results;
+anything else — ``None``, a bare dict, a ``Result``, an outcome not made by these
+functions — is a failure, never a success. ``Registry.invoke`` returns exactly one
+of ``Completed``, ``Failed`` or ``Pending``; each carries ``diagnostics``, the
+bounded private slot of progress problems (for the host's logs, never the model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ._failures import Failure
+
+if TYPE_CHECKING:
+    from ._forms import FormInput, FormPrompt, URLInput, URLPrompt
+    from ._results import Result
+
+__all__ = [
+    "Completed",
+    "Failed",
+    "InvokeOutcome",
+    "Outcome",
+    "Pending",
+    "await_input",
+    "fail",
+    "finish",
+]
+
+_MINT = object()  # only this module's constructors can make an Outcome
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Outcome:
+    """A handler's decision; build it with ``finish``, ``fail`` or ``await_input`` only."""
+
+    kind: str
+    payload: Any = field(repr=False)
+    message: str = ""
+    _mint: object = field(default=None, repr=False)
+
+    def is_genuine(self) -> bool:
+        """Whether this outcome came from one of the constructor functions."""
+        return self._mint is _MINT and type(self) is Outcome
+
+
+def finish(result: Result) -> Outcome:
+    """Finish successfully with ``result`` (a ``Result`` built with its constructor)."""
+    return Outcome("finish", result, _mint=_MINT)
+
+
+def fail(message: str, diagnostics: object = None) -> Outcome:
+    """Fail with a public ``message`` and optional structured ``diagnostics``.
+
+    With an output schema, diagnostics must match it, otherwise they are withheld
+    (the failure is still returned, with its message).
+    """
+    return Outcome("fail", diagnostics, message, _mint=_MINT)
+
+
+def await_input(prompt: FormInput | URLInput) -> Outcome:
+    """Stop and ask a person for input: a form (``FormInput``) or an HTTPS hand-off."""
+    return Outcome("await_input", prompt, _mint=_MINT)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The operation finished: ``result`` passed every check."""
+
+    result: Result
+    diagnostics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The request failed; ``failure`` says why (its ``cause`` stays private)."""
+
+    failure: Failure
+    diagnostics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The operation waits for a person.
+
+    Show ``prompt`` (a ``FormPrompt`` or ``URLPrompt``) to the user, then call
+    ``invoke`` again with the same operation and arguments and
+    ``resume=(pending.continuation, response)`` before ``expires_at`` (aware UTC).
+    ``continuation`` is a bearer secret for this principal: never log it.
+    """
+
+    prompt: FormPrompt | URLPrompt
+    continuation: str = field(repr=False)
+    expires_at: datetime
+    diagnostics: tuple[str, ...] = ()
+
+
+InvokeOutcome: TypeAlias = Completed | Failed | Pending

@@ -1,0 +1,123 @@
+"""The policy protocol, its two request kinds, and calling policy callbacks safely.
+
+A host's policy has two methods, each sync or async:
+
+* ``scope_key(ctx) -> str``: a nonempty opaque key naming the principal and its
+  authorization revision; it must contain no credentials and must change when the
+  principal's effective authorization scope changes.
+* ``authorize(ctx, request) -> None``: ``request`` is ``Discover(name)`` (search,
+  inspect) or ``Execute(name, arguments)`` (invoke, with detached and validated
+  arguments). Returning ``None`` allows; raising or returning
+  ``Failure(FailureCode.UNAVAILABLE)`` denies.
+
+Anything else — another exception, another return value, a ``Failure`` of another
+code, an empty or non-string scope key — fails the request as ``internal`` with the
+original kept on ``Failure.cause``. A failing policy never yields a successful
+authorization. Sync methods are called inline on the caller's thread (search asks
+for every item it places, so they must be fast); a policy that does I/O should be
+async.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+from ._failures import Failure, FailureCode, internal_failure
+from ._json import JSONValue
+
+__all__ = [
+    "Discover",
+    "Execute",
+    "Policy",
+    "PolicyError",
+    "PolicyRequest",
+    "authorize",
+    "scope_key",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Discover:
+    """Authorization request for seeing an operation (search results, inspect).
+
+    ``name`` is the operation's name.
+    """
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """Authorization request for running an operation.
+
+    ``name`` is the operation's name; ``arguments`` is a detached copy of the
+    validated argument object (the policy may read or even mutate it freely).
+    """
+
+    name: str
+    arguments: dict[str, JSONValue]
+
+
+PolicyRequest: TypeAlias = Discover | Execute
+
+
+class Policy(Protocol):
+    """What a host provides to authorize requests; each method may be sync or async."""
+
+    def scope_key(self, ctx: Any, /) -> Any:
+        """Return the principal's nonempty, opaque, credential-free scope key."""
+
+    def authorize(self, ctx: Any, request: PolicyRequest, /) -> Any:
+        """Return ``None`` to allow, raise/return ``Failure(UNAVAILABLE)`` to deny."""
+
+
+#: The one public answer for unknown, undiscoverable and denied names.
+def unavailable() -> Failure:
+    """A fresh, byte-identical ``unavailable`` failure."""
+    return Failure(FailureCode.UNAVAILABLE)
+
+
+class PolicyError(Exception):
+    """Internal: a policy callback failed; ``failure`` is what the request returns."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def _broken(cause: BaseException | None) -> PolicyError:
+    return PolicyError(internal_failure(cause))
+
+
+async def scope_key(policy: Policy, ctx: Any) -> str:
+    """Call ``policy.scope_key``; raise ``PolicyError`` unless it gives a nonempty ``str``."""
+    try:
+        key = policy.scope_key(ctx)
+        if inspect.isawaitable(key):
+            key = await key
+    except Exception as exc:
+        raise _broken(exc) from None
+    if not isinstance(key, str) or not key:
+        raise _broken(TypeError(f"scope_key returned {type(key).__name__}, not a nonempty str"))
+    return key
+
+
+async def authorize(policy: Policy, ctx: Any, request: PolicyRequest) -> bool:
+    """Call ``policy.authorize``: ``True`` allowed, ``False`` denied, ``PolicyError`` broken."""
+    try:
+        verdict = policy.authorize(ctx, request)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Failure as failure:
+        if failure.code is FailureCode.UNAVAILABLE:
+            return False
+        raise _broken(failure) from None
+    except Exception as exc:
+        raise _broken(exc) from None
+    if verdict is None:
+        return True
+    if isinstance(verdict, Failure) and verdict.code is FailureCode.UNAVAILABLE:
+        return False
+    raise _broken(TypeError(f"authorize returned {type(verdict).__name__}, not None"))

@@ -1,0 +1,929 @@
+"""``Registry``: construction, and the one place that sequences search, inspect and invoke.
+
+The rules live in their own modules (``_json``, ``_schema``, ``_search``,
+``_cursor``, ``_policy``, ``_results``, ``_forms``, ``_responses``, ``_ledger``,
+``_progress``); this module only calls them in the order the spec requires and
+turns every request-level problem into a returned ``Failed``. Requests never raise
+for bad input; cancellation of the calling task propagates.
+
+No lock is held while a policy, handler or progress callback runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import inspect
+import json
+import secrets
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ._cursor import CursorBinding, CursorError, CursorSealer
+from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
+from ._forms import FormInput, InputMode, URLInput
+from ._invocation import new_invocation, new_resume
+from ._json import JSONError, JSONValue, canonical_bytes, check_profile, detach, from_python, parse
+from ._ledger import (
+    Binding,
+    Chain,
+    Event,
+    Ledger,
+    Lifetime,
+    Record,
+    RecordState,
+    Reservation,
+    is_token_shaped,
+)
+from ._limits import (
+    DEFAULT_LIMITS,
+    PAGE_BYTES,
+    PAGE_RESERVE_BYTES,
+    QUERY_BYTES,
+    RECORD_FIXED_BYTES,
+    SEARCH_DEFAULT_LIMIT,
+    SEARCH_MAX_LIMIT,
+    Limits,
+)
+from ._operation import Operation, OperationSpec
+from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
+from ._policy import Discover, Execute, Policy, PolicyError, authorize, scope_key, unavailable
+from ._progress import Diagnostics, ProgressChannel, ProgressSink
+from ._responses import (
+    AnswerError,
+    InputAction,
+    InputResponse,
+    check_response_shape,
+    decode_answers,
+)
+from ._results import Result, check_result_budget, is_constructed
+from ._schema import CompiledSchema, SchemaCompiler, SchemaRole
+from ._search import IndexEntry, SearchIndex, fold_group, normalize_query
+
+__all__ = ["Registry", "SearchPage", "Summary"]
+
+#: Accepted when an operation declares no input schema: any argument object.
+_ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
+
+#: Public bytes a prompt reply adds beyond its message and schema or URL: the token,
+#: the expiry timestamp and the failure envelope the adapter may have to send instead.
+PROMPT_OVERHEAD_BYTES = 512
+
+#: Bytes of framing charged for one failure message plus its diagnostics.
+FAILURE_OVERHEAD_BYTES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One search result: an operation's name, group and complete summary."""
+
+    name: str
+    group: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """A page of search results and, when more may follow, the cursor to continue."""
+
+    items: tuple[Summary, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Entry:
+    """A registered operation as the registry keeps it (snapshotted, compiled)."""
+
+    name: str
+    group: str
+    summary: str
+    description: str
+    examples: tuple[str, ...]
+    source: str
+    handler: Callable[..., Any]
+    is_async: bool
+    input_schema: CompiledSchema
+    output_schema: CompiledSchema | None
+    item_bytes: int  # encoded size of its search page item, comma included
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _item_bytes(name: str, group: str, summary: str) -> int:
+    item = {"group": group, "name": name, "summary": summary}
+    return _utf8_size(json.dumps(item, ensure_ascii=False, separators=(",", ":"))) + 1
+
+
+class Registry:
+    """A fixed catalog of operations behind search, inspect and invoke.
+
+    ``Registry(operations, policy, *, limits=None, clock=None)`` snapshots every
+    definition, validates names (unique), summaries, handlers and the definition
+    budget, and compiles every schema before returning; it raises
+    ``ConfigurationError`` (or ``TypeError``) naming the operation and field.
+    ``clock`` returns POSIX seconds (``time.time`` by default); tests inject one.
+
+    The registry is safe to share between asyncio tasks and threads. Search,
+    inspect and invoke return a ``Failed`` for every request-level problem.
+    """
+
+    def __init__(
+        self,
+        operations: Iterable[Operation],
+        policy: Policy,
+        *,
+        limits: Limits | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if limits is None:
+            limits = DEFAULT_LIMITS
+        if not isinstance(limits, Limits):
+            raise TypeError("limits must be an opgate.Limits")
+        for method in ("scope_key", "authorize"):
+            if not callable(getattr(policy, method, None)):
+                raise TypeError(f"policy must provide a callable {method}(ctx, ...)")
+        if isinstance(operations, Operation) or not isinstance(operations, Iterable):
+            raise TypeError("operations must be an iterable of opgate.Operation")
+        self._limits = limits
+        self._policy = policy
+        self._clock = clock or time.time
+        compiler = SchemaCompiler()
+        default_input = compiler.compile(_ANY_OBJECT, role=SchemaRole.INPUT, where="default")
+        entries: dict[str, _Entry] = {}
+        for operation in operations:
+            if not isinstance(operation, Operation):
+                raise TypeError(f"expected opgate.Operation, got {type(operation).__name__}")
+            if operation.name in entries:
+                raise ConfigurationError(f"operation name {operation.name!r} is not unique")
+            entries[operation.name] = self._snapshot(operation, compiler, default_input)
+        self._entries = tuple(entries[name] for name in sorted(entries))
+        self._positions = {entry.name: index for index, entry in enumerate(self._entries)}
+        self._index = SearchIndex(
+            [
+                IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
+                for e in self._entries
+            ]
+        )
+        self._revision = secrets.token_hex(8)
+        self._secret = secrets.token_bytes(32)
+        self._cursors = CursorSealer(clock=self._clock)
+        self._ledger = Ledger(limits, self._clock)
+
+    def _snapshot(
+        self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
+    ) -> _Entry:
+        where = f"operation {operation.name!r}"
+        input_schema = (
+            default_input
+            if operation.input_schema is None
+            else compiler.compile(
+                operation.input_schema, role=SchemaRole.INPUT, where=f"{where} input_schema"
+            )
+        )
+        output_schema = (
+            None
+            if operation.output_schema is None
+            else compiler.compile(
+                operation.output_schema, role=SchemaRole.OUTPUT, where=f"{where} output_schema"
+            )
+        )
+        size = (
+            sum(
+                _utf8_size(text)
+                for text in (
+                    operation.name,
+                    operation.group,
+                    operation.summary,
+                    operation.description,
+                    operation.source,
+                    *operation.examples,
+                )
+            )
+            + len(input_schema.canonical)
+            + (len(output_schema.canonical) if output_schema else 0)
+        )
+        if size > self._limits.definition_bytes:
+            raise ConfigurationError(
+                f"{where} is {size} bytes (texts, examples, source and schemas), over "
+                f"Limits.definition_bytes ({self._limits.definition_bytes})"
+            )
+        item_bytes = _item_bytes(operation.name, operation.group, operation.summary)
+        if item_bytes > PAGE_BYTES - PAGE_RESERVE_BYTES:
+            raise ConfigurationError(
+                f"{where} cannot fit an empty search page: its name, group and summary "
+                f"encode to {item_bytes} bytes, over {PAGE_BYTES - PAGE_RESERVE_BYTES}; "
+                f"shorten the summary"
+            )
+        handler = operation.handler
+        is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        return _Entry(
+            name=operation.name,
+            group=operation.group,
+            summary=operation.summary,
+            description=operation.description,
+            examples=operation.examples,
+            source=operation.source,
+            handler=handler,
+            is_async=is_async,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            item_bytes=item_bytes,
+        )
+
+    @property
+    def limits(self) -> Limits:
+        """The registry's limits, defaults resolved."""
+        return self._limits
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<Registry: {len(self._entries)} operations>"
+
+    def open_lifetime(self) -> Lifetime:
+        """A serving lifetime for one server; ``await lifetime.close()`` expires its prompts."""
+        return Lifetime(self._ledger)
+
+    def _scope_hash(self, key: str) -> bytes:
+        return hmac.new(self._secret, key.encode("utf-8", "surrogatepass"), "sha256").digest()
+
+    # -- search ------------------------------------------------------------------
+
+    async def search(
+        self,
+        ctx: Any,
+        query: str = "",
+        *,
+        group: str = "",
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SearchPage | Failed:
+        """One page of the operations ``ctx``'s principal may discover.
+
+        All whitespace-separated terms of ``query`` must match (case-insensitive
+        substring) the name, group, summary or other documentation; results rank
+        name matches first, then group, summary, other documentation, ties by name.
+        A query equal to an authorized operation's name returns it alone; an empty
+        query lists by name. ``limit`` defaults to 5, at most 20; ``query`` and
+        ``group`` are at most 256 UTF-8 bytes. Continue with ``next_cursor`` and the
+        same query and group (the limit may change).
+        """
+        problem = _search_problem(query, group, limit, cursor, self._limits.token_bytes)
+        if problem is not None:
+            return Failed(Failure(FailureCode.INVALID_REQUEST, problem))
+        size = SEARCH_DEFAULT_LIMIT if limit is None else limit
+        try:
+            key = await scope_key(self._policy, ctx)
+            binding = CursorBinding(
+                method="search",
+                revision=self._revision,
+                query=normalize_query(query),
+                group=fold_group(group),
+                scope_hash=self._scope_hash(key),
+            )
+            after: tuple[int, str] | None = None
+            if cursor is not None:
+                try:
+                    after = self._cursors.open(cursor, binding)
+                except CursorError:
+                    return Failed(Failure(FailureCode.INVALID_CURSOR))
+            else:
+                exact = await self._exact(ctx, binding)
+                if exact is not None:
+                    return exact
+            return await self._page(ctx, binding, after, size)
+        except PolicyError as exc:
+            return Failed(exc.failure)
+
+    async def _exact(self, ctx: Any, binding: CursorBinding) -> SearchPage | None:
+        position = self._index.exact(binding.query)
+        if position is None:
+            return None
+        entry = self._entries[position]
+        if binding.group and fold_group(entry.group) != binding.group:
+            return None
+        if not await authorize(self._policy, ctx, Discover(entry.name)):
+            return None
+        return SearchPage((Summary(entry.name, entry.group, entry.summary),))
+
+    async def _page(
+        self, ctx: Any, binding: CursorBinding, after: tuple[int, str] | None, size: int
+    ) -> SearchPage:
+        budget = PAGE_BYTES - PAGE_RESERVE_BYTES
+        items: list[Summary] = []
+        used = 0
+        last: tuple[int, str] | None = None
+        for tier, position in self._index.ranked(binding.query, binding.group, after):
+            entry = self._entries[position]
+            if not await authorize(self._policy, ctx, Discover(entry.name)):
+                continue
+            if len(items) == size or used + entry.item_bytes > budget:
+                assert last is not None  # every item fits an empty page (checked at startup)
+                return SearchPage(tuple(items), self._cursors.seal(binding, last))
+            items.append(Summary(entry.name, entry.group, entry.summary))
+            used += entry.item_bytes
+            last = (tier, entry.name)
+        return SearchPage(tuple(items))
+
+    # -- inspect -----------------------------------------------------------------
+
+    async def inspect(self, ctx: Any, name: str) -> OperationSpec | Failed:
+        """The full definition of an operation the principal may discover, schemas included."""
+        try:
+            await scope_key(self._policy, ctx)
+            entry = await self._discoverable(ctx, name)
+        except PolicyError as exc:
+            return Failed(exc.failure)
+        if entry is None:
+            return Failed(unavailable())
+        output = entry.output_schema
+        return OperationSpec(
+            name=entry.name,
+            group=entry.group,
+            summary=entry.summary,
+            description=entry.description,
+            examples=entry.examples,
+            _input_schema=entry.input_schema.document(),
+            _output_schema=None if output is None else output.document(),
+        )
+
+    async def _discoverable(self, ctx: Any, name: object) -> _Entry | None:
+        position = self._positions.get(name) if isinstance(name, str) else None
+        if position is None:
+            return None
+        entry = self._entries[position]
+        if not await authorize(self._policy, ctx, Discover(entry.name)):
+            return None
+        return entry
+
+    # -- invoke ------------------------------------------------------------------
+
+    async def invoke(
+        self,
+        ctx: Any,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any],
+        *,
+        input_support: Collection[InputMode] = (),
+        resume: tuple[str, InputResponse] | None = None,
+        progress: ProgressSink | None = None,
+        input_expiry: timedelta | None = None,
+        lifetime: Lifetime | None = None,
+    ) -> InvokeOutcome:
+        """Run an operation for ``ctx``'s principal; see the docs for the full pipeline.
+
+        ``arguments`` is JSON text (``str``/``bytes``) or a mapping of JSON values.
+        ``input_support`` names the prompt kinds the host can show now; without it a
+        handler asking for input gets ``confirmation_required``. ``resume`` answers
+        an earlier ``Pending``: pass the same operation and arguments. ``progress``
+        receives throttled ``ProgressUpdate``s. ``input_expiry`` shortens how long a
+        prompt stays answerable; ``lifetime`` is the serving lifetime (from
+        ``open_lifetime``) prompts are bound to.
+        """
+        diagnostics = Diagnostics()
+        try:
+            return await self._invoke(
+                ctx,
+                name,
+                arguments,
+                input_support,
+                resume,
+                progress,
+                input_expiry,
+                lifetime,
+                diagnostics,
+            )
+        except PolicyError as exc:
+            return Failed(exc.failure, diagnostics.entries)
+        except Failure as failure:
+            return Failed(failure, diagnostics.entries)
+
+    async def _invoke(
+        self,
+        ctx: Any,
+        name: str,
+        arguments: object,
+        input_support: object,
+        resume: object,
+        progress: object,
+        input_expiry: object,
+        lifetime: object,
+        diagnostics: Diagnostics,
+    ) -> InvokeOutcome:
+        modes, lifetime_seconds, serving = self._options(
+            input_support, progress, input_expiry, lifetime
+        )
+        key = await scope_key(self._policy, ctx)
+        entry = await self._discoverable(ctx, name)
+        if entry is None:
+            raise unavailable()
+        values = self._arguments(entry, arguments)
+        binding = Binding(
+            operation=entry.name,
+            arguments_hash=hashlib.sha256(canonical_bytes(values)).digest(),
+            scope_hash=self._scope_hash(key),
+            lifetime=serving,
+        )
+        channel = ProgressChannel(progress, diagnostics, clock=self._clock)  # type: ignore[arg-type]
+        try:
+            if resume is not None:
+                outcome = await self._resume(
+                    ctx, entry, values, binding, resume, modes, lifetime_seconds, channel
+                )
+            else:
+                outcome = await self._initial(
+                    ctx, entry, values, binding, modes, lifetime_seconds, channel
+                )
+        finally:
+            await channel.close()
+        return _with_diagnostics(outcome, diagnostics)
+
+    def _options(
+        self, input_support: object, progress: object, input_expiry: object, lifetime: object
+    ) -> tuple[frozenset[InputMode], float, Lifetime]:
+        if isinstance(input_support, str | bytes) or not isinstance(input_support, Collection):
+            raise Failure(FailureCode.INVALID_REQUEST, "input_support must be a set of InputMode")
+        modes = frozenset(input_support)
+        if not all(isinstance(mode, InputMode) for mode in modes):
+            raise Failure(
+                FailureCode.INVALID_REQUEST, "input_support must contain InputMode values"
+            )
+        if progress is not None and not callable(progress):
+            raise Failure(FailureCode.INVALID_REQUEST, "progress must be a callable sink")
+        seconds = self._limits.input_lifetime.total_seconds()
+        if input_expiry is not None:
+            if not isinstance(input_expiry, timedelta) or input_expiry <= timedelta(0):
+                raise Failure(
+                    FailureCode.INVALID_REQUEST, "input_expiry must be a positive timedelta"
+                )
+            seconds = min(seconds, input_expiry.total_seconds())
+        if lifetime is None:
+            serving = self._ledger.default_lifetime
+        elif isinstance(lifetime, Lifetime) and lifetime._ledger is self._ledger:
+            serving = lifetime
+        else:
+            raise Failure(
+                FailureCode.INVALID_REQUEST,
+                "lifetime must come from this registry's open_lifetime()",
+            )
+        return modes, seconds, serving
+
+    def _arguments(self, entry: _Entry, arguments: object) -> dict[str, JSONValue]:
+        """Budget, strict parse, object check, schema validation: the validated arguments."""
+        limit = self._limits.argument_bytes
+        try:
+            if isinstance(arguments, str):
+                raw = arguments.encode("utf-8", "surrogatepass")
+                if len(raw) > limit:
+                    raise _too_large(len(raw), limit)
+                values = parse(arguments, profile=True)
+            elif isinstance(arguments, bytes | bytearray):
+                if len(arguments) > limit:
+                    raise _too_large(len(arguments), limit)
+                values = parse(arguments, profile=True)
+            elif isinstance(arguments, Mapping):
+                values = from_python(arguments, profile=True)
+                size = len(canonical_bytes(values))
+                if size > limit:
+                    raise _too_large(size, limit)
+            else:
+                raise Failure(
+                    FailureCode.INVALID_ARGUMENTS,
+                    "arguments must be a JSON object (JSON text or a mapping)",
+                )
+        except JSONError as exc:
+            raise Failure(FailureCode.INVALID_ARGUMENTS, f"arguments: {exc}") from None
+        if not isinstance(values, dict):
+            raise Failure(
+                FailureCode.INVALID_ARGUMENTS,
+                f"arguments must be a JSON object, not {_json_kind(values)}",
+            )
+        violation = entry.input_schema.first_violation(values)
+        if violation is not None:
+            raise Failure(FailureCode.INVALID_ARGUMENTS, f"arguments: {violation}")
+        return values
+
+    async def _initial(
+        self,
+        ctx: Any,
+        entry: _Entry,
+        values: dict[str, JSONValue],
+        binding: Binding,
+        modes: frozenset[InputMode],
+        lifetime_seconds: float,
+        channel: ProgressChannel,
+    ) -> InvokeOutcome:
+        if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+            return Failed(unavailable())
+        reservation: Reservation | None = None
+        chain: Chain | None = None
+        if modes:
+            arguments_size = len(canonical_bytes(values))
+            reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
+            chain = self._ledger.new_chain(binding, reservation, arguments_size)
+        try:
+            _check_deadline("before the operation started")
+            outcome = await self._dispatch(entry, values, modes, None, channel)
+            if outcome.kind == "await_input":
+                if chain is None or reservation is None:
+                    return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
+                return self._commit(
+                    entry, chain, None, outcome, modes, lifetime_seconds, reservation
+                )
+            _check_deadline("before the result was returned")
+            return self._conclude(entry, outcome)
+        finally:
+            if reservation is not None:
+                reservation.release()
+
+    async def _resume(
+        self,
+        ctx: Any,
+        entry: _Entry,
+        values: dict[str, JSONValue],
+        binding: Binding,
+        resume: object,
+        modes: frozenset[InputMode],
+        lifetime_seconds: float,
+        channel: ProgressChannel,
+    ) -> InvokeOutcome:
+        token, response = self._resume_parts(resume)
+        record = self._ledger.find(token, binding)
+        if record is None:
+            return Failed(Failure(FailureCode.EXPIRED))
+        prompt = record.prompt
+        assert isinstance(prompt, FormInput | URLInput)
+        answers = self._answers(prompt, response)
+        answer_bytes = b"" if answers is None else canonical_bytes(answers)
+        answer_key = response.action.value.encode("ascii") + b"\0" + answer_bytes
+        charge = len(answer_bytes) + Ledger.max_prompt_charge(self._limits)
+        # Only a new answer needs room; replays and recoveries reuse the record.
+        reservation = (
+            self._ledger.reserve(charge, record.chain)
+            if record.state is RecordState.PENDING
+            else None
+        )
+        try:
+            claimed = self._ledger.claim(record, answer_key, len(answer_bytes))
+            if isinstance(claimed, Failure):
+                return Failed(claimed)
+            if claimed is Event.ANSWER and reservation is None:
+                try:
+                    reservation = self._ledger.reserve(charge, record.chain)
+                except Failure:
+                    self._ledger.settle(record, Event.REVERT)
+                    raise
+            state = prompt.state_value() if isinstance(prompt, FormInput) else None
+            if claimed is Event.REPLAY:
+                return await self._replay(ctx, entry, values, record)
+            verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
+            if claimed is Event.RECOVER:
+                return await self._recover(ctx, entry, values, record, verified, modes, channel)
+            assert reservation is not None
+            return await self._answer(
+                ctx, entry, values, record, verified, modes, lifetime_seconds, channel, reservation
+            )
+        finally:
+            if reservation is not None:
+                reservation.release()
+
+    def _resume_parts(self, resume: object) -> tuple[str, InputResponse]:
+        if not (isinstance(resume, tuple) and len(resume) == 2):
+            raise Failure(
+                FailureCode.INVALID_REQUEST, "resume must be (continuation, InputResponse)"
+            )
+        token, response = resume
+        if not isinstance(response, InputResponse):
+            raise Failure(FailureCode.INVALID_REQUEST, "resume must carry an InputResponse")
+        if not isinstance(token, str) or len(token) > self._limits.token_bytes:
+            raise Failure(FailureCode.INVALID_REQUEST, "malformed continuation")
+        if not is_token_shaped(token):
+            raise Failure(FailureCode.INVALID_REQUEST, "malformed continuation")
+        return token, response
+
+    def _answers(self, prompt: FormInput | URLInput, response: InputResponse) -> JSONValue:
+        """Decode, bound and check the answers against the protected original prompt."""
+        try:
+            answers = decode_answers(response, max_bytes=self._limits.answer_bytes)
+        except AnswerError as exc:
+            raise Failure(FailureCode.INVALID_REQUEST, f"answers: {exc}") from None
+        problem = check_response_shape(prompt.mode, response, answers)
+        if problem is not None:
+            raise Failure(FailureCode.INVALID_REQUEST, problem)
+        if isinstance(prompt, FormInput) and response.action is InputAction.ACCEPT:
+            problem = prompt.validate_answers(answers)
+            if problem is not None:
+                raise Failure(FailureCode.INVALID_REQUEST, f"answers: {problem}")
+        return answers
+
+    async def _answer(
+        self,
+        ctx: Any,
+        entry: _Entry,
+        values: dict[str, JSONValue],
+        record: Record,
+        verified: Any,
+        modes: frozenset[InputMode],
+        lifetime_seconds: float,
+        channel: ProgressChannel,
+        reservation: Reservation,
+    ) -> InvokeOutcome:
+        """A new answer: authorize, dispatch, then record what became of it."""
+        try:
+            allowed = await authorize(self._policy, ctx, Execute(entry.name, _detached(values)))
+            _check_deadline("before the operation started")
+        except BaseException:
+            self._ledger.settle(record, Event.REVERT)
+            raise
+        if not allowed:
+            self._ledger.settle(record, Event.REVERT)
+            return Failed(unavailable())
+        settled = False
+        try:
+            outcome = await self._dispatch(entry, values, modes, verified, channel)
+            if outcome.kind == "await_input":
+                if record.round >= self._limits.max_prompts:
+                    return Failed(Failure(FailureCode.INTERACTION_LIMIT))
+                reply = self._commit(
+                    entry, record.chain, record, outcome, modes, lifetime_seconds, reservation
+                )
+                settled = isinstance(reply, Pending)
+                return reply
+            _check_deadline("before the result was returned")
+            result = self._conclude(entry, outcome)
+            if isinstance(result, Completed):
+                self._ledger.settle(record, Event.FINISHED, reservation)
+                settled = True
+            return result
+        finally:
+            if not settled:
+                self._ledger.settle(record, Event.BROKEN, reservation)
+
+    async def _replay(
+        self, ctx: Any, entry: _Entry, values: dict[str, JSONValue], record: Record
+    ) -> InvokeOutcome:
+        """An identical answer to an answered prompt: the same next prompt, re-authorized."""
+        try:
+            if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+                return Failed(unavailable())
+            child = self._ledger.child_of(record)
+            if child is None:
+                return Failed(Failure(FailureCode.EXPIRED))
+            child_record, token = child
+            prompt = child_record.prompt
+            assert isinstance(prompt, FormInput | URLInput)
+            return Pending(prompt.prompt(), token, _utc(child_record.expires_at))
+        finally:
+            self._ledger.settle(record, Event.REPLAYED)
+
+    async def _recover(
+        self,
+        ctx: Any,
+        entry: _Entry,
+        values: dict[str, JSONValue],
+        record: Record,
+        verified: Any,
+        modes: frozenset[InputMode],
+        channel: ProgressChannel,
+    ) -> InvokeOutcome:
+        """An identical answer after completion or breakage: a recovery-only call."""
+        recovered = False
+        try:
+            if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+                return Failed(unavailable())
+            _check_deadline("before the operation started")
+            outcome = await self._dispatch(entry, values, modes, verified, channel)
+            if outcome.kind == "await_input":
+                return Failed(
+                    Failure(
+                        FailureCode.INVALID_RESULT,
+                        "a recovery call may only finish; it cannot ask for more input",
+                    )
+                )
+            _check_deadline("before the result was returned")
+            result = self._conclude(entry, outcome)
+            recovered = isinstance(result, Completed)
+            return result
+        finally:
+            self._ledger.settle(record, Event.RECOVERED if recovered else Event.BROKEN)
+
+    async def _dispatch(
+        self,
+        entry: _Entry,
+        values: dict[str, JSONValue],
+        modes: frozenset[InputMode],
+        verified: Any,
+        channel: ProgressChannel,
+    ) -> Outcome:
+        """Call the handler; an exception becomes a sanitized ``internal`` failure."""
+        invocation = new_invocation(entry.name, _detached(values), modes, verified, channel)
+        try:
+            if entry.is_async:
+                returned = await entry.handler(invocation)
+            else:
+                returned = await anyio.to_thread.run_sync(entry.handler, invocation)
+            if inspect.isawaitable(returned):
+                returned = await returned
+        except Exception as exc:
+            raise internal_failure(exc) from None
+        if not isinstance(returned, Outcome) or not returned.is_genuine():
+            raise Failure(
+                FailureCode.INVALID_RESULT,
+                "the operation returned neither finish(...), fail(...) nor await_input(...)",
+            )
+        return returned
+
+    def _conclude(self, entry: _Entry, outcome: Outcome) -> Completed | Failed:
+        """Check a finish or fail outcome against the output schema and result budgets."""
+        if outcome.kind == "fail":
+            return Failed(self._operation_failure(entry, outcome))
+        result = outcome.payload
+        if not isinstance(result, Result) or not is_constructed(result):
+            raise Failure(
+                FailureCode.INVALID_RESULT, "finish(...) needs a Result built with Result(...)"
+            )
+        if entry.output_schema is not None:
+            structured = result.structured
+            if structured is None:
+                raise Failure(
+                    FailureCode.INVALID_RESULT,
+                    "the operation declares an output schema but returned no structured result",
+                )
+            try:
+                check_profile(structured)
+            except JSONError as exc:
+                raise Failure(FailureCode.INVALID_RESULT, f"structured result: {exc}") from None
+            violation = entry.output_schema.first_violation(structured)
+            if violation is not None:
+                raise Failure(FailureCode.INVALID_RESULT, f"structured result: {violation}")
+        problem = check_result_budget(
+            result,
+            result_bytes=self._limits.result_bytes,
+            inline_bytes=self._limits.inline_bytes,
+        )
+        if problem is not None:
+            raise Failure(FailureCode.INVALID_RESULT, problem)
+        return Completed(result)
+
+    def _operation_failure(self, entry: _Entry, outcome: Outcome) -> Failure:
+        message = outcome.message
+        if not isinstance(message, str) or _has_surrogate(message):
+            raise Failure(FailureCode.INVALID_RESULT, "fail(...) needs a str message")
+        budget = self._limits.result_bytes - FAILURE_OVERHEAD_BYTES
+        if _utf8_size(message) > budget:
+            raise Failure(
+                FailureCode.INVALID_RESULT, "the failure message exceeds the result budget"
+            )
+        diagnostics: JSONValue = None
+        if outcome.payload is not None:
+            try:
+                diagnostics = from_python(outcome.payload, profile=entry.output_schema is not None)
+            except JSONError:
+                diagnostics = None
+            if (
+                diagnostics is not None
+                and entry.output_schema is not None
+                and not entry.output_schema.is_valid(diagnostics)
+            ):
+                diagnostics = None
+            if (
+                diagnostics is not None
+                and _utf8_size(message) + len(canonical_bytes(diagnostics)) > budget
+            ):
+                diagnostics = None
+        return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
+
+    def _commit(
+        self,
+        entry: _Entry,
+        chain: Chain,
+        parent: Record | None,
+        outcome: Outcome,
+        modes: frozenset[InputMode],
+        lifetime_seconds: float,
+        reservation: Reservation,
+    ) -> Pending | Failed:
+        """Check a prompt against the host's support and the budgets, then commit it."""
+        prompt = outcome.payload
+        if not isinstance(prompt, FormInput | URLInput):
+            raise Failure(
+                FailureCode.INVALID_RESULT, "await_input(...) needs a FormInput or URLInput"
+            )
+        if prompt.mode not in modes:
+            return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
+        charge = self._prompt_charge(prompt)
+        committed = self._ledger.commit_prompt(
+            chain, parent, prompt, charge, lifetime_seconds, reservation
+        )
+        if isinstance(committed, Failure):
+            return Failed(committed)
+        record, token = committed
+        return Pending(prompt.prompt(), token, _utc(record.expires_at))
+
+    def _prompt_charge(self, prompt: FormInput | URLInput) -> int:
+        limits = self._limits
+        if isinstance(prompt, FormInput):
+            public = _utf8_size(prompt.message) + prompt.schema_size
+            state = len(prompt.state_bytes)
+            if state > limits.state_bytes:
+                raise Failure(
+                    FailureCode.INVALID_RESULT,
+                    f"the prompt's state is {state} bytes, over Limits.state_bytes "
+                    f"({limits.state_bytes})",
+                )
+        else:
+            public = _utf8_size(prompt.message) + _utf8_size(prompt.url().url)
+            state = 0
+        if public > limits.form_schema_bytes:
+            raise Failure(
+                FailureCode.INVALID_RESULT,
+                f"the prompt's message and schema or URL are {public} bytes, over "
+                f"Limits.form_schema_bytes ({limits.form_schema_bytes})",
+            )
+        if public + PROMPT_OVERHEAD_BYTES > limits.result_bytes:
+            raise Failure(FailureCode.INVALID_RESULT, "the prompt does not fit the result budget")
+        return RECORD_FIXED_BYTES + public + state
+
+
+def _search_problem(
+    query: object, group: object, limit: object, cursor: object, token_bytes: int
+) -> str | None:
+    for label, value in (("query", query), ("group", group)):
+        if not isinstance(value, str):
+            return f"{label} must be a string"
+        if _has_surrogate(value):
+            return f"{label} must be valid UTF-8"
+        if len(value) > QUERY_BYTES or _utf8_size(value) > QUERY_BYTES:
+            return f"{label} must be at most {QUERY_BYTES} UTF-8 bytes"
+    if limit is not None and (
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= SEARCH_MAX_LIMIT
+    ):
+        return f"limit must be an integer from 1 to {SEARCH_MAX_LIMIT}"
+    if cursor is not None and (not isinstance(cursor, str) or len(cursor) > token_bytes):
+        return "malformed cursor: start the search again without a cursor"
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _too_large(size: int, limit: int) -> Failure:
+    return Failure(
+        FailureCode.INVALID_ARGUMENTS,
+        f"arguments are {size} bytes, over the limit of {limit} bytes",
+    )
+
+
+def _json_kind(value: JSONValue) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "a number"
+
+
+def _detached(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    copy = detach(values)
+    assert isinstance(copy, dict)
+    return copy
+
+
+def _check_deadline(when: str) -> None:
+    """Fail ``cancelled`` if the host's deadline (the anyio cancel scope's) has passed."""
+    if anyio.current_effective_deadline() <= anyio.current_time():
+        raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, tz=UTC)
+
+
+def _with_diagnostics(outcome: InvokeOutcome, diagnostics: Diagnostics) -> InvokeOutcome:
+    entries = diagnostics.entries
+    if not entries:
+        return outcome
+    if isinstance(outcome, Completed):
+        return Completed(outcome.result, entries)
+    if isinstance(outcome, Failed):
+        return Failed(outcome.failure, entries)
+    return Pending(outcome.prompt, outcome.continuation, outcome.expires_at, entries)

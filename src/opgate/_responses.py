@@ -1,0 +1,187 @@
+"""A person's reply to a prompt: ``InputResponse``, and how the registry reads its answers.
+
+``InputResponse.accept(answers=None)``, ``.decline()`` and ``.cancel()`` are the only
+replies. Decline and cancel never carry answers (they take none). The response does
+not know which prompt it answers, so the shape rules that depend on the prompt —
+form acceptance needs object answers (``{}`` when nothing is required), URL
+acceptance carries none — are checked by ``check_response_shape`` when the registry
+pairs it with its pending prompt.
+
+Answers are kept as given but detached: JSON text as its UTF-8 bytes, *not parsed*
+(the registry first bounds their raw size, then ``decode_answers`` parses them
+strictly with the numeric work profile and bounds their canonical size); a mapping
+converted once to a detached JSON value.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+from ._failures import ConfigurationError
+from ._forms import InputMode
+from ._json import JSONError, JSONValue, canonical_bytes, check_profile, detach, from_python, parse
+
+__all__ = [
+    "AnswerError",
+    "InputAction",
+    "InputResponse",
+    "check_response_shape",
+    "decode_answers",
+]
+
+
+class InputAction(enum.StrEnum):
+    """What the person did: accepted, explicitly declined, or dismissed the prompt."""
+
+    ACCEPT = "accept"
+    DECLINE = "decline"
+    CANCEL = "cancel"
+
+
+class AnswerError(ValueError):
+    """Answers that cannot be used: too large, invalid JSON, out of profile, not an object.
+
+    The message says what was wrong (with a JSON pointer where known) and never quotes
+    more than a short prefix of the answers.
+    """
+
+
+_Raw = bytes | dict[str, JSONValue] | None
+
+
+class InputResponse:
+    """A reply to a prompt; build it with ``accept``, ``decline`` or ``cancel``.
+
+    ``InputResponse(action, answers=None)`` is the one constructor behind them:
+    ``answers`` is JSON text (``str``, ``bytes``, ``bytearray``) or a mapping of JSON
+    values, and only an ``ACCEPT`` may carry any. ``None`` means no answers (a URL
+    acceptance). Text is kept unparsed; a mapping is converted and detached at once.
+    Raises ``TypeError`` for a wrong type and ``ConfigurationError`` for a decline or
+    cancel with answers, or a mapping that is not JSON (NaN, non-string keys, ...).
+    ``repr`` shows the action and the size of the answers, never their content.
+    """
+
+    __slots__ = ("_raw", "action")
+
+    action: InputAction
+    _raw: _Raw
+
+    def __init__(self, action: InputAction | str, answers: object = None) -> None:
+        if not isinstance(action, str):
+            raise TypeError(f"InputResponse action must be an InputAction, not {type(action)}")
+        try:
+            action = InputAction(action)
+        except ValueError:
+            raise ConfigurationError(
+                "InputResponse action must be accept, decline or cancel"
+            ) from None
+        raw: _Raw
+        if answers is None:
+            raw = None
+        elif action is not InputAction.ACCEPT:
+            raise ConfigurationError(f"a {action.value} response carries no answers")
+        elif isinstance(answers, str):
+            # surrogatepass: a lone surrogate then fails in decode_answers, as a bad request.
+            raw = answers.encode("utf-8", "surrogatepass")
+        elif isinstance(answers, bytes | bytearray):
+            raw = bytes(answers)
+        elif isinstance(answers, Mapping):
+            try:
+                value = from_python(answers)
+            except JSONError as exc:
+                raise ConfigurationError(f"InputResponse answers are not JSON: {exc}") from None
+            assert isinstance(value, dict)
+            raw = value
+        else:
+            raise TypeError(
+                "InputResponse answers must be JSON text or a mapping, "
+                f"not {type(answers).__name__}"
+            )
+        object.__setattr__(self, "action", action)
+        object.__setattr__(self, "_raw", raw)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    @classmethod
+    def accept(cls, answers: object = None) -> InputResponse:
+        """The person accepted; ``answers`` for a form (JSON text or mapping), None for a URL."""
+        return cls(InputAction.ACCEPT, answers)
+
+    @classmethod
+    def decline(cls) -> InputResponse:
+        """The person explicitly declined."""
+        return cls(InputAction.DECLINE)
+
+    @classmethod
+    def cancel(cls) -> InputResponse:
+        """The person dismissed the prompt without choosing."""
+        return cls(InputAction.CANCEL)
+
+    @property
+    def has_answers(self) -> bool:
+        """Whether answers were given (they are checked only by ``decode_answers``)."""
+        return self._raw is not None
+
+    def __repr__(self) -> str:
+        if self._raw is None:
+            return f"InputResponse({self.action.value!r})"
+        if isinstance(self._raw, bytes):
+            return f"InputResponse({self.action.value!r}, answers=<{len(self._raw)} bytes>)"
+        return f"InputResponse({self.action.value!r}, answers=<{len(self._raw)} fields>)"
+
+
+def decode_answers(response: InputResponse, *, max_bytes: int) -> JSONValue | None:
+    """The response's answers as a fresh JSON object, or None when it carries none.
+
+    Text is bounded to ``max_bytes`` raw bytes before it is parsed, then parsed
+    strictly (duplicate names, invalid UTF-8 and lone surrogates fail) with the
+    numeric work profile; a mapping is checked against the profile. The canonical
+    encoding must also fit ``max_bytes``, and the value must be an object. Any
+    problem raises ``AnswerError``.
+    """
+    raw = response._raw
+    if raw is None:
+        return None
+    if isinstance(raw, bytes):
+        if len(raw) > max_bytes:
+            raise AnswerError(f"answers exceed {max_bytes} bytes")
+        try:
+            value = parse(raw, profile=True)
+        except JSONError as exc:
+            raise AnswerError(f"answers are not valid JSON: {exc}") from None
+    else:
+        try:
+            check_profile(raw)
+        except JSONError as exc:
+            raise AnswerError(f"answers are outside the numeric profile: {exc}") from None
+        value = detach(raw)
+    if not isinstance(value, dict):
+        raise AnswerError("answers must be a JSON object")
+    if len(canonical_bytes(value)) > max_bytes:
+        raise AnswerError(f"answers exceed {max_bytes} bytes once encoded")
+    return value
+
+
+def check_response_shape(
+    prompt_mode: InputMode, response: InputResponse, answers: JSONValue | None
+) -> str | None:
+    """Why ``response`` (with its decoded ``answers``) cannot answer a prompt, or None.
+
+    A form acceptance needs object answers (``{}`` when nothing is required); a URL
+    acceptance, and every decline or cancel, carries none.
+    """
+    mode = InputMode(prompt_mode)
+    if response.action is InputAction.ACCEPT and mode is InputMode.FORM:
+        if not isinstance(answers, dict):
+            return "a form acceptance needs object answers ({} when no field is required)"
+        return None
+    if answers is not None or response.has_answers:
+        if mode is InputMode.URL and response.action is InputAction.ACCEPT:
+            return "a URL acceptance carries no answers"
+        return f"a {response.action.value} response carries no answers"
+    return None

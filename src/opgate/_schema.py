@@ -1,0 +1,860 @@
+"""The schema compiler profile: JSON Schema documents in, compiled validators out.
+
+opgate compiles every schema (operation input and output schemas, form schemas)
+here, with jsonschema-rs underneath, and enforces the spec's profile
+(spec 003, "Schema and numeric profile") before the compiler sees anything:
+
+* Every schema goes through the strict parser in ``_json`` (``parse`` for JSON
+  text, ``from_python`` for Python values), with the numeric work profile. Duplicate
+  member names, NaN and infinities never reach the compiler; JSON text is never
+  handed to jsonschema-rs (which would keep the last duplicate key).
+* Dialects: Draft 2020-12 (the default, when ``$schema`` is absent) and explicit
+  draft-07. Any other ``$schema`` fails, wherever it appears in a schema position,
+  including embedded ``$id`` resources. The two accepted dialects may be mixed in
+  one document; the root's dialect decides format assertion.
+* References: internal ``$ref``/``$dynamicRef`` targets and bundled ``$id``
+  resources. Retrieval is always off (``offline=True``). Every reference in an
+  active schema position is resolved at construction, including references in
+  unused ``$defs``/``definitions`` and under a lone ``if``, which jsonschema-rs
+  would otherwise only resolve if reached; a failure names the pointer of the
+  ``$ref`` keyword. (Inert places — unknown keywords, and draft-07 ``$ref``
+  siblings other than ``definitions`` — are resolved by the compiler only where a
+  reference reaches them; such a failure cannot name the ``$ref`` pointer.)
+* Roles: ``INPUT`` and ``FORM`` documents must be objects whose declared top-level
+  ``type`` (if any) is ``"object"`` or ``["object"]``; ``OUTPUT`` documents may
+  be any object or boolean schema.
+* Formats: draft-07 asserts the formats jsonschema-rs knows, 2020-12 leaves them
+  annotations; the ``FORM`` role asserts them in both. Unknown formats are ignored.
+  Content keywords (``contentEncoding``, ``contentMediaType``, ``contentSchema``)
+  are never asserted. ``default`` is an annotation and never inserted.
+* Count constraints (``minLength`` … ``maxContains``) must be integers in
+  ``0..MAX_COUNT``; an integral decimal such as ``2.0`` counts as an integer.
+
+What "schema position" means: values of the dialect's subschema keywords
+(``properties`` members, ``items``, ``allOf`` entries, ``$defs`` members, …).
+Values of ``const``, ``enum``, ``examples``, ``default`` and the other data
+keywords are never inspected. Objects under unknown keywords are data to the
+validator but may become schemas through a JSON-pointer ``$ref``, so they are
+checked for ``$schema`` and count constraints too (their references are resolved
+by the compiler only if something refers to them).
+
+Instances are validated with ``CompiledSchema.first_violation``: the first
+violation comes back as a ``SchemaViolation`` carrying the instance pointer, the
+failing keyword and a message built here from the error kind, which never contains
+the instance value (schema limits may be quoted). The pointer is exact, so it may
+contain instance member names; ``str(violation)`` cuts each to a short prefix.
+Instances must already have
+passed the numeric work profile (``_json.parse(..., profile=True)`` or
+``_json.from_python(..., profile=True)``): every opgate entry point does that, and
+this module does not check it again on the hot path.
+
+jsonschema-rs errors are translated into ``ConfigurationError`` in this module
+only (``SchemaCompiler._compile`` and ``_check_references``), quoting at most a
+short prefix of anything they carry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Final
+
+import jsonschema_rs
+from jsonschema_rs import ValidationErrorKind as Kind
+
+from . import _json
+from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
+from ._json import JSONValue
+
+__all__ = [
+    "COUNT_KEYWORDS",
+    "DIALECT_2020_12",
+    "DIALECT_DRAFT_07",
+    "MAX_CACHED_SCHEMAS",
+    "MAX_COUNT",
+    "POINTER_CHARS",
+    "POINTER_SEGMENT_CHARS",
+    "CompiledSchema",
+    "SchemaCompiler",
+    "SchemaRole",
+    "SchemaViolation",
+    "compile_schema",
+]
+
+#: Largest count constraint accepted: the spec's portable ceiling (a 32-bit signed int),
+#: so no compiler ever narrows a larger count into a weaker constraint.
+MAX_COUNT: Final = 2_147_483_647
+
+#: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first):
+#: form schemas are compiled at request time, so the cache must not grow without bound.
+MAX_CACHED_SCHEMAS: Final = 1024
+
+#: Keywords whose value counts characters, items, properties or contains-matches.
+COUNT_KEYWORDS: Final = frozenset(
+    {
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "minContains",
+        "maxContains",
+    }
+)
+
+DIALECT_2020_12: Final = "2020-12"
+DIALECT_DRAFT_07: Final = "draft-07"
+
+# Accepted meta-schema URIs (a trailing "#" is stripped before the lookup).
+_DIALECT_URIS: Final = {
+    "https://json-schema.org/draft/2020-12/schema": DIALECT_2020_12,
+    "http://json-schema.org/draft/2020-12/schema": DIALECT_2020_12,
+    "http://json-schema.org/draft-07/schema": DIALECT_DRAFT_07,
+    "https://json-schema.org/draft-07/schema": DIALECT_DRAFT_07,
+}
+
+_DRAFT_NUMBER: Final = {
+    DIALECT_2020_12: jsonschema_rs.Draft202012,
+    DIALECT_DRAFT_07: jsonschema_rs.Draft7,
+}
+
+# jsonschema-rs's own default base URI; the reference check registers the document there.
+_ROOT_URI: Final = "json-schema:///"
+
+# Keywords holding one subschema / an array of subschemas / a map of subschemas, per dialect.
+_SINGLE: Final = {
+    DIALECT_2020_12: frozenset(
+        {
+            "additionalProperties",
+            "propertyNames",
+            "contains",
+            "not",
+            "if",
+            "then",
+            "else",
+            "items",
+            "unevaluatedItems",
+            "unevaluatedProperties",
+            "contentSchema",
+        }
+    ),
+    DIALECT_DRAFT_07: frozenset(
+        {
+            "additionalProperties",
+            "propertyNames",
+            "contains",
+            "not",
+            "if",
+            "then",
+            "else",
+            "additionalItems",
+        }
+    ),
+}
+_ARRAY: Final = {
+    DIALECT_2020_12: frozenset({"allOf", "anyOf", "oneOf", "prefixItems"}),
+    DIALECT_DRAFT_07: frozenset({"allOf", "anyOf", "oneOf"}),
+}
+_MAP: Final = {
+    DIALECT_2020_12: frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"}),
+    DIALECT_DRAFT_07: frozenset({"properties", "patternProperties", "definitions"}),
+}
+# Keywords whose values are instance data or plain strings: never walked.
+_DATA: Final = frozenset(
+    {
+        "const",
+        "enum",
+        "examples",
+        "default",
+        "required",
+        "type",
+        "$vocabulary",
+        "dependentRequired",
+        "$comment",
+        "title",
+        "description",
+    }
+)
+
+
+class SchemaRole(enum.Enum):
+    """What a schema is for; decides the document rules and format assertion."""
+
+    INPUT = "input"
+    OUTPUT = "output"
+    FORM = "form"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaViolation:
+    """The first way an instance fails its schema.
+
+    ``pointer`` is the RFC 6901 pointer into the *instance* (``""`` is the root);
+    ``keyword`` the schema keyword that failed (``"false"`` for a ``false`` subschema
+    that no keyword such as ``additionalProperties`` or ``items`` names);
+    ``message`` says what is wrong without quoting the instance value.
+    """
+
+    pointer: str
+    keyword: str
+    message: str
+
+    def __str__(self) -> str:
+        """``pointer: message``; member names in the pointer are cut to a short prefix."""
+        return f"{_shown_pointer(self.pointer) or '(root)'}: {self.message}"
+
+
+#: Characters of one pointer segment (an instance member name) that ``str()`` shows.
+POINTER_SEGMENT_CHARS: Final = PREFIX_CHARS
+
+#: Characters of a whole pointer that ``str()`` shows: deep instances stay readable.
+POINTER_CHARS: Final = 256
+
+
+def _shown_pointer(pointer: str) -> str:
+    """The pointer with long segments (and the whole) cut, marked with an ellipsis."""
+    if len(pointer) <= POINTER_SEGMENT_CHARS + 1:
+        return pointer
+    segments = pointer.split("/")
+    shown = "/".join(
+        part if len(part) <= POINTER_SEGMENT_CHARS else part[:POINTER_SEGMENT_CHARS] + "…"
+        for part in segments
+    )
+    return shown if len(shown) <= POINTER_CHARS else shown[:POINTER_CHARS] + "…"
+
+
+class _ContentAnnotation:
+    """Stands in for jsonschema-rs's draft-07 content assertions: content is annotation only."""
+
+    __slots__ = ()
+
+    def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
+        pass
+
+    def validate(self, instance: Any) -> None:
+        return None
+
+
+_CONTENT_KEYWORDS: Final[dict[str, type[Any]]] = {
+    "contentEncoding": _ContentAnnotation,
+    "contentMediaType": _ContentAnnotation,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What identical schemas share: the compiled validator and its dialect."""
+
+    validator: jsonschema_rs.Validator
+    dialect: str
+
+
+class CompiledSchema:
+    """A schema that passed the profile, compiled once, safe to share between threads.
+
+    ``dialect`` is ``"2020-12"`` or ``"draft-07"``; ``canonical`` the canonical bytes
+    of the document. ``document()`` returns a fresh detached copy of the document as
+    given (numbers exact, spelling of the caller's values kept).
+    """
+
+    __slots__ = ("_document", "_shared", "_validator", "canonical", "dialect")
+
+    dialect: str
+    canonical: bytes
+
+    def __init__(self, document: JSONValue, canonical: bytes, shared: _Shared) -> None:
+        self._document = document
+        self._shared = shared
+        self._validator = shared.validator
+        self.canonical = canonical
+        self.dialect = shared.dialect
+
+    def document(self) -> JSONValue:
+        """A fresh, detached copy of the schema document."""
+        return _json.detach(self._document)
+
+    def is_valid(self, instance: JSONValue) -> bool:
+        """Whether ``instance`` (already within the numeric work profile) matches."""
+        return self._validator.is_valid(instance)
+
+    def first_violation(self, instance: JSONValue) -> SchemaViolation | None:
+        """``None`` when ``instance`` matches, else its first violation.
+
+        The fast path is one ``is_valid`` call; error details are built only on failure.
+        """
+        validator = self._validator
+        if validator.is_valid(instance):
+            return None
+        for error in validator.iter_errors(instance):
+            return _violation(error, self._document)
+        # is_valid and iter_errors disagree: report rather than pass.
+        return SchemaViolation("", "schema", "does not match the schema")  # pragma: no cover
+
+    def __repr__(self) -> str:
+        return f"<CompiledSchema {self.dialect} {len(self.canonical)} bytes>"
+
+
+class SchemaCompiler:
+    """Compiles schemas under the profile, sharing validators between identical schemas.
+
+    One per ``Registry``. The cache is keyed by (role, canonical bytes), holds at most
+    ``MAX_CACHED_SCHEMAS`` validators and is safe to use from several threads.
+
+    ``resources`` is for the conformance tests only: ``(uri, document)`` pairs made
+    available to references as if bundled into every schema. Nothing is ever
+    retrieved from the network or the file system, with or without it.
+    """
+
+    def __init__(self, *, resources: Iterable[tuple[str, object]] = ()) -> None:
+        self._resources: tuple[tuple[str, JSONValue], ...] = tuple(
+            (uri, _json.from_python(document)) for uri, document in resources
+        )
+        self._resource_registries: dict[str, jsonschema_rs.Registry] = {}
+        self._cache: OrderedDict[tuple[SchemaRole, bytes], _Shared] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def compile(self, schema: object, *, role: SchemaRole, where: str) -> CompiledSchema:
+        """Parse, check and compile ``schema`` (JSON text or Python JSON values).
+
+        Raises ``ConfigurationError`` whose message starts with ``where`` and names the
+        JSON pointer and the rule that failed.
+        """
+        if not isinstance(role, SchemaRole):
+            raise TypeError("role must be a SchemaRole")
+        document = _load(schema, where)
+        canonical = _json.canonical_bytes(document)
+        key = (role, canonical)
+        with self._lock:
+            shared = self._cache.get(key)
+            if shared is not None:
+                self._cache.move_to_end(key)
+        if shared is None:
+            shared = self._compile(document, role, where)
+            with self._lock:
+                self._cache[key] = shared
+                while len(self._cache) > MAX_CACHED_SCHEMAS:
+                    self._cache.popitem(last=False)
+        return CompiledSchema(document, canonical, shared)
+
+    def _compile(self, document: JSONValue, role: SchemaRole, where: str) -> _Shared:
+        _check_role(document, role, where)
+        dialect = _root_dialect(document, where)
+        walker = _Walker(where)
+        compiler_document = walker.schema(document, [], dialect, (), active=True)
+        resource_registry = self._resource_registry(dialect)
+        if walker.references:
+            _check_references(compiler_document, walker.references, dialect, self._resources, where)
+        validator_class = (
+            jsonschema_rs.Draft7Validator
+            if dialect == DIALECT_DRAFT_07
+            else jsonschema_rs.Draft202012Validator
+        )
+        asserts_formats = role is SchemaRole.FORM or dialect == DIALECT_DRAFT_07
+        try:
+            validator = validator_class(
+                compiler_document,  # type: ignore[arg-type]  # bool or dict, checked above
+                validate_formats=asserts_formats,
+                ignore_unknown_formats=True,
+                keywords=_CONTENT_KEYWORDS if walker.has_content else None,
+                registry=resource_registry,
+                offline=True,
+            )
+        except Exception as exc:  # the one place jsonschema-rs errors are translated
+            raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
+        return _Shared(validator, dialect)
+
+    def _resource_registry(self, dialect: str) -> jsonschema_rs.Registry | None:
+        if not self._resources:
+            return None
+        with self._lock:
+            registry = self._resource_registries.get(dialect)
+        if registry is None:
+            registry = jsonschema_rs.Registry(
+                self._resources, draft=_DRAFT_NUMBER[dialect], retriever=_no_retrieval
+            )
+            with self._lock:
+                self._resource_registries[dialect] = registry
+        return registry
+
+
+_DEFAULT_COMPILER = SchemaCompiler()
+
+
+def compile_schema(schema: object, *, role: SchemaRole, where: str = "schema") -> CompiledSchema:
+    """Compile ``schema`` with a process-wide shared ``SchemaCompiler``; see its ``compile``."""
+    return _DEFAULT_COMPILER.compile(schema, role=role, where=where)
+
+
+# --- loading and document rules ------------------------------------------------------
+
+
+def _located(where: str, pointer: str, reason: str) -> str:
+    return f"{where} at {pointer}: {reason}" if pointer else f"{where}: {reason}"
+
+
+def _load(schema: object, where: str) -> JSONValue:
+    try:
+        if isinstance(schema, str | bytes | bytearray):
+            document = _json.parse(schema, profile=True)
+        else:
+            document = _json.from_python(schema, profile=True)
+    except _json.JSONError as exc:
+        shown = exc.pointer or ""
+        if len(shown) > POINTER_CHARS:  # member names in a pointer are input: bound them
+            shown = shown[:POINTER_CHARS] + "…"
+        raise ConfigurationError(_located(where, shown, exc.reason)) from None
+    if not isinstance(document, dict | bool):
+        raise ConfigurationError(f"{where}: a schema must be a JSON object or boolean")
+    return document
+
+
+def _check_role(document: JSONValue, role: SchemaRole, where: str) -> None:
+    if role is SchemaRole.OUTPUT:
+        return
+    named = "a form schema" if role is SchemaRole.FORM else "an input schema"
+    if not isinstance(document, dict):
+        raise ConfigurationError(f"{where}: {named} must be a JSON object, not true or false")
+    if "type" in document and document["type"] not in ("object", ["object"]):
+        raise ConfigurationError(
+            _located(where, "/type", f'{named}\'s top-level type must be "object"')
+        )
+
+
+def _dialect_of(value: JSONValue) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return _DIALECT_URIS.get(value.removesuffix("#"))
+
+
+def _unsupported_dialect(value: JSONValue) -> str:
+    shown = short_prefix(value, 80) if isinstance(value, str) else "a non-string value"
+    return (
+        f"unsupported $schema {shown}: only Draft 2020-12 "
+        "(https://json-schema.org/draft/2020-12/schema) and draft-07 "
+        "(http://json-schema.org/draft-07/schema#) are accepted"
+    )
+
+
+def _root_dialect(document: JSONValue, where: str) -> str:
+    if not isinstance(document, dict) or "$schema" not in document:
+        return DIALECT_2020_12
+    dialect = _dialect_of(document["$schema"])
+    if dialect is None:
+        raise ConfigurationError(
+            _located(where, "/$schema", _unsupported_dialect(document["$schema"]))
+        )
+    return dialect
+
+
+def _count(value: JSONValue) -> int | None:
+    """The count a count-constraint value stands for, or ``None`` if it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, Decimal):
+        if not (0 <= value <= MAX_COUNT) or value != value.to_integral_value():
+            return None
+        return int(value)
+    if isinstance(value, int) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    """A ``$ref``/``$dynamicRef`` in an active schema position."""
+
+    pointer: str  # of the keyword itself
+    reference: str
+    scope: tuple[str, ...]  # the $id values from the root down to the referring schema
+
+
+class _Walker:
+    """One pass over a document: dialect and count rules, references, the compiler copy.
+
+    ``active`` is false where the validator would not treat a schema as one unless
+    a reference points there (unknown keywords, draft-07 ``$ref`` siblings): such
+    places get the ``$schema`` and count rules, but their ``$id``/``$ref`` are left
+    to the compiler.
+    """
+
+    __slots__ = ("has_content", "references", "where")
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.references: list[_Reference] = []
+        self.has_content = False
+
+    def schema(
+        self,
+        node: JSONValue,
+        path: list[str | int],
+        dialect: str,
+        scope: tuple[str, ...],
+        *,
+        active: bool,
+    ) -> JSONValue:
+        if isinstance(node, list):
+            return self.data(node, path, dialect, scope)
+        if not isinstance(node, dict):
+            return node
+        if "$schema" in node:
+            declared = _dialect_of(node["$schema"])
+            if declared is None:
+                raise ConfigurationError(
+                    _located(
+                        self.where,
+                        _json.pointer([*path, "$schema"]),
+                        _unsupported_dialect(node["$schema"]),
+                    )
+                )
+            dialect = declared
+        draft_07 = dialect == DIALECT_DRAFT_07
+        # In draft-07 a $ref makes every sibling keyword (including $id) inert.
+        ref_only = draft_07 and "$ref" in node
+        if active:
+            identifier = node.get("$id")
+            if isinstance(identifier, str) and not ref_only:
+                scope = (*scope, identifier)
+            for keyword in ("$ref",) if draft_07 else ("$ref", "$dynamicRef"):
+                reference = node.get(keyword)
+                if isinstance(reference, str):
+                    self.references.append(
+                        _Reference(_json.pointer([*path, keyword]), reference, scope)
+                    )
+        if "contentEncoding" in node or "contentMediaType" in node:
+            self.has_content = True
+        single, array, mapping = _SINGLE[dialect], _ARRAY[dialect], _MAP[dialect]
+        child_active = active and not ref_only
+        copy: dict[str, JSONValue] = {}
+        for key, value in node.items():
+            path.append(key)
+            if key in COUNT_KEYWORDS:
+                count = _count(value)
+                if count is None:
+                    raise ConfigurationError(
+                        _located(
+                            self.where,
+                            _json.pointer(path),
+                            f"count constraint must be an integer in 0..{MAX_COUNT}",
+                        )
+                    )
+                copy[key] = count
+            elif key in _DATA or key == "$schema":
+                copy[key] = value
+            elif key in single or (draft_07 and key == "items" and isinstance(value, dict)):
+                copy[key] = self.schema(value, path, dialect, scope, active=child_active)
+            elif (key in array or (draft_07 and key == "items")) and isinstance(value, list):
+                copy[key] = self.each(value, path, dialect, scope, active=child_active)
+            elif key in mapping and isinstance(value, dict):
+                # draft-07 definitions stay reachable by pointer even beside a $ref.
+                member_active = active if key == "definitions" else child_active
+                copy[key] = self.members(value, path, dialect, scope, active=member_active)
+            elif draft_07 and key == "dependencies" and isinstance(value, dict):
+                copy[key] = self.members(value, path, dialect, scope, active=child_active)
+            else:
+                copy[key] = self.data(value, path, dialect, scope)
+            path.pop()
+        return copy
+
+    def each(
+        self,
+        items: list[JSONValue],
+        path: list[str | int],
+        dialect: str,
+        scope: tuple[str, ...],
+        *,
+        active: bool,
+    ) -> list[JSONValue]:
+        copy: list[JSONValue] = []
+        for index, item in enumerate(items):
+            path.append(index)
+            copy.append(self.schema(item, path, dialect, scope, active=active))
+            path.pop()
+        return copy
+
+    def members(
+        self,
+        members: dict[str, JSONValue],
+        path: list[str | int],
+        dialect: str,
+        scope: tuple[str, ...],
+        *,
+        active: bool,
+    ) -> dict[str, JSONValue]:
+        copy: dict[str, JSONValue] = {}
+        for name, member in members.items():
+            path.append(name)
+            if isinstance(member, dict | bool):
+                copy[name] = self.schema(member, path, dialect, scope, active=active)
+            else:  # draft-07 property dependencies: an array of names
+                copy[name] = member
+            path.pop()
+        return copy
+
+    def data(
+        self, value: JSONValue, path: list[str | int], dialect: str, scope: tuple[str, ...]
+    ) -> JSONValue:
+        """A value that is no schema unless a JSON-pointer reference makes it one."""
+        if isinstance(value, dict):
+            return self.schema(value, path, dialect, scope, active=False)
+        if isinstance(value, list):
+            return self.each(value, path, dialect, scope, active=False)
+        return value
+
+
+# --- references ----------------------------------------------------------------------
+
+
+def _no_retrieval(uri: str) -> JSONValue:
+    raise ConfigurationError("remote and file retrieval are disabled")
+
+
+def _without_fragment(uri: str) -> str:
+    return uri.partition("#")[0]
+
+
+def _check_references(
+    document: JSONValue,
+    references: Sequence[_Reference],
+    dialect: str,
+    resources: Sequence[tuple[str, JSONValue]],
+    where: str,
+) -> None:
+    """Resolve every reference, naming the first that fails.
+
+    The registry is built with a retriever that records what it is asked for and
+    hands back an empty placeholder: a reference landing in a placeholder needs
+    retrieval, which is disabled.
+    """
+    external: set[str] = set()
+
+    def placeholder(uri: str) -> JSONValue:
+        external.add(_without_fragment(uri))
+        return {}
+
+    try:
+        registry = jsonschema_rs.Registry(
+            [*resources, (_ROOT_URI, document)],
+            draft=_DRAFT_NUMBER[dialect],
+            retriever=placeholder,
+        )
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{where}: the schema's identifiers ($id) or references are not valid URIs"
+        ) from exc
+    resolvers: dict[tuple[str, ...], jsonschema_rs.Resolver] = {(): registry.resolver(_ROOT_URI)}
+    for item in references:
+        resolver = _scope_resolver(resolvers, item.scope)
+        try:
+            target = resolver.lookup(item.reference)
+        except Exception as exc:
+            raise ConfigurationError(
+                _located(
+                    where, item.pointer, f"unresolvable reference {short_prefix(item.reference)}"
+                )
+            ) from exc
+        if _without_fragment(target.resolver.base_uri) in external:
+            raise ConfigurationError(
+                _located(
+                    where,
+                    item.pointer,
+                    f"reference {short_prefix(item.reference)} names a resource that is not "
+                    "bundled in the schema; remote and file retrieval are disabled",
+                )
+            )
+
+
+def _scope_resolver(
+    resolvers: dict[tuple[str, ...], jsonschema_rs.Resolver], scope: tuple[str, ...]
+) -> jsonschema_rs.Resolver:
+    """The resolver whose base URI is that of the innermost ``$id`` in ``scope``."""
+    depth = len(scope)
+    while scope[:depth] not in resolvers:
+        depth -= 1
+    resolver = resolvers[scope[:depth]]
+    for index in range(depth, len(scope)):
+        # An identifier the registry does not index keeps the outer base; the compiler
+        # still checks every reference it reaches.
+        with contextlib.suppress(Exception):
+            resolver = resolver.lookup(scope[index]).resolver
+        resolvers[scope[: index + 1]] = resolver
+    return resolver
+
+
+# --- translating jsonschema-rs errors --------------------------------------------------
+
+
+def _compiler_message(exc: Exception, dialect: str, where: str) -> str:
+    if isinstance(exc, jsonschema_rs.ValidationError):
+        if isinstance(exc.kind, Kind.Referencing):
+            detail = short_prefix(str(exc.kind.error))
+            return f"{where}: an $id or $ref is not valid or not resolvable ({detail})"
+        pointer = _json.pointer(exc.instance_path)
+        _keyword, reason, _extra = _describe(exc.kind, exc, None)
+        return _located(where, pointer, f"does not conform to the {dialect} meta-schema: {reason}")
+    return f"{where}: the schema compiler rejected the schema ({type(exc).__name__})"
+
+
+def _number(value: object) -> str:
+    if isinstance(value, int | Decimal) and not isinstance(value, bool):
+        return _json.number_text(value)
+    if isinstance(value, float):
+        return repr(value).removesuffix(".0")
+    return short_prefix(str(value))
+
+
+def _schema_number(document: JSONValue | None, error: Any, reported: object) -> str:
+    """The limit as written in the schema when it sits at the error's schema path."""
+    node = document
+    for part in error.schema_path:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+            continue
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            continue
+        return _number(reported)
+    if isinstance(node, int | Decimal) and not isinstance(node, bool):
+        return _json.number_text(node)
+    return _number(reported)
+
+
+def _last_keyword(error: Any, choices: frozenset[str], default: str) -> str:
+    for part in reversed(error.schema_path):
+        if isinstance(part, str):
+            return part if part in choices else default
+    return default
+
+
+def _false_schema_keyword(schema_path: Sequence[str | int]) -> str:
+    """The keyword whose value was the failing ``false`` schema, or ``"false"``."""
+    if schema_path and isinstance(schema_path[-1], int):
+        schema_path = schema_path[:-1]  # an entry of prefixItems / draft-07 array items
+    if not schema_path or not isinstance(schema_path[-1], str):
+        return "false"
+    keyword = schema_path[-1]
+    parent = schema_path[-2] if len(schema_path) > 1 else None
+    if keyword in _FALSE_SCHEMA_MESSAGES and parent not in _MEMBER_CONTAINERS:
+        return keyword
+    return "false"
+
+
+# Where a false schema usually sits, and what its failure means for the instance.
+_FALSE_SCHEMA_MESSAGES: Final = {
+    "additionalProperties": "has a property the schema does not allow",
+    "unevaluatedProperties": "has a property the schema does not allow",
+    "propertyNames": "has a property name the schema does not allow",
+    "items": "is an item the schema does not allow",
+    "prefixItems": "is an item the schema does not allow",
+    "additionalItems": "is an item the schema does not allow",
+    "unevaluatedItems": "is an item the schema does not allow",
+}
+# Keywords whose members are named by the schema author (a member may be called "items").
+_MEMBER_CONTAINERS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+
+_CONTAINS_KEYWORDS: Final = frozenset({"contains", "minContains", "maxContains"})
+_REQUIRED_KEYWORDS: Final = frozenset({"required", "dependentRequired", "dependencies"})
+
+
+def _describe(kind: Any, error: Any, document: JSONValue | None) -> tuple[str, str, str | None]:
+    """(keyword, message, member) for an error kind; ``member`` extends the pointer."""
+    match kind:
+        case Kind.Type(types):
+            return "type", "expected type " + " or ".join(types), None
+        case Kind.Required(name):
+            keyword = _last_keyword(error, _REQUIRED_KEYWORDS, "required")
+            return keyword, f"missing required property {short_prefix(name)}", None
+        case Kind.Enum():
+            return "enum", "is not one of the allowed values", None
+        case Kind.Constant():
+            return "const", "does not equal the required constant", None
+        case Kind.MaxLength(limit):
+            return "maxLength", f"exceeds maximum length {limit}", None
+        case Kind.MinLength(limit):
+            return "minLength", f"is shorter than minimum length {limit}", None
+        case Kind.MaxItems(limit):
+            return "maxItems", f"has more than {limit} items", None
+        case Kind.MinItems(limit):
+            return "minItems", f"has fewer than {limit} items", None
+        case Kind.MaxProperties(limit):
+            return "maxProperties", f"has more than {limit} properties", None
+        case Kind.MinProperties(limit):
+            return "minProperties", f"has fewer than {limit} properties", None
+        case Kind.Maximum(limit):
+            return "maximum", f"exceeds maximum {_schema_number(document, error, limit)}", None
+        case Kind.Minimum(limit):
+            return "minimum", f"is below minimum {_schema_number(document, error, limit)}", None
+        case Kind.ExclusiveMaximum(limit):
+            text = _schema_number(document, error, limit)
+            return "exclusiveMaximum", f"must be less than {text}", None
+        case Kind.ExclusiveMinimum(limit):
+            text = _schema_number(document, error, limit)
+            return "exclusiveMinimum", f"must be greater than {text}", None
+        case Kind.MultipleOf(multiple_of):
+            text = _schema_number(document, error, multiple_of)
+            return "multipleOf", f"is not a multiple of {text}", None
+        case Kind.Pattern(pattern):
+            return "pattern", f"does not match the pattern {short_prefix(pattern)}", None
+        case Kind.Format(name):
+            return "format", f"is not a valid {short_prefix(name)}", None
+        case Kind.AdditionalProperties(unexpected):
+            member = unexpected[0] if unexpected else None
+            return "additionalProperties", "is a property the schema does not allow", member
+        case Kind.UnevaluatedProperties(unexpected):
+            member = unexpected[0] if unexpected else None
+            return "unevaluatedProperties", "is a property the schema does not allow", member
+        case Kind.UnevaluatedItems():
+            # jsonschema-rs lists the offending items' values here, not their indices.
+            return "unevaluatedItems", "has items the schema does not allow", None
+        case Kind.AdditionalItems(limit):
+            return "additionalItems", f"has more than the {limit} items the schema allows", None
+        case Kind.AnyOf():
+            return "anyOf", "does not match any of the allowed schemas", None
+        case Kind.OneOfNotValid():
+            return "oneOf", "does not match any of the alternative schemas", None
+        case Kind.OneOfMultipleValid():
+            return "oneOf", "matches more than one of the alternative schemas", None
+        case Kind.Not():
+            return "not", "matches a schema it must not match", None
+        case Kind.FalseSchema():
+            keyword = _false_schema_keyword(error.schema_path)
+            return keyword, _FALSE_SCHEMA_MESSAGES.get(keyword, "is not allowed here"), None
+        case Kind.Contains():
+            keyword = _last_keyword(error, _CONTAINS_KEYWORDS, "contains")
+            if keyword == "minContains":
+                return keyword, "has too few items matching the contains schema", None
+            if keyword == "maxContains":
+                return keyword, "has too many items matching the contains schema", None
+            return keyword, "has no item matching the contains schema", None
+        case Kind.UniqueItems():
+            return "uniqueItems", "has duplicate items", None
+        case Kind.PropertyNames(inner):
+            _inner_keyword, reason, _member = _describe(inner.kind, inner, None)
+            offending = inner.instance if isinstance(inner.instance, str) else None
+            message = f"is a property name the schema does not allow: {reason}"
+            return "propertyNames", message, offending
+        case Kind.BacktrackLimitExceeded() | Kind.RegexEngineFailure():
+            return "pattern", "could not be checked against the pattern (regex engine limit)", None
+        case Kind.ContentEncoding() | Kind.ContentMediaType() | Kind.FromUtf8():
+            return kind.name, "has content that could not be decoded", None  # pragma: no cover
+        case Kind.Referencing():
+            return "$ref", "refers to a schema that could not be resolved", None
+        case Kind.Custom(keyword, _message):
+            return keyword, "does not match the schema", None  # pragma: no cover
+    return str(kind.name), "does not match the schema", None  # pragma: no cover
+
+
+def _violation(error: jsonschema_rs.ValidationError, document: JSONValue) -> SchemaViolation:
+    keyword, message, member = _describe(error.kind, error, document)
+    parts: list[str | int] = list(error.instance_path)
+    if member is not None:
+        parts.append(member)
+    return SchemaViolation(_json.pointer(parts), keyword, message)

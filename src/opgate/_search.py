@@ -1,0 +1,733 @@
+"""The search index and the ranking rule.
+
+The rule (DESIGN.md, "Search matching and ranking"):
+
+* the query is split on whitespace into terms; a term matches a field when its
+  case-folded text (``str.casefold``) is a substring of the case-folded field;
+* every term must match somewhere in the indexed fields: name (tier 0), group
+  (tier 1), summary (tier 2), other documentation — description, examples,
+  source — (tier 3); schemas are never indexed;
+* an entry's tier is the worst (max), over its terms, of the best (min) tier in
+  which that term matches; results sort by ``(tier, name)`` with names compared
+  case-sensitively (Python ``str`` order);
+* an empty query browses every entry at tier 0, by name;
+* a group filter keeps entries whose case-folded group equals the case-folded
+  filter.
+
+The exact-name shortcut is the registry's, through ``SearchIndex.exact``.
+
+How it stays fast
+-----------------
+
+Entries get ids in name order, so id order is name order, and a keyset position
+``(tier, name)`` becomes ``(tier, first id after name)`` by bisection. Ids are
+grouped in *blocks* of ``_BLOCK`` consecutive ids and every posting list is an
+ascending array of block numbers: indexing per block instead of per entry is
+several times faster and smaller, and a candidate block is cheap to check.
+
+For each tier ``t``, ``ranked`` walks candidate blocks in ascending order — a
+superset of the blocks holding an entry of tier ``t`` — and checks each with the
+rule itself: the block's fields of tiers ``0..t`` are folded and joined once, each
+term's occurrences are found field by field, and each entry's tier follows. The
+candidate streams only need to be supersets, and they are lazy: a page of five
+over a broad query stops after a few blocks. The cost grows with the candidate
+blocks, not with the catalog.
+
+Where a term may match, per tier (each a union of block lists):
+
+* name: a trigram index over blocks of folded names. A term of three or more
+  characters is looked up by its rarest trigram, a shorter one by every trigram
+  containing it (each block's names are padded with a separator, so even a
+  one-letter name has a trigram);
+* group: the few distinct folded groups are tested directly;
+* summary and documentation: a text's *pieces* are the runs of two per-character
+  views of it (one keeps letters, digits and underscores, the other ASCII
+  punctuation and symbols; see ``_pieces``), so every piece of a term occurring
+  in a text is a substring of one of the text's pieces. Each distinct piece has a block list per
+  tier, and the sorted piece vocabulary has its own trigram index over blocks of
+  pieces: a term's piece finds the vocabulary pieces containing it with a gram
+  lookup and a substring search of a few vocabulary blocks. A piece contained in
+  too many vocabulary pieces (a digit, say) is *broad*: it constrains nothing.
+
+A *constraint* for tier ``t`` is a union of block lists holding every block with
+an entry of tier ``t``: the group filter's blocks, and for each term (and each of
+its pieces) the blocks where it matches at or below ``t``; the union over terms
+of each term's tier-``t`` blocks (some term's best tier is exactly ``t``) is one
+more candidate driver. The smallest drives the walk; single sorted lists are
+intersected by leapfrogging (bisecting to the next common block), small unions
+eagerly as sets, and large ones only test the driver's blocks.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from itertools import accumulate, chain, compress, islice, repeat
+
+__all__ = [
+    "TIER_DOCUMENTATION",
+    "TIER_GROUP",
+    "TIER_NAME",
+    "TIER_SUMMARY",
+    "IndexEntry",
+    "SearchIndex",
+    "fold_group",
+    "normalize_query",
+    "query_terms",
+]
+
+#: Field tiers, best first: name matches outrank group, summary, then documentation.
+TIER_NAME = 0
+TIER_GROUP = 1
+TIER_SUMMARY = 2
+TIER_DOCUMENTATION = 3
+_TIERS = (TIER_NAME, TIER_GROUP, TIER_SUMMARY, TIER_DOCUMENTATION)
+
+#: Ids per block: about a sixth of the per-entry build work and memory, for the price
+#: of checking up to eight entries per candidate block.
+_BLOCK = 8
+
+#: Vocabulary pieces per block of the vocabulary gram index.
+_VOCABULARY_BLOCK = 32
+
+#: At most this many vocabulary blocks are searched for one piece (well under a
+#: microsecond each); a piece found in more is broad and constrains nothing.
+_VOCABULARY_SCAN_LIMIT = 512
+
+#: A piece's trigram lists are intersected once its rarest trigram is in more than
+#: this many vocabulary blocks (an intersection costs about 50 ns a block).
+_INTERSECT_FROM = 32
+
+#: A driving union of more block lists than this is materialized, not heap-merged.
+_MERGE_FANOUT = 32
+
+#: A driving union of at most this many blocks is intersected eagerly, at C speed.
+_MATERIALIZE_LIMIT = 2048
+
+#: A constraint of more blocks than this never becomes a set: building it would cost
+#: more than the candidate blocks it could skip.
+_FILTER_LIMIT = 4096
+
+#: A union of at most this many block lists is tested by bisecting each of them
+#: (about 0.3 µs a list) instead of becoming a set.
+_BISECT_LISTS = 4
+
+#: Largest chunk of candidate name blocks tested at once; chunks grow from one, so a
+#: page found in the first blocks reads no more.
+_CHUNK = 32
+
+#: The gram length: trigrams make a term's rarest gram selective.
+_GRAM = 3
+
+# Joins an entry's documents, a block's fields and the texts of a gram block. It is
+# whitespace, so no term (which never holds whitespace) matches across two texts
+# and no gram of a term spans two texts.
+_SEPARATOR = "\n"
+
+_Blocks = Sequence[int]
+
+_NO_TIER = len(_TIERS)  # worse than any tier: "no match"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One operation as the index sees it.
+
+    ``name`` (unique, compared case-sensitively), ``group`` (may be empty),
+    ``summary``, and ``documents``: the description, each example and the source
+    text, all indexed as tier-3 documentation. Schemas are never indexed.
+    """
+
+    name: str
+    group: str
+    summary: str
+    documents: tuple[str, ...] = ()
+
+
+def normalize_query(query: str) -> str:
+    """The query with whitespace runs collapsed to one space and no edge whitespace.
+
+    Casing is kept: it binds cursors, because exact names are case-sensitive.
+    """
+    return " ".join(query.split())
+
+
+def query_terms(query: str) -> tuple[str, ...]:
+    """The query's case-folded terms, without duplicates, in first-seen order.
+
+    Terms are split on whitespace (``str.split``), then folded with ``str.casefold``;
+    folding never produces whitespace, so a folded term is always one term.
+    """
+    return tuple(dict.fromkeys(term.casefold() for term in query.split()))
+
+
+def fold_group(group: str) -> str:
+    """The case-folded group (``str.casefold``), used for filtering and cursor binding.
+
+    Whitespace is not stripped: a group is an identifier compared exactly after
+    folding, so ``" billing"`` filters only a group spelled with that space.
+    """
+    return group.casefold()
+
+
+# --- building -------------------------------------------------------------------------
+
+_new_blocks: Callable[[], array[int]] = partial(array, "i")
+_NO_BLOCKS: array[int] = array("i")
+
+
+def _consume(iterator: Iterable[object]) -> None:
+    """Run an iterator of side effects at C speed."""
+    deque(iterator, maxlen=0)
+
+
+def _append_all(lists: defaultdict[str, array[int]], keys: Iterable[str], number: int) -> None:
+    """Append ``number`` to the list of every key."""
+    _consume(map(array.append, map(lists.__getitem__, keys), repeat(number)))
+
+
+def _block_texts(texts: Sequence[str], size: int) -> list[str]:
+    """The texts joined by blocks of ``size``, each block padded with the separator."""
+    return [
+        _SEPARATOR + _SEPARATOR.join(texts[first : first + size]) + _SEPARATOR
+        for first in range(0, len(texts), size)
+    ]
+
+
+class _GramIndex:
+    """Which blocks hold each trigram, over padded block texts.
+
+    Padding makes every substring of one to three characters of any text lie
+    inside some trigram of its block; a longer substring's trigrams all occur in
+    its block.
+    """
+
+    __slots__ = ("_shorter", "_trigrams")
+
+    def __init__(self, blocks: Iterable[str]) -> None:
+        lists: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+        for number, text in enumerate(blocks):
+            _append_all(lists, {text[k : k + _GRAM] for k in range(len(text) - _GRAM + 1)}, number)
+        self._trigrams: dict[str, array[int]] = dict(lists)
+        shorter: defaultdict[str, list[array[int]]] = defaultdict(list)
+        for gram, numbers in self._trigrams.items():
+            for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
+                shorter[part].append(numbers)
+        self._shorter: dict[str, list[array[int]]] = dict(shorter)
+
+    def rarest(self, term: str) -> list[_Blocks]:
+        """Block lists whose union holds every block with a text containing ``term``:
+        every trigram containing a short term, or the rarest trigram of a longer one."""
+        lists = self.all(term)
+        if len(term) < _GRAM or not lists:
+            return lists
+        return [min(lists, key=len)]
+
+    def all(self, term: str) -> list[_Blocks]:
+        """Every trigram list containing a short term (a block holding the term is in
+        one of them), or every trigram list of a longer term (it is in all of them;
+        none if some trigram occurs nowhere)."""
+        if len(term) < _GRAM:
+            return list(self._shorter.get(term, ()))
+        lists: list[_Blocks] = []
+        for k in range(len(term) - _GRAM + 1):
+            numbers = self._trigrams.get(term[k : k + _GRAM])
+            if numbers is None:
+                return []
+            lists.append(numbers)
+        return lists
+
+
+# A text's pieces are the runs of its two *views*: in the word view, ASCII characters
+# other than letters, digits and the underscore become spaces (so ``create_invoice``
+# stays one piece); in the symbol view, those and whitespace do; other characters
+# stay in both. A view maps each character alone, so when a term occurs in a text,
+# each run of the term's view lies inside a run of the text's view: every piece of
+# the term is a substring of a piece of the text.
+_WORD = frozenset(c for c in range(128) if chr(c).isalnum() or chr(c) == "_")
+_WORD_VIEW = {c: " " for c in range(128) if c not in _WORD}
+_SYMBOL_VIEW = {c: " " for c in range(128) if c in _WORD or chr(c).isspace()}
+
+
+def _pieces(text: str) -> set[str]:
+    """The pieces of a folded text: the runs of its two views."""
+    pieces = set(text.translate(_WORD_VIEW).split())
+    pieces.update(text.translate(_SYMBOL_VIEW).split())
+    return pieces
+
+
+def _piece_blocks(blocks: Iterable[str]) -> dict[str, array[int]]:
+    """Map each piece of the (folded) block texts to the ascending numbers of its blocks."""
+    lists: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+    for number, text in enumerate(blocks):
+        _append_all(lists, _pieces(text.casefold()), number)
+    return dict(lists)
+
+
+class _Postings:
+    """Per vocabulary position, the ascending blocks whose field holds that piece."""
+
+    __slots__ = ("_flat", "_offsets")
+
+    def __init__(self, vocabulary: Sequence[str], lists: dict[str, array[int]]) -> None:
+        in_order = list(map(lists.get, vocabulary, repeat(_NO_BLOCKS)))
+        flat = array("i")
+        flat.frombytes(b"".join(map(array.tobytes, in_order)))
+        self._flat = memoryview(flat)
+        self._offsets = array("i", accumulate(map(len, in_order), initial=0))
+
+    def get(self, position: int) -> _Blocks:
+        return self._flat[self._offsets[position] : self._offsets[position + 1]]
+
+
+# --- walking ----------------------------------------------------------------------------
+
+
+def _size(lists: Iterable[_Blocks]) -> int:
+    return sum(map(len, lists))
+
+
+def _tail(ascending: _Blocks, start: int) -> Iterator[int]:
+    """The items ``>= start`` of an ascending sequence, lazily."""
+    return map(ascending.__getitem__, range(bisect_left(ascending, start), len(ascending)))
+
+
+def _member(lists: list[_Blocks]) -> Callable[[int], bool]:
+    """A membership test for a union of a few ascending block lists, by bisection."""
+
+    def member(block: int) -> bool:
+        for numbers in lists:
+            k = bisect_left(numbers, block)
+            if k < len(numbers) and numbers[k] == block:
+                return True
+        return False
+
+    return member
+
+
+def _leapfrog(lists: list[_Blocks], first: int) -> Iterator[int]:
+    """The ascending blocks ``>= first`` present in every one of the ascending lists."""
+    lists = sorted(lists, key=len)
+    candidate = first
+    while True:
+        for numbers in lists:
+            k = bisect_left(numbers, candidate)
+            if k == len(numbers):
+                return
+            if numbers[k] != candidate:
+                candidate = numbers[k]
+                break
+        else:
+            yield candidate
+            candidate += 1
+
+
+def _filtered(blocks: Iterator[int], members: list[Callable[[int], bool]]) -> Iterator[int]:
+    """The distinct blocks of an ascending stream that pass every membership test."""
+    previous = -1
+    for number in blocks:
+        if number != previous:
+            previous = number
+            if all(member(number) for member in members):
+                yield number
+
+
+class _Term:
+    """Where one folded term may match, per tier; computed on first use within one query.
+
+    ``None`` stands for "too broad to list" (it constrains nothing).
+    """
+
+    __slots__ = ("_groups", "_index", "_names", "_names_exact", "_per_piece", "_positions", "text")
+
+    def __init__(self, index: SearchIndex, text: str) -> None:
+        self._index = index
+        self._names: list[_Blocks] | None = None
+        self._names_exact: list[_Blocks] | None = None
+        self._groups: list[_Blocks] | None = None
+        self._per_piece: dict[int, list[list[_Blocks]]] = {}
+        self._positions: list[list[int]] | None = None
+        self.text = text
+
+    def tier_blocks(self, tier: int) -> list[_Blocks] | None:
+        """Block lists whose union holds every block where the term matches the
+        tier's field (on text tiers, those of the term's rarest piece)."""
+        if tier == TIER_NAME:
+            return self.names()
+        if tier == TIER_GROUP:
+            return self.groups()
+        choices = self.pieces(tier)
+        return min(choices, key=_size) if choices else None
+
+    def constraints(self, tier: int) -> list[list[_Blocks]]:
+        """Unions of block lists, each holding every block where the term matches at
+        or below ``tier`` (on text tiers, one per piece of the term)."""
+        if tier == TIER_NAME:
+            return [self.names()]
+        names = self.names_exact()
+        if names is None:
+            return []
+        fixed = [*names, *self.groups()]
+        if tier == TIER_GROUP:
+            return [fixed]
+        summaries = self.pieces(TIER_SUMMARY)
+        if tier == TIER_SUMMARY:
+            return [fixed + lists for lists in summaries]
+        documents = self.pieces(TIER_DOCUMENTATION)
+        return [fixed + a + b for a, b in zip(summaries, documents, strict=True)]
+
+    def names(self) -> list[_Blocks]:
+        """Name blocks holding the term's trigrams: a superset of its name matches."""
+        if self._names is None:
+            self._names = self._index._name_grams.rarest(self.text)
+        return self._names
+
+    def names_exact(self) -> list[_Blocks] | None:
+        """The name blocks whose joined folded names contain the term; ``None`` if the
+        term's trigram blocks are too many to test."""
+        if self._names_exact is None:
+            lists = [numbers for numbers in self.names() if numbers]
+            if _size(lists) > _FILTER_LIMIT:
+                return None
+            numbers = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
+            texts = self._index._name_blocks
+            found = map(str.__contains__, map(texts.__getitem__, numbers), repeat(self.text))
+            self._names_exact = [array("i", compress(numbers, found))]
+        return self._names_exact
+
+    def groups(self) -> list[_Blocks]:
+        """The blocks of the groups containing the term (exact, at block level)."""
+        if self._groups is None:
+            groups = self._index._group_blocks.items()
+            self._groups = [blocks for group, blocks in groups if self.text in group]
+        return self._groups
+
+    def pieces(self, tier: int) -> list[list[_Blocks]]:
+        """For each piece of the term that is not broad, the blocks of a text tier
+        whose field holds a piece containing it."""
+        per_piece = self._per_piece.get(tier)
+        if per_piece is None:
+            index = self._index
+            if self._positions is None:
+                found = map(index._vocabulary_positions, _pieces(self.text))
+                self._positions = [positions for positions in found if positions is not None]
+            postings = index._postings[tier - TIER_SUMMARY]
+            per_piece = [list(map(postings.get, positions)) for positions in self._positions]
+            self._per_piece[tier] = per_piece
+        return per_piece
+
+
+class SearchIndex:
+    """An immutable search index over a fixed catalog, built once.
+
+    ``ranked`` yields ``(tier, entry index)`` pairs, where the entry index is the
+    position in the ``entries`` given to the constructor. The index holds no
+    policy: the caller authorizes each yielded entry and stops when its page is
+    full. Safe to share between threads: nothing changes after construction.
+    """
+
+    __slots__ = (
+        "_entries",
+        "_exact",
+        "_group_blocks",
+        "_group_f",
+        "_group_ids",
+        "_name_blocks",
+        "_name_f",
+        "_name_grams",
+        "_names",
+        "_order",
+        "_postings",
+        "_vocabulary",
+        "_vocabulary_blocks",
+        "_vocabulary_grams",
+    )
+
+    def __init__(self, entries: Sequence[IndexEntry]) -> None:
+        """Index ``entries``; names must be unique (``ValueError`` otherwise)."""
+        order = sorted(range(len(entries)), key=lambda k: entries[k].name)
+        ordered = [entries[k] for k in order]
+        self._order: list[int] = order
+        self._entries: list[IndexEntry] = ordered
+        self._names: list[str] = [entry.name for entry in ordered]
+        self._exact: dict[str, int] = {entries[k].name: k for k in order}
+        if len(self._exact) != len(order):
+            raise ValueError("search index entries must have unique names")
+
+        folded_names = (name.casefold() for name in self._names)
+        self._name_f: list[str] = [  # a name that folds to itself shares its string
+            folded if folded != name else name
+            for name, folded in zip(self._names, folded_names, strict=True)
+        ]
+        self._name_blocks = _block_texts(self._name_f, _BLOCK)
+        self._name_grams = _GramIndex(self._name_blocks)
+
+        shared: dict[str, str] = {}  # one string per distinct folded group
+        self._group_f: list[str] = [
+            shared.setdefault(folded, folded) for folded in (fold_group(e.group) for e in ordered)
+        ]
+        group_ids: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+        for entry_id, group in enumerate(self._group_f):
+            group_ids[group].append(entry_id)
+        self._group_ids: dict[str, array[int]] = dict(group_ids)
+        self._group_blocks: dict[str, array[int]] = {
+            group: array("i", sorted({entry_id // _BLOCK for entry_id in ids}))
+            for group, ids in group_ids.items()
+        }
+
+        blocks = [ordered[first : first + _BLOCK] for first in range(0, len(ordered), _BLOCK)]
+        summaries = _piece_blocks(_SEPARATOR.join(e.summary for e in block) for block in blocks)
+        documents = _piece_blocks(
+            _SEPARATOR.join(chain.from_iterable(e.documents for e in block)) for block in blocks
+        )
+        self._vocabulary: list[str] = sorted(summaries.keys() | documents.keys())
+        self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
+        self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
+        self._postings = (
+            _Postings(self._vocabulary, summaries),
+            _Postings(self._vocabulary, documents),
+        )
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return f"SearchIndex(<{len(self._order)} entries>)"
+
+    def exact(self, query: str) -> int | None:
+        """The entry index whose name equals ``query`` exactly (case-sensitive), else ``None``."""
+        return self._exact.get(query)
+
+    def ranked(
+        self, query: str, group: str = "", after: tuple[int, str] | None = None
+    ) -> Iterator[tuple[int, int]]:
+        """Yield ``(tier, entry index)`` for every match, in ``(tier, name)`` order, lazily.
+
+        ``query`` is split into terms by ``query_terms``; no terms browses every
+        entry at tier 0. ``group`` keeps entries whose folded group equals
+        ``fold_group(group)`` (empty: no filter). ``after`` is a keyset position:
+        only entries whose ``(tier, name)`` is strictly greater are yielded (the
+        name need not be in the index).
+        """
+        terms = query_terms(query)
+        folded_group = fold_group(group)
+        if folded_group and folded_group not in self._group_ids:
+            return
+        after_tier, start_id = -1, 0
+        if after is not None:
+            after_tier, after_name = after
+            start_id = bisect_right(self._names, after_name)
+        order = self._order
+        if not terms:
+            if after_tier <= TIER_NAME:
+                start = start_id if after_tier == TIER_NAME else 0
+                ids: Iterable[int] = range(start, len(order))
+                if folded_group:
+                    ids = _tail(self._group_ids[folded_group], start)
+                for entry_id in ids:
+                    yield TIER_NAME, order[entry_id]
+            return
+        sources = [_Term(self, term) for term in terms]
+        for tier in _TIERS:
+            if tier < after_tier:
+                continue
+            start = start_id if tier == after_tier else 0
+            blocks = self._candidates(sources, tier, folded_group, start // _BLOCK)
+            if tier == TIER_NAME:
+                yield from self._name_matches(blocks, terms, folded_group, start)
+            else:
+                for number in blocks:
+                    yield from self._block_matches(number, terms, tier, folded_group, start)
+
+    # --- candidates -------------------------------------------------------------------
+
+    def _candidates(self, terms: list[_Term], tier: int, group: str, first: int) -> Iterator[int]:
+        """Ascending block numbers ``>= first``: a superset of the blocks holding an
+        entry of tier ``tier`` (see the module docstring)."""
+        everything = len(self._name_blocks)
+        constraints: list[list[_Blocks]] = [[self._group_blocks[group]]] if group else []
+        for term in terms:
+            constraints.extend(term.constraints(tier))
+        constraints = [[numbers for numbers in lists if numbers] for lists in constraints]
+        if not all(constraints):
+            return iter(())  # some constraint holds no block at all
+        sizes = [_size(lists) for lists in constraints]
+        # The driver: the smallest constraint, or the union of the terms' tier blocks.
+        driver: list[_Blocks] = [range(first, everything)]
+        size, chosen = everything, -1
+        for k, listed in enumerate(sizes):
+            if listed < size:
+                driver, size, chosen = constraints[k], listed, k
+        exact: list[_Blocks] = []
+        for term in terms:
+            found = term.tier_blocks(tier)
+            if found is None:
+                break
+            exact.extend(numbers for numbers in found if numbers)
+        else:
+            if _size(exact) < size:
+                driver, size, chosen = exact, _size(exact), -1
+            if not exact:
+                return iter(())
+        others = sorted(
+            (
+                (listed, lists)
+                for k, (listed, lists) in enumerate(zip(sizes, constraints, strict=True))
+                if k != chosen
+            ),
+            key=lambda other: other[0],
+        )
+        # A set filter must cost less to build than the candidate blocks it may skip.
+        budget = min(_FILTER_LIMIT, 64 * size + 64)
+        if len(driver) == 1 and all(len(lists) == 1 for _, lists in others):
+            if not others:
+                return _tail(driver[0], first)
+            return _leapfrog([driver[0], *(lists[0] for _, lists in others)], first)
+        if size <= _MATERIALIZE_LIMIT or len(driver) > _MERGE_FANOUT:
+            common = set().union(*driver)
+            for listed, lists in others:
+                if listed <= budget and listed <= 8 * len(common):
+                    common.intersection_update(set().union(*lists) if len(lists) > 1 else lists[0])
+                elif len(lists) <= _BISECT_LISTS:
+                    member = _member(lists)
+                    common = {number for number in common if member(number)}
+                if not common:
+                    return iter(())
+            return _tail(sorted(common), first)
+        members = [
+            _member(lists) if len(lists) <= _BISECT_LISTS else set().union(*lists).__contains__
+            for listed, lists in others
+            if len(lists) <= _BISECT_LISTS or listed <= budget
+        ]
+        if len(driver) == 1:
+            return _filtered(_tail(driver[0], first), members)
+        return _filtered(heapq.merge(*(_tail(numbers, first) for numbers in driver)), members)
+
+    def _vocabulary_positions(self, piece: str) -> list[int] | None:
+        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad."""
+        lists = self._vocabulary_grams.all(piece)
+        if not lists:
+            return []
+        blocks: _Blocks
+        if len(piece) < _GRAM:  # the piece is in one of these lists: their union
+            if len(lists) > 1 and _size(lists) > _FILTER_LIMIT:
+                return None
+            blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
+        else:  # the piece is in all of these lists: intersect, rarest first
+            lists.sort(key=len)
+            blocks = lists[0]
+            if len(blocks) > _INTERSECT_FROM:
+                common = set(blocks)
+                for numbers in lists[1:]:
+                    common.intersection_update(numbers)
+                    if len(common) <= _INTERSECT_FROM:
+                        break
+                blocks = sorted(common)
+        if len(blocks) > _VOCABULARY_SCAN_LIMIT:
+            return None
+        texts = self._vocabulary_blocks
+        positions: list[int] = []
+        for number in blocks:
+            text = texts[number]
+            at = text.find(piece)
+            # The text is padded and joined with the separator, so the separators
+            # before a match number one more than the pieces before it.
+            position = number * _VOCABULARY_BLOCK - 1
+            counted = 0
+            while at >= 0:
+                position += text.count(_SEPARATOR, counted, at)
+                positions.append(position)
+                counted = text.find(_SEPARATOR, at)
+                at = text.find(piece, counted)
+        return positions
+
+    # --- the rule -----------------------------------------------------------------------
+
+    def _name_matches(
+        self, blocks: Iterator[int], terms: tuple[str, ...], group: str, start: int
+    ) -> Iterator[tuple[int, int]]:
+        """The entries of the candidate blocks whose name holds every term (tier 0).
+
+        Names are joined by block already, so blocks are first tested in chunks at C
+        speed; chunks grow from one, so a page found in the first blocks reads no more.
+        """
+        texts, names, groups, order = self._name_blocks, self._name_f, self._group_f, self._order
+        limit = len(order)
+        size = 1
+        while chunk := list(islice(blocks, size)):
+            for term in terms:
+                tested = map(str.__contains__, map(texts.__getitem__, chunk), repeat(term))
+                chunk = list(compress(chunk, tested))
+            for number in chunk:
+                first = number * _BLOCK
+                for entry_id in range(max(first, start), min(first + _BLOCK, limit)):
+                    if group and groups[entry_id] != group:
+                        continue
+                    name = names[entry_id]
+                    if all(term in name for term in terms):
+                        yield TIER_NAME, order[entry_id]
+            size = min(2 * size, _CHUNK)
+
+    def _block_matches(
+        self, number: int, terms: tuple[str, ...], tier: int, group: str, start: int
+    ) -> Iterator[tuple[int, int]]:
+        """The entries of one candidate block (from ``start`` on) whose tier is ``tier``.
+
+        The block's fields of tiers ``0..tier`` — per entry its name, group, summary
+        and joined documents — are folded and joined once. Each term's occurrences
+        are found field by field (a field is left at its first occurrence), so the
+        work per block grows with its matches; each entry's tier follows from the
+        fields its terms occur in.
+        """
+        first = max(number * _BLOCK, start)
+        last = min(number * _BLOCK + _BLOCK, len(self._order))
+        count = last - first
+        if count <= 0:
+            return
+        fields = self._name_f[first:last] + self._group_f[first:last]
+        if tier >= TIER_SUMMARY:
+            entries = self._entries[first:last]
+            fields += [entry.summary for entry in entries]
+            if tier >= TIER_DOCUMENTATION:
+                fields += [_SEPARATOR.join(entry.documents) for entry in entries]
+        text = _SEPARATOR.join(fields)
+        if tier >= TIER_SUMMARY:  # names and groups are folded already (folding is idempotent)
+            folded = text.casefold()
+            if len(folded) == len(text):  # every character folded to one: lengths hold
+                text = folded
+            else:
+                fields = [field.casefold() for field in fields]
+                text = _SEPARATOR.join(fields)
+        # Field f (tier f // count, entry f % count) starts at starts[f].
+        starts = list(accumulate(map((1).__add__, map(len, fields)), initial=0))
+        worst = [TIER_NAME] * count  # per entry, the worst so far of each term's best tier
+        matched = [0] * count  # per entry, how many terms occur in it at all
+        for term in terms:
+            best = [_NO_TIER] * count
+            at = text.find(term)
+            if at < 0:
+                return
+            while at >= 0:
+                field = bisect_right(starts, at) - 1
+                found, owner = divmod(field, count)
+                if found < best[owner]:
+                    best[owner] = found
+                at = text.find(term, starts[field + 1])
+            for owner, found in enumerate(best):
+                if found != _NO_TIER:
+                    matched[owner] += 1
+                    if found > worst[owner]:
+                        worst[owner] = found
+        wanted = len(terms)
+        for owner in range(count):
+            if (
+                matched[owner] == wanted
+                and worst[owner] == tier
+                and (not group or self._group_f[first + owner] == group)
+            ):
+                yield tier, self._order[first + owner]

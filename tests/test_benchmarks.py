@@ -1,0 +1,136 @@
+"""The benchmark suite (benchmarks/) at a tiny scale: it runs, and its tables make sense.
+
+No timing assertions (CI machines vary); only shapes and sane numbers. The
+comparison packages (the ``bench`` extra) are never needed here.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_interaction
+import bench_invoke
+import bench_registry
+import common
+
+NAME = re.compile(r"[a-z_]+\.[a-z_]+\.[a-z]+_[0-9]+")
+
+
+def _column(rows: list[dict[str, Any]], name: str) -> list[Any]:
+    return [row[name] for row in rows]
+
+
+def test_registry_benchmark_tiny() -> None:
+    build, search, memory = bench_registry.run((300,), runs=50, compare=False, memory_size=300)
+    assert build.rows[0]["catalog"] == 300
+    assert 0 < build.rows[0]["Registry() s"] < 60
+    assert build.rows[0]["distinct schemas"] > 10
+    assert len(search.rows) == 2 * len(bench_registry.QUERIES)
+    assert {row["policy"] for row in search.rows} == {"allow all", "1%"}
+    for row in search.rows:
+        assert set(search.columns) >= set(row)
+        assert 0 < row["median µs"] <= row["p90 µs"] < 1_000_000
+        assert 0 <= row["items"] <= 5
+        assert isinstance(row["ok"], bool)
+        assert row["target µs"] == 500
+        if row["query"] == "exact name":
+            assert row["items"] == 1
+    full = {"common term", "empty browse", "second page (cursor)"}  # match plenty even at 300
+    allow_all = [row for row in search.rows if row["policy"] == "allow all"]
+    assert [row["items"] for row in allow_all if row["query"] in full] == [5, 5, 5]
+    (probe,) = memory.rows
+    assert probe["catalog"] == 300
+    assert probe["registry traced MiB"] > 0
+
+
+def test_invoke_benchmark_tiny() -> None:
+    (table,) = bench_invoke.run(runs=50, compare=False)
+    paths = _column(table.rows, "path")
+    assert paths == ["opgate, JSON text", "opgate, mapping", "opgate, sync handler (thread)"]
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert 0 < row["handler µs"] < row["call µs"]
+        assert row["overhead µs"] == pytest.approx(row["call µs"] - row["handler µs"])
+    assert table.rows[0]["vs opgate"] == pytest.approx(1.0)
+    assert table.rows[0]["target µs"] == bench_invoke.TARGET_US
+    assert table.rows[-1]["target µs"] is None  # the sync variant is for information
+
+
+def test_interaction_benchmark_tiny() -> None:
+    round_trip, capacity = bench_interaction.run(runs=50, pending=200)
+    pair, prompt = round_trip.rows
+    assert pair["through registry µs"] > pair["handler alone µs"] > 0
+    assert pair["target µs"] == bench_interaction.TARGET_US
+    assert prompt["through registry µs"] < pair["through registry µs"]
+    assert _column(capacity.rows, "form") == list(bench_interaction.FORMS)
+    small, large = capacity.rows
+    for row in capacity.rows:
+        assert row["ledger B/each"] > 2 * 1024  # at least the two fixed charges
+        assert row["retained B/each"] > 0
+        assert row["retained ÷ ledger"] == pytest.approx(
+            row["retained B/each"] / row["ledger B/each"]
+        )
+        assert row["conservative"] == (row["ledger B/each"] >= row["retained B/each"])
+    assert large["form schema B"] > small["form schema B"]
+    assert large["ledger B/each"] > small["ledger B/each"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=3))
+def test_synthetic_catalog_is_deterministic_and_realistic(size: int, seed: int) -> None:
+    catalog = common.synthetic_catalog(size, seed=seed)
+    assert catalog == common.synthetic_catalog(size, seed=seed)
+    assert len({op.name for op in catalog}) == size
+    for op in catalog:
+        assert NAME.fullmatch(op.name), op.name
+        assert op.name.startswith(f"{op.group}.{op.resource}.{op.verb}_")
+        assert op.resource in common.GROUPS[op.group]
+        assert op.summary.endswith(".")
+        assert op.summary.count(". ") == 0
+        assert len(op.description.split()) > 30
+        assert op.input_schema["type"] == "object"
+
+
+def test_one_percent_policy_admits_about_one_percent() -> None:
+    names = [op.name for op in common.synthetic_catalog(20_000)]
+    share = sum(map(common.admitted, names)) / len(names)
+    assert 0.005 < share < 0.015
+    policy = common.OnePercent()
+    admitted = next(name for name in names if common.admitted(name))
+    denied = next(name for name in names if not common.admitted(name))
+    assert policy.authorize(None, _Request(admitted)) is None
+    assert policy.authorize(None, _Request(denied)) is not None
+
+
+class _Request:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_format_table_prints_every_column_and_row() -> None:
+    table = common.Table("T", ("a", "b µs", "ok"))
+    table.add(a="x", **{"b µs": 1234.5678, "ok": True})
+    table.add(a="y", **{"b µs": 0.123})
+    text = common.format_table(table)
+    assert text.splitlines()[2] == "| a | b µs | ok |"
+    assert "| x | 1,235 | yes |" in text
+    assert "| y | 0.12 |  |" in text
+    with pytest.raises(KeyError):
+        table.add(c=1)
+
+
+def test_timing_and_machine_helpers() -> None:
+    timing = common.time_sync(lambda: sum(range(100)), runs=30)
+    assert timing.runs == 30
+    assert 0 < timing.median_ns <= timing.p90_ns
+    assert common.rss_bytes() > 1 << 20
+    assert "Python" in common.machine_info() or "CPython" in common.machine_info()

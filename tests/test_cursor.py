@@ -1,0 +1,254 @@
+"""Sealed search cursors: round trips, binding, expiry, and refusal of every alteration."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import re
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opgate._cursor import CURSOR_LIFETIME, CursorBinding, CursorError, CursorSealer
+
+FAST = settings(max_examples=150, deadline=None)
+ALPHABET = string.ascii_letters + string.digits + "-_"
+
+
+class Clock:
+    """A settable clock, in seconds."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def binding(**changes: object) -> CursorBinding:
+    fields: dict[str, object] = {
+        "method": "search",
+        "revision": "rev-1",
+        "query": "Orders refund",
+        "group": "billing",
+        "scope_hash": bytes(range(32)),
+    }
+    fields.update(changes)
+    return CursorBinding(**fields)  # type: ignore[arg-type]
+
+
+def refused(sealer: CursorSealer, cursor: object, bound: CursorBinding | None = None) -> str:
+    with pytest.raises(CursorError) as caught:
+        sealer.open(cursor, bound or binding())  # type: ignore[arg-type]
+    assert str(caught.value) == "invalid cursor"  # never says which check failed
+    return caught.value.reason
+
+
+texts = st.text(max_size=40)  # includes lone surrogates and every plane
+bindings = st.builds(
+    CursorBinding,
+    method=texts,
+    revision=texts,
+    query=texts,
+    group=texts,
+    scope_hash=st.binary(min_size=32, max_size=32),
+)
+
+
+@FAST
+@given(bound=bindings, tier=st.integers(0, 255), name=st.text(max_size=128))
+def test_round_trip(bound: CursorBinding, tier: int, name: str) -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(bound, (tier, name))
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", cursor)
+    assert sealer.open(cursor, bound) == (tier, name)
+
+
+def test_cursors_are_short_and_carry_no_plaintext() -> None:
+    sealer = CursorSealer()
+    secret_query = "needle-in-the-query"
+    bound = binding(query=secret_query, group="needle-group")
+    ascii_cursor = sealer.seal(bound, (3, "n" * 128))
+    assert len(ascii_cursor) == 220
+    wide_cursor = sealer.seal(bound, (3, "\U0001f600" * 128))
+    assert len(wide_cursor) < 1024
+    for cursor in (ascii_cursor, wide_cursor):
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        assert b"needle" not in raw
+        assert b"n" * 16 not in raw  # the name is encrypted too
+        assert "needle" not in cursor
+
+
+def test_each_cursor_has_a_fresh_nonce() -> None:
+    sealer = CursorSealer(clock=Clock())
+    cursors = {sealer.seal(binding(), (0, "same")) for _ in range(50)}
+    assert len(cursors) == 50
+    assert len({cursor[:16] for cursor in cursors}) == 50  # the nonce leads
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"method": "inspect"},
+        {"revision": "rev-2"},
+        {"query": "orders refund"},  # casing is bound: exact names are case-sensitive
+        {"query": "Orders  refund"},
+        {"query": "Orders refund x"},
+        {"query": ""},
+        {"group": "Billing"},
+        {"group": ""},
+        {"scope_hash": bytes(32)},
+        {"scope_hash": bytes(range(1, 33))},
+    ],
+)
+def test_a_cursor_opens_only_for_its_own_binding(changed: dict[str, object]) -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(), (1, "orders.refund"))
+    assert refused(sealer, cursor, binding(**changed)) == "unauthentic"
+    assert sealer.open(cursor, binding()) == (1, "orders.refund")
+
+
+def test_binding_fields_cannot_be_shifted_into_each_other() -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(query="ab", group="c"), (0, "x"))
+    assert refused(sealer, cursor, binding(query="a", group="bc")) == "unauthentic"
+    cursor = sealer.seal(binding(method="search", revision=""), (0, "x"))
+    assert refused(sealer, cursor, binding(method="", revision="search")) == "unauthentic"
+
+
+def test_another_sealer_cannot_open_a_cursor() -> None:
+    cursor = CursorSealer().seal(binding(), (0, "a"))
+    assert refused(CursorSealer(), cursor) == "unauthentic"
+
+
+def test_expiry_is_checked_with_the_injected_clock() -> None:
+    clock = Clock()
+    sealer = CursorSealer(clock=clock)
+    sealed_at = clock.now
+    cursor = sealer.seal(binding(), (2, "a.b"))
+    clock.now = sealed_at + CURSOR_LIFETIME - 0.001
+    assert sealer.open(cursor, binding()) == (2, "a.b")
+    clock.now = sealed_at + CURSOR_LIFETIME  # at the expiry instant: expired
+    assert refused(sealer, cursor) == "expired"
+    clock.now = sealed_at + 10 * CURSOR_LIFETIME
+    assert refused(sealer, cursor) == "expired"
+    assert CURSOR_LIFETIME == 600.0
+
+
+def test_a_custom_lifetime_is_honoured_and_validated() -> None:
+    clock = Clock(0.0)
+    sealer = CursorSealer(lifetime=5, clock=clock)
+    cursor = sealer.seal(binding(), (0, "a"))
+    clock.now = 4.999
+    assert sealer.open(cursor, binding()) == (0, "a")
+    clock.now = 5.0
+    assert refused(sealer, cursor) == "expired"
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="positive and finite"):
+            CursorSealer(lifetime=bad)
+    for wrong in ("600", True, None):
+        with pytest.raises(TypeError):
+            CursorSealer(lifetime=wrong)  # type: ignore[arg-type]
+
+
+def test_every_altered_character_is_refused() -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(), (3, "billing.invoices.create_17"))
+    for place, original in enumerate(cursor):
+        for replacement in ALPHABET:
+            if replacement != original:
+                altered = cursor[:place] + replacement + cursor[place + 1 :]
+                assert refused(sealer, altered) in ("unauthentic", "malformed")
+
+
+def test_every_altered_bit_is_refused() -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(), (0, "orders.refund"))
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    for place in range(len(raw)):
+        for bit in range(8):
+            altered = bytearray(raw)
+            altered[place] ^= 1 << bit
+            text = base64.urlsafe_b64encode(bytes(altered)).rstrip(b"=").decode()
+            assert refused(sealer, text) == "unauthentic"
+
+
+def test_truncated_and_extended_cursors_are_refused() -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(), (1, "x" * 20))
+    for length in range(len(cursor)):
+        assert refused(sealer, cursor[:length]) in ("unauthentic", "malformed")
+    for extra in ALPHABET:
+        assert refused(sealer, cursor + extra) in ("unauthentic", "malformed")
+        assert refused(sealer, extra + cursor) in ("unauthentic", "malformed")
+    assert refused(sealer, cursor + cursor) == "unauthentic"
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda c: c + "=",
+        lambda c: c + "==",
+        lambda c: c.replace("-", "+").replace("_", "/") + "+/",
+        lambda c: " " + c,
+        lambda c: c + "\n",
+        lambda c: c[:10] + "." + c[11:],
+        lambda c: c[:10] + "\u00e9" + c[11:],
+        lambda c: c[:10] + "\uff21" + c[11:],  # a fullwidth A
+        lambda c: c.encode(),
+        lambda c: None,
+        lambda c: 12345,
+        lambda c: "",
+        lambda c: "A" * 5000,
+    ],
+)
+def test_other_alphabets_and_types_are_refused(spoil: object) -> None:
+    sealer = CursorSealer()
+    cursor = sealer.seal(binding(), (1, "name"))
+    assert refused(sealer, spoil(cursor)) == "malformed"  # type: ignore[operator]
+
+
+# The base64url alphabet in value order: a character's index is its six bits.
+BASE64 = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+
+
+def test_non_canonical_base64_is_refused() -> None:
+    sealer = CursorSealer()
+    for length in range(3):  # the last group then has 2, 3 and 4 characters
+        cursor = sealer.seal(binding(), (0, "n" * length))
+        unused_bits = {2: 4, 3: 2, 0: 0}[len(cursor) % 4]
+        value = BASE64.index(cursor[-1])
+        assert value & ((1 << unused_bits) - 1) == 0
+        for low in range(1, 1 << unused_bits):
+            # Decodes to the same bytes, but only the canonical spelling is accepted.
+            assert refused(sealer, cursor[:-1] + BASE64[value | low]) == "malformed"
+
+
+def test_seal_validates_the_position() -> None:
+    sealer = CursorSealer()
+    for tier in (-1, 256, True, 1.0, "1"):
+        with pytest.raises(ValueError, match="tier"):
+            sealer.seal(binding(), (tier, "x"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="name"):
+        sealer.seal(binding(), (0, b"x"))  # type: ignore[arg-type]
+
+
+def test_binding_validates_its_fields() -> None:
+    with pytest.raises(ValueError, match="32 bytes"):
+        binding(scope_hash=bytes(31))
+    with pytest.raises(ValueError, match="32 bytes"):
+        binding(scope_hash="a" * 32)
+    with pytest.raises(TypeError, match="query"):
+        binding(query=None)
+    assert "scope_hash" not in repr(binding())
+
+
+def test_the_key_never_shows() -> None:
+    sealer = CursorSealer(lifetime=60)
+    assert repr(sealer) == "CursorSealer(lifetime=60.0)"
+    assert not hasattr(sealer, "__dict__")
+    with pytest.raises(TypeError, match="pickled"):
+        pickle.dumps(sealer)
+    assert refused(sealer, "A" * 60) == "unauthentic"  # well-formed, but not sealed here

@@ -1,0 +1,377 @@
+"""Invoke: the pipeline order, argument checks, handlers, results, deadlines (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from decimal import Decimal
+from typing import Any
+
+import anyio
+import pytest
+
+from opgate import (
+    Completed,
+    Discover,
+    EmbeddedResource,
+    Execute,
+    Failed,
+    Failure,
+    FailureCode,
+    Image,
+    Invocation,
+    Limits,
+    Operation,
+    Registry,
+    ResourceLink,
+    Result,
+    Text,
+    fail,
+    finish,
+)
+
+from conftest import AllowAll, Ctx, TeamPolicy
+
+pytestmark = pytest.mark.anyio
+
+INPUT = {
+    "type": "object",
+    "properties": {
+        "order": {"type": "integer", "minimum": 1},
+        "note": {"type": "string", "maxLength": 20},
+        "amount": {"type": "number", "multipleOf": 0.01},
+    },
+    "required": ["order"],
+    "additionalProperties": False,
+}
+OUTPUT = {
+    "type": "object",
+    "properties": {"refunded": {"type": "integer"}, "reason": {"type": "string"}},
+    "required": ["refunded"],
+}
+
+
+class Recorder:
+    """A handler that records what it saw and returns what it is told to."""
+
+    def __init__(self, reply: Any = None) -> None:
+        self.calls: list[Invocation] = []
+        self.arguments: list[dict[str, Any]] = []
+        self.reply = reply
+
+    async def __call__(self, invocation: Invocation) -> Any:
+        self.calls.append(invocation)
+        self.arguments.append(invocation.arguments)
+        if callable(self.reply):
+            return self.reply(invocation)
+        if self.reply is None:
+            return finish(Result([Text("ok")], structured={"refunded": 7}))
+        return self.reply
+
+
+def make(
+    handler: Any = None,
+    *,
+    policy: Any = None,
+    output_schema: Any = OUTPUT,
+    input_schema: Any = INPUT,
+    limits: Limits | None = None,
+) -> tuple[Registry, Any]:
+    handler = handler or Recorder()
+    reg = Registry(
+        [
+            Operation(
+                "orders.refund",
+                "Refund an order",
+                handler,
+                input_schema=input_schema,
+                output_schema=output_schema,
+            ),
+            Operation("admin.purge", "Purge", handler),
+        ],
+        policy or TeamPolicy(),
+        limits=limits,
+    )
+    return reg, handler
+
+
+async def invoke(reg: Registry, arguments: Any = '{"order": 7}', **kwargs: Any) -> Any:
+    return await reg.invoke(Ctx(), kwargs.pop("name", "orders.refund"), arguments, **kwargs)
+
+
+def code(outcome: Any) -> FailureCode:
+    assert isinstance(outcome, Failed), outcome
+    return outcome.failure.code
+
+
+# --- success --------------------------------------------------------------------------------
+
+
+async def test_completed_with_validated_detached_arguments() -> None:
+    reg, handler = make()
+    outcome = await invoke(reg, '{"order": 7, "amount": 1.10, "note": "hi"}')
+    assert isinstance(outcome, Completed)
+    assert outcome.result.structured == {"refunded": 7}
+    assert handler.arguments == [{"order": 7, "amount": Decimal("1.10"), "note": "hi"}]
+    assert isinstance(handler.arguments[0]["amount"], Decimal)
+    first = handler.calls[0].arguments
+    first["order"] = 99
+    assert handler.calls[0].arguments["order"] == 7
+
+
+async def test_arguments_as_bytes_and_mapping() -> None:
+    reg, handler = make()
+    assert isinstance(await invoke(reg, b'{"order": 7}'), Completed)
+    assert isinstance(await invoke(reg, {"order": 7, "amount": 0.01}), Completed)
+    assert handler.arguments[-1]["amount"] == Decimal("0.01")
+
+
+async def test_sync_handler_runs_in_worker_thread() -> None:
+    seen: list[int] = []
+
+    def sync_handler(invocation: Invocation) -> Any:
+        seen.append(threading.get_ident())
+        return finish(Result([Text("sync")], structured={"refunded": 1}))
+
+    reg, _ = make(sync_handler)
+    outcome = await invoke(reg)
+    assert isinstance(outcome, Completed)
+    assert seen
+    assert seen[0] != threading.get_ident()
+
+
+# --- argument failures -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "[1, 2]",
+        '"text"',
+        "null",
+        "7",
+        b"\xff\xfe",
+        '{"order": 7, "order": 8}',
+        '{"order": 1e1000000000}',
+        '{"order": NaN}',
+        '{"order": 7',
+        '{"order": 7} trailing',
+        "[" * 100_000 + "]" * 100_000,
+        '{"order": "7"}',
+        '{"order": 0}',
+        '{"order": 7, "extra": 1}',
+        '{"note": "x"}',
+        '{"order": 7, "amount": 0.001}',
+        ["not", "a", "mapping"],
+        None,
+        12,
+    ],
+)
+async def test_invalid_arguments(arguments: Any) -> None:
+    reg, handler = make()
+    outcome = await invoke(reg, arguments)
+    assert code(outcome) is FailureCode.INVALID_ARGUMENTS
+    assert handler.calls == []
+
+
+async def test_oversize_arguments_rejected_before_parsing() -> None:
+    reg, _ = make()
+    big = '{"order": 7, "note": "' + "x" * (10 * 1024 * 1024) + '"}'
+    outcome = await invoke(reg, big)
+    assert code(outcome) is FailureCode.INVALID_ARGUMENTS
+    assert "bytes" in outcome.failure.message
+    assert len(outcome.failure.message) < 200
+
+
+async def test_failure_messages_do_not_echo_argument_values() -> None:
+    reg, _ = make()
+    secret = "s3cr3t-" + "v" * 100
+    outcome = await invoke(reg, json.dumps({"order": 7, "note": secret}))
+    assert code(outcome) is FailureCode.INVALID_ARGUMENTS
+    assert "s3cr3t" not in outcome.failure.message
+    assert "/note" in outcome.failure.message
+    dup = await invoke(reg, '{"' + secret + '": 1, "' + secret + '": 2}')
+    assert code(dup) is FailureCode.INVALID_ARGUMENTS
+    assert secret not in dup.failure.message
+
+
+async def test_unknown_name_fails_before_argument_details() -> None:
+    reg, _ = make()
+    unknown = await reg.invoke(Ctx(), "no.such", "[not json")
+    hidden = await reg.invoke(Ctx(), "admin.purge", "[not json")
+    assert code(unknown) is FailureCode.UNAVAILABLE
+    assert unknown == hidden
+
+
+async def test_execute_denial_is_unavailable_and_sees_detached_validated_arguments() -> None:
+    policy = TeamPolicy(deny_execute={"orders.refund"})
+    reg, handler = make(policy=policy)
+    outcome = await invoke(reg, '{"order": 7}')
+    assert code(outcome) is FailureCode.UNAVAILABLE
+    assert outcome.failure.message == Failure(FailureCode.UNAVAILABLE).message
+    assert handler.calls == []
+    executes = [r for r in policy.calls if isinstance(r, Execute)]
+    assert executes == [Execute("orders.refund", {"order": 7})]
+    assert isinstance(policy.calls[0], Discover)
+
+
+async def test_policy_mutating_execute_arguments_changes_nothing() -> None:
+    class Mutating(AllowAll):
+        def authorize(self, ctx: Any, request: Any) -> None:
+            if isinstance(request, Execute):
+                request.arguments["order"] = 1000
+
+    reg, handler = make(policy=Mutating())
+    assert isinstance(await invoke(reg), Completed)
+    assert handler.arguments == [{"order": 7}]
+
+
+async def test_policy_failure_at_execute_is_internal() -> None:
+    class Exploding(AllowAll):
+        def authorize(self, ctx: Any, request: Any) -> None:
+            if isinstance(request, Execute):
+                raise ValueError("password=hunter2")
+
+    reg, handler = make(policy=Exploding())
+    outcome = await invoke(reg)
+    assert code(outcome) is FailureCode.INTERNAL
+    assert "hunter2" not in str(outcome.failure)
+    assert handler.calls == []
+
+
+# --- handler outcomes ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"refunded": 7},
+        Result([Text("bare result")], structured={"refunded": 7}),
+        "finish",
+        42,
+    ],
+)
+async def test_handler_returning_garbage_is_invalid_result(reply: Any) -> None:
+    reg, _ = make(Recorder(reply))
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+
+
+async def test_handler_returning_none_is_never_success() -> None:
+    async def returns_none(invocation: Invocation) -> None:
+        return None
+
+    reg, _ = make(returns_none)
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+
+
+async def test_forged_outcome_and_result_are_rejected() -> None:
+    from opgate._outcomes import Outcome
+
+    forged_outcome = Outcome("finish", Result([Text("x")], structured={"refunded": 1}))
+    reg, _ = make(Recorder(forged_outcome))
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+    forged_result = object.__new__(Result)
+    reg, _ = make(Recorder(finish(forged_result)))
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+
+
+async def test_handler_exception_is_sanitized_internal() -> None:
+    async def explodes(invocation: Invocation) -> Any:
+        raise RuntimeError("api_key=abc123 leaked")
+
+    reg, _ = make(explodes)
+    outcome = await invoke(reg)
+    assert code(outcome) is FailureCode.INTERNAL
+    assert "abc123" not in str(outcome.failure)
+    assert "abc123" not in repr(outcome)
+    assert isinstance(outcome.failure.cause, RuntimeError)
+
+
+async def test_fail_with_valid_and_invalid_diagnostics() -> None:
+    reg, _ = make(Recorder(fail("nope", {"refunded": 0, "reason": "closed"})))
+    outcome = await invoke(reg)
+    assert code(outcome) is FailureCode.OPERATION_FAILED
+    assert outcome.failure.message == "nope"
+    assert outcome.failure.diagnostics == {"refunded": 0, "reason": "closed"}
+    reg, _ = make(Recorder(fail("nope", {"reason": "missing required field"})))
+    withheld = await invoke(reg)
+    assert code(withheld) is FailureCode.OPERATION_FAILED
+    assert withheld.failure.message == "nope"
+    assert withheld.failure.diagnostics is None
+
+
+async def test_output_schema_requires_matching_structured_data() -> None:
+    for result in (
+        Result([Text("no structured")]),
+        Result([Text("x")], structured={"refunded": "seven"}),
+        Result([Text("x")], structured={"refunded": Decimal("1e5000")}),
+    ):
+        reg, _ = make(Recorder(finish(result)))
+        assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+
+
+async def test_without_output_schema_any_structured_json_is_accepted() -> None:
+    result = Result([Text("x")], structured={"huge": Decimal("1e5000")})
+    reg, _ = make(Recorder(finish(result)), output_schema=None)
+    outcome = await invoke(reg)
+    assert isinstance(outcome, Completed)
+
+
+async def test_result_budgets() -> None:
+    limits = Limits(result_bytes=16 * 1024, inline_bytes=4 * 1024)
+    image = Image(b"\x89PNG" + b"\0" * 2000, "image/png")
+    reg, _ = make(Recorder(finish(Result([image]))), output_schema=None, limits=limits)
+    assert isinstance(await invoke(reg), Completed)
+    reg, _ = make(Recorder(finish(Result([image, image]))), output_schema=None, limits=limits)
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT  # each occurrence counts
+    text = Text("t" * 17000)
+    reg, _ = make(Recorder(finish(Result([text]))), output_schema=None, limits=limits)
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+    embedded = EmbeddedResource("file:///x.txt", text="é" * 9000)  # 18,000 UTF-8 bytes
+    reg, _ = make(Recorder(finish(Result([embedded]))), output_schema=None, limits=limits)
+    assert code(await invoke(reg)) is FailureCode.INVALID_RESULT
+    link = ResourceLink("https://example.com/huge.bin", "huge", size=10**12)  # never fetched
+    reg, _ = make(Recorder(finish(Result([link]))), output_schema=None, limits=limits)
+    assert isinstance(await invoke(reg), Completed)
+
+
+# --- deadlines and cancellation ---------------------------------------------------------------
+
+
+async def test_deadline_passed_before_dispatch_never_calls_handler() -> None:
+    reg, handler = make()
+    with anyio.CancelScope(deadline=anyio.current_time() - 1) as scope:
+        scope.shield = False
+        outcome = await invoke(reg)
+    assert handler.calls == []
+    # Either the scope cancelled the call or the registry reported the passed deadline.
+    assert scope.cancel_called or code(outcome) is FailureCode.CANCELLED
+
+
+async def test_result_after_deadline_is_not_success() -> None:
+    def slow(invocation: Invocation) -> Any:
+        import time
+
+        time.sleep(0.3)
+        return finish(Result([Text("late")], structured={"refunded": 1}))
+
+    reg, _ = make(slow)
+    outcomes: list[Any] = []
+    with anyio.move_on_after(0.05):
+        outcomes.append(await invoke(reg))
+    assert all(not isinstance(o, Completed) for o in outcomes)
+
+
+async def test_cancellation_propagates() -> None:
+    started = anyio.Event()
+
+    async def hangs(invocation: Invocation) -> Any:
+        started.set()
+        await anyio.sleep(10)
+
+    reg, _ = make(hangs)
+    async with anyio.create_task_group() as group:
+        group.start_soon(invoke, reg)
+        await started.wait()
+        group.cancel_scope.cancel()
+    assert group.cancel_scope.cancelled_caught

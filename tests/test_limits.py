@@ -1,0 +1,91 @@
+"""``Limits``: defaults, floors and combinations."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from opgate import ConfigurationError, Limits
+from opgate._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES
+
+
+def test_zero_means_default() -> None:
+    limits = Limits()
+    assert limits.result_bytes == 64 * 1024
+    assert limits.inline_bytes == 48 * 1024
+    assert limits.definition_bytes == 64 * 1024
+    assert limits.argument_bytes == 64 * 1024
+    assert limits.token_bytes == 1024
+    assert limits.answer_bytes == 16 * 1024
+    assert limits.state_bytes == 8 * 1024
+    assert limits.form_schema_bytes == 16 * 1024
+    assert limits.chain_bytes == 256 * 1024
+    assert limits.ledger_bytes == 32 * 1024 * 1024
+    assert limits.max_prompts == 10
+    assert limits.input_lifetime == timedelta(minutes=10)
+    assert Limits(result_bytes=0) == limits
+
+
+@pytest.mark.parametrize(
+    ("field", "floor"),
+    [
+        ("result_bytes", 16 * 1024),
+        ("definition_bytes", 256),
+        ("argument_bytes", 256),
+        ("token_bytes", 64),
+        ("answer_bytes", 256),
+        ("state_bytes", 64),
+        ("form_schema_bytes", 256),
+        ("max_prompts", 1),
+    ],
+)
+def test_floors(field: str, floor: int) -> None:
+    extra = {"inline_bytes": 1024} if field == "result_bytes" else {}
+    assert getattr(Limits(**{field: floor}, **extra), field) == floor
+    if floor > 1:
+        with pytest.raises(ConfigurationError, match=field):
+            Limits(**{field: floor - 1}, **extra)
+
+
+@pytest.mark.parametrize("field", ["result_bytes", "max_prompts", "ledger_bytes"])
+def test_negative_rejected(field: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"{field} must not be negative"):
+        Limits(**{field: -1})
+
+
+def test_wrong_types() -> None:
+    with pytest.raises(TypeError):
+        Limits(result_bytes=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Limits(max_prompts=True)
+    with pytest.raises(TypeError):
+        Limits(input_lifetime=600)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        Limits(input_lifetime=timedelta(seconds=-1))
+
+
+def test_inline_cannot_exceed_result() -> None:
+    with pytest.raises(ConfigurationError, match="inline_bytes"):
+        Limits(result_bytes=16 * 1024)  # default inline 48 KiB is not silently lowered
+    assert Limits(result_bytes=16 * 1024, inline_bytes=16 * 1024).inline_bytes == 16 * 1024
+
+
+def test_raising_one_field_never_raises_another() -> None:
+    with pytest.raises(ConfigurationError, match="chain_bytes"):
+        Limits(argument_bytes=1024 * 1024)
+    with pytest.raises(ConfigurationError, match="ledger_bytes"):
+        Limits(chain_bytes=64 * 1024 * 1024)
+
+
+def test_chain_must_hold_one_maximum_transition() -> None:
+    small = {
+        "argument_bytes": 256,
+        "form_schema_bytes": 256,
+        "state_bytes": 64,
+        "answer_bytes": 256,
+    }
+    needed = 256 + 256 + 64 + 256 + CHAIN_FIXED_BYTES + RECORD_FIXED_BYTES
+    assert Limits(**small, chain_bytes=needed).chain_floor() == needed
+    with pytest.raises(ConfigurationError, match=str(needed)):
+        Limits(**small, chain_bytes=needed - 1)
