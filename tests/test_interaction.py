@@ -679,3 +679,32 @@ async def test_json_null_state_round_trips() -> None:
     reg, _ = make(null_state)
     assert isinstance(await answer(reg, await start(reg)), Completed)
     assert states == [None]
+
+
+async def test_closing_a_lifetime_stops_a_running_handlers_prompt_from_committing() -> None:
+    running = anyio.Event()
+    release = anyio.Event()
+
+    async def slow(inv: Invocation) -> Any:
+        running.set()
+        await release.wait()
+        return await_input(FormInput("ok?", FORM, {"job": 1}))
+
+    reg, _ = make(slow)
+    serving = reg.open_lifetime()
+    results: list[Any] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            lambda: _collect(
+                results,
+                reg.invoke(
+                    Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, lifetime=serving
+                ),
+            )
+        )
+        await running.wait()
+        assert reg._ledger.used > 0  # the running handler stays charged
+        await serving.close()
+        release.set()
+    assert code(results[0]) is FailureCode.EXPIRED
+    assert reg._ledger.used == 0
