@@ -504,3 +504,10 @@ async def test_inspect_without_schemas() -> None:
     assert isinstance(spec, OperationSpec)
     assert spec.input_schema == {"type": "object"}
     assert spec.output_schema is None
+
+
+def test_token_bytes_must_hold_every_cursor() -> None:
+    registry([op("a" * 10)], limits=Limits(token_bytes=64))
+    with pytest.raises(ConfigurationError, match="token_bytes"):
+        registry([op("a" * 128)], limits=Limits(token_bytes=64))
+    registry([op("a" * 128)], limits=Limits(token_bytes=256))

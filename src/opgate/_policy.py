@@ -34,6 +34,8 @@ __all__ = [
     "PolicyError",
     "PolicyRequest",
     "authorize",
+    "judge_exception",
+    "judge_verdict",
     "scope_key",
 ]
 
@@ -108,16 +110,27 @@ async def authorize(policy: Policy, ctx: Any, request: PolicyRequest) -> bool:
     """Call ``policy.authorize``: ``True`` allowed, ``False`` denied, ``PolicyError`` broken."""
     try:
         verdict = policy.authorize(ctx, request)
-        if inspect.isawaitable(verdict):
+        if verdict is not None and inspect.isawaitable(verdict):
             verdict = await verdict
-    except Failure as failure:
-        if failure.code is FailureCode.UNAVAILABLE:
-            return False
-        raise _broken(failure) from None
     except Exception as exc:
-        raise _broken(exc) from None
+        return judge_exception(exc)
+    return verdict is None or judge_verdict(verdict)
+
+
+def judge_verdict(verdict: object) -> bool:
+    """Judge what ``authorize`` returned: ``None`` allows, ``Failure(UNAVAILABLE)`` denies.
+
+    Anything else raises ``PolicyError`` (the request fails ``internal``).
+    """
     if verdict is None:
         return True
     if isinstance(verdict, Failure) and verdict.code is FailureCode.UNAVAILABLE:
         return False
     raise _broken(TypeError(f"authorize returned {type(verdict).__name__}, not None"))
+
+
+def judge_exception(exc: Exception) -> bool:
+    """Judge what ``authorize`` raised: ``Failure(UNAVAILABLE)`` denies, anything else breaks."""
+    if isinstance(exc, Failure) and exc.code is FailureCode.UNAVAILABLE:
+        return False
+    raise _broken(exc) from None

@@ -53,7 +53,17 @@ from ._limits import (
 )
 from ._operation import Operation, OperationSpec
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
-from ._policy import Discover, Execute, Policy, PolicyError, authorize, scope_key, unavailable
+from ._policy import (
+    Discover,
+    Execute,
+    Policy,
+    PolicyError,
+    authorize,
+    judge_exception,
+    judge_verdict,
+    scope_key,
+    unavailable,
+)
 from ._progress import Diagnostics, ProgressChannel, ProgressSink
 from ._responses import (
     AnswerError,
@@ -111,6 +121,8 @@ class _Entry:
     input_schema: CompiledSchema
     output_schema: CompiledSchema | None
     item_bytes: int  # encoded size of its search page item, comma included
+    discover: Discover  # immutable, so one request value serves every search
+    summary_item: Summary
 
 
 def _utf8_size(text: str) -> int:
@@ -176,6 +188,20 @@ class Registry:
         self._secret = secrets.token_bytes(32)
         self._cursors = CursorSealer(clock=self._clock)
         self._ledger = Ledger(limits, self._clock)
+        self._check_cursor_room()
+
+    def _check_cursor_room(self) -> None:
+        """Every cursor this registry can issue must fit ``Limits.token_bytes``."""
+        if not self._entries:
+            return
+        longest = max(self._entries, key=lambda entry: len(entry.name.encode())).name
+        probe = CursorBinding("search", self._revision, "", "", b"\0" * 32)
+        size = len(self._cursors.seal(probe, (3, longest)))
+        if size > self._limits.token_bytes:
+            raise ConfigurationError(
+                f"Limits.token_bytes ({self._limits.token_bytes}) cannot hold a search cursor "
+                f"for operation {longest!r} ({size} characters); raise token_bytes"
+            )
 
     def _snapshot(
         self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
@@ -238,6 +264,8 @@ class Registry:
             input_schema=input_schema,
             output_schema=output_schema,
             item_bytes=item_bytes,
+            discover=Discover(operation.name),
+            summary_item=Summary(operation.name, operation.group, operation.summary),
         )
 
     @property
@@ -313,27 +341,48 @@ class Registry:
         entry = self._entries[position]
         if binding.group and fold_group(entry.group) != binding.group:
             return None
-        if not await authorize(self._policy, ctx, Discover(entry.name)):
+        if not await authorize(self._policy, ctx, entry.discover):
             return None
-        return SearchPage((Summary(entry.name, entry.group, entry.summary),))
+        return SearchPage((entry.summary_item,))
 
     async def _page(
         self, ctx: Any, binding: CursorBinding, after: tuple[int, str] | None, size: int
     ) -> SearchPage:
+        """Place authorized candidates in rank order until the page or its budget is full.
+
+        Search asks the policy for every candidate it considers, so this loop is the
+        hot path: a sync policy's verdict is judged inline, without a coroutine.
+        """
         budget = PAGE_BYTES - PAGE_RESERVE_BYTES
+        check = self._policy.authorize
+        entries = self._entries
         items: list[Summary] = []
         used = 0
         last: tuple[int, str] | None = None
         for tier, position in self._index.ranked(binding.query, binding.group, after):
-            entry = self._entries[position]
-            if not await authorize(self._policy, ctx, Discover(entry.name)):
-                continue
+            entry = entries[position]
             if len(items) == size or used + entry.item_bytes > budget:
+                # A further candidate exists: continue after the last placed item.
                 assert last is not None  # every item fits an empty page (checked at startup)
                 return SearchPage(tuple(items), self._cursors.seal(binding, last))
-            items.append(Summary(entry.name, entry.group, entry.summary))
-            used += entry.item_bytes
-            last = (tier, entry.name)
+            try:
+                verdict = check(ctx, entry.discover)
+                if verdict is None:
+                    allowed = True
+                elif isinstance(verdict, Failure):
+                    allowed = judge_verdict(verdict)
+                else:
+                    if inspect.isawaitable(verdict):
+                        verdict = await verdict
+                    allowed = verdict is None or judge_verdict(verdict)
+            except PolicyError:
+                raise
+            except Exception as exc:
+                allowed = judge_exception(exc)
+            if allowed:
+                items.append(entry.summary_item)
+                used += entry.item_bytes
+                last = (tier, entry.name)
         return SearchPage(tuple(items))
 
     # -- inspect -----------------------------------------------------------------
@@ -363,7 +412,7 @@ class Registry:
         if position is None:
             return None
         entry = self._entries[position]
-        if not await authorize(self._policy, ctx, Discover(entry.name)):
+        if not await authorize(self._policy, ctx, entry.discover):
             return None
         return entry
 

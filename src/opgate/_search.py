@@ -432,8 +432,10 @@ class SearchIndex:
     """
 
     __slots__ = (
+        "_block_fields",
         "_entries",
         "_exact",
+        "_group_block_sets",
         "_group_blocks",
         "_group_f",
         "_group_ids",
@@ -479,12 +481,29 @@ class SearchIndex:
             group: array("i", sorted({entry_id // _BLOCK for entry_id in ids}))
             for group, ids in group_ids.items()
         }
+        # A group filter tests many blocks: as a set, each test is one hash lookup.
+        self._group_block_sets = {
+            group: frozenset(blocks) for group, blocks in self._group_blocks.items()
+        }
 
         blocks = [ordered[first : first + _BLOCK] for first in range(0, len(ordered), _BLOCK)]
         summaries = _piece_blocks(_SEPARATOR.join(e.summary for e in block) for block in blocks)
         documents = _piece_blocks(
             _SEPARATOR.join(chain.from_iterable(e.documents for e in block)) for block in blocks
         )
+        # Per block of entries, every field folded once (tier-major), so a query never
+        # folds documentation; this costs memory close to the texts' own.
+        self._block_fields: list[tuple[str, ...]] = []
+        for base in range(0, len(ordered), _BLOCK):
+            chunk = ordered[base : base + _BLOCK]
+            self._block_fields.append(
+                (
+                    *self._name_f[base : base + _BLOCK],
+                    *self._group_f[base : base + _BLOCK],
+                    *(entry.summary.casefold() for entry in chunk),
+                    *(_SEPARATOR.join(entry.documents).casefold() for entry in chunk),
+                )
+            )
         self._vocabulary: list[str] = sorted(summaries.keys() | documents.keys())
         self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
         self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
@@ -574,24 +593,29 @@ class SearchIndex:
                 driver, size, chosen = exact, _size(exact), -1
             if not exact:
                 return iter(())
+        # The other constraints, smallest first; the group filter's (k == 0) is a set.
+        # One listing more than half of all blocks would filter too little to pay.
+        group_set = self._group_block_sets[group] if group else frozenset()
         others = sorted(
             (
-                (listed, lists)
+                (listed, lists, bool(group) and k == 0)
                 for k, (listed, lists) in enumerate(zip(sizes, constraints, strict=True))
-                if k != chosen
+                if k != chosen and (2 * listed < everything or (group and k == 0))
             ),
             key=lambda other: other[0],
         )
         # A set filter must cost less to build than the candidate blocks it may skip.
         budget = min(_FILTER_LIMIT, 64 * size + 64)
-        if len(driver) == 1 and all(len(lists) == 1 for _, lists in others):
+        if len(driver) == 1 and all(len(lists) == 1 for _, lists, _ in others):
             if not others:
                 return _tail(driver[0], first)
-            return _leapfrog([driver[0], *(lists[0] for _, lists in others)], first)
+            return _leapfrog([driver[0], *(lists[0] for _, lists, _ in others)], first)
         if size <= _MATERIALIZE_LIMIT or len(driver) > _MERGE_FANOUT:
             common = set().union(*driver)
-            for listed, lists in others:
-                if listed <= budget and listed <= 8 * len(common):
+            for listed, lists, is_group in others:
+                if is_group:
+                    common &= group_set
+                elif listed <= budget and listed <= 8 * len(common):
                     common.intersection_update(set().union(*lists) if len(lists) > 1 else lists[0])
                 elif len(lists) <= _BISECT_LISTS:
                     member = _member(lists)
@@ -600,9 +624,13 @@ class SearchIndex:
                     return iter(())
             return _tail(sorted(common), first)
         members = [
-            _member(lists) if len(lists) <= _BISECT_LISTS else set().union(*lists).__contains__
-            for listed, lists in others
-            if len(lists) <= _BISECT_LISTS or listed <= budget
+            group_set.__contains__
+            if is_group
+            else _member(lists)
+            if len(lists) <= _BISECT_LISTS
+            else set().union(*lists).__contains__
+            for listed, lists, is_group in others
+            if is_group or len(lists) <= _BISECT_LISTS or listed <= budget
         ]
         if len(driver) == 1:
             return _filtered(_tail(driver[0], first), members)
@@ -678,56 +706,26 @@ class SearchIndex:
     ) -> Iterator[tuple[int, int]]:
         """The entries of one candidate block (from ``start`` on) whose tier is ``tier``.
 
-        The block's fields of tiers ``0..tier`` — per entry its name, group, summary
-        and joined documents — are folded and joined once. Each term's occurrences
-        are found field by field (a field is left at its first occurrence), so the
-        work per block grows with its matches; each entry's tier follows from the
-        fields its terms occur in.
+        Each entry's fields — name, group, summary, joined documents — were folded
+        once, at construction; an entry's tier is, over its terms, the worst of the
+        first field (in tier order) that holds the term.
         """
-        first = max(number * _BLOCK, start)
-        last = min(number * _BLOCK + _BLOCK, len(self._order))
-        count = last - first
-        if count <= 0:
-            return
-        fields = self._name_f[first:last] + self._group_f[first:last]
-        if tier >= TIER_SUMMARY:
-            entries = self._entries[first:last]
-            fields += [entry.summary for entry in entries]
-            if tier >= TIER_DOCUMENTATION:
-                fields += [_SEPARATOR.join(entry.documents) for entry in entries]
-        text = _SEPARATOR.join(fields)
-        if tier >= TIER_SUMMARY:  # names and groups are folded already (folding is idempotent)
-            folded = text.casefold()
-            if len(folded) == len(text):  # every character folded to one: lengths hold
-                text = folded
-            else:
-                fields = [field.casefold() for field in fields]
-                text = _SEPARATOR.join(fields)
-        # Field f (tier f // count, entry f % count) starts at starts[f].
-        starts = list(accumulate(map((1).__add__, map(len, fields)), initial=0))
-        worst = [TIER_NAME] * count  # per entry, the worst so far of each term's best tier
-        matched = [0] * count  # per entry, how many terms occur in it at all
-        for term in terms:
-            best = [_NO_TIER] * count
-            at = text.find(term)
-            if at < 0:
-                return
-            while at >= 0:
-                field = bisect_right(starts, at) - 1
-                found, owner = divmod(field, count)
-                if found < best[owner]:
-                    best[owner] = found
-                at = text.find(term, starts[field + 1])
-            for owner, found in enumerate(best):
-                if found != _NO_TIER:
-                    matched[owner] += 1
-                    if found > worst[owner]:
-                        worst[owner] = found
-        wanted = len(terms)
-        for owner in range(count):
-            if (
-                matched[owner] == wanted
-                and worst[owner] == tier
-                and (not group or self._group_f[first + owner] == group)
-            ):
-                yield tier, self._order[first + owner]
+        base = number * _BLOCK
+        count = min(base + _BLOCK, len(self._order)) - base
+        fields = self._block_fields[number]
+        order, groups = self._order, self._group_f
+        for owner in range(max(0, start - base), count):
+            if group and groups[base + owner] != group:
+                continue
+            worst = TIER_NAME
+            for term in terms:
+                for found in _TIERS:
+                    if term in fields[found * count + owner]:
+                        break
+                else:
+                    worst = _NO_TIER
+                    break
+                if found > worst:
+                    worst = found
+            if worst == tier:
+                yield tier, order[base + owner]
