@@ -89,3 +89,41 @@ def test_chain_must_hold_one_maximum_transition() -> None:
     assert Limits(**small, chain_bytes=needed).chain_floor() == needed
     with pytest.raises(ConfigurationError, match=str(needed)):
         Limits(**small, chain_bytes=needed - 1)
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FIELDS = (
+    "result_bytes",
+    "inline_bytes",
+    "definition_bytes",
+    "argument_bytes",
+    "token_bytes",
+    "answer_bytes",
+    "state_bytes",
+    "form_schema_bytes",
+    "chain_bytes",
+    "ledger_bytes",
+    "max_prompts",
+)
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS), st.integers(-10, 2**26)))
+def test_limits_either_hold_every_rule_or_say_which_field_breaks_one(
+    values: dict[str, int],
+) -> None:
+    try:
+        limits = Limits(**values)
+    except ConfigurationError as exc:
+        problem = str(exc)
+        limits = None
+    if limits is None:
+        assert any(field in problem for field in FIELDS)
+        return
+    for field, value in values.items():
+        assert getattr(limits, field) == (value or getattr(Limits(), field))
+    assert limits.inline_bytes <= limits.result_bytes
+    assert limits.chain_bytes >= limits.chain_floor()
+    assert limits.ledger_bytes >= limits.chain_bytes
+    assert limits.result_bytes >= 16 * 1024
