@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import enum
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -55,11 +56,14 @@ from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, p
 from ._schema import MAX_COUNT, CompiledSchema, SchemaRole, compile_schema
 
 __all__ = [
+    "FORM_CHECKS_CACHED",
     "FORM_DIALECTS",
     "FORM_FORMATS",
+    "FormChecks",
     "FormInput",
     "FormPrompt",
     "InputMode",
+    "StoredPrompt",
     "URLInput",
     "URLPrompt",
 ]
@@ -674,3 +678,75 @@ class URLInput:
     def prompt(self) -> URLPrompt:
         """Same as ``url()``: the public prompt."""
         return self.url()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPrompt:
+    """What the continuation ledger retains of a prompt: plain bytes and strings.
+
+    A ``FormInput`` carries parsed and compiled structures several times the size of
+    its JSON; the ledger keeps only this compact copy, so its byte accounting can
+    stay conservative, and checks answers through ``FormChecks``.
+    """
+
+    mode: InputMode
+    message: str
+    schema_bytes: bytes = b""  # canonical form schema (forms only)
+    state_bytes: bytes = b""  # canonical private state (forms only)
+    url: str = ""  # URL hand-offs only
+
+    @classmethod
+    def of(cls, prompt: FormInput | URLInput) -> StoredPrompt:
+        """The compact copy of ``prompt``."""
+        if isinstance(prompt, FormInput):
+            return cls(InputMode.FORM, prompt.message, prompt.form(), prompt.state_bytes)
+        return cls(InputMode.URL, prompt.message, url=prompt.url().url)
+
+    def public(self) -> FormPrompt | URLPrompt:
+        """What the person is shown (never the state)."""
+        if self.mode is InputMode.FORM:
+            return FormPrompt(self.message, self.schema_bytes)
+        return URLPrompt(self.message, self.url)
+
+    def state_value(self) -> JSONValue:
+        """A fresh copy of the private state (``None`` for a URL hand-off)."""
+        return parse(self.state_bytes) if self.mode is InputMode.FORM else None
+
+    @property
+    def size(self) -> int:
+        """Bytes of the retained texts."""
+        return (
+            len(self.message.encode("utf-8"))
+            + len(self.schema_bytes)
+            + len(self.state_bytes)
+            + len(self.url)
+        )
+
+
+#: Distinct forms whose compiled answer checks are kept; a miss recompiles the form.
+FORM_CHECKS_CACHED = 256
+
+
+class FormChecks:
+    """Answer checks for stored forms, compiled once per distinct schema (LRU, thread-safe)."""
+
+    __slots__ = ("_capacity", "_forms", "_lock")
+
+    def __init__(self, capacity: int = FORM_CHECKS_CACHED) -> None:
+        self._capacity = capacity
+        self._forms: dict[bytes, FormInput] = {}
+        self._lock = threading.Lock()
+
+    def validate(self, schema_bytes: bytes, answers: JSONValue) -> str | None:
+        """``FormInput.validate_answers`` for the form whose canonical schema is given."""
+        with self._lock:
+            form = self._forms.pop(schema_bytes, None)
+            if form is not None:
+                self._forms[schema_bytes] = form  # most recently used last
+        if form is None:
+            form = FormInput("stored form", schema_bytes, "null")
+            with self._lock:
+                self._forms[schema_bytes] = form
+                while len(self._forms) > self._capacity:
+                    del self._forms[next(iter(self._forms))]
+        return form.validate_answers(answers)

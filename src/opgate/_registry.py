@@ -27,7 +27,7 @@ import anyio.to_thread
 
 from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
-from ._forms import FormInput, InputMode, URLInput
+from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput
 from ._invocation import new_invocation, new_resume
 from ._json import JSONError, JSONValue, canonical_bytes, check_profile, detach, from_python, parse
 from ._ledger import (
@@ -188,6 +188,7 @@ class Registry:
         self._secret = secrets.token_bytes(32)
         self._cursors = CursorSealer(clock=self._clock)
         self._ledger = Ledger(limits, self._clock)
+        self._form_checks = FormChecks()
         self._check_cursor_room()
 
     def _check_cursor_room(self) -> None:
@@ -480,7 +481,7 @@ class Registry:
         values = self._arguments(entry, arguments)
         binding = Binding(
             operation=entry.name,
-            arguments_hash=hashlib.sha256(canonical_bytes(values)).digest(),
+            arguments_hash=hashlib.sha256(canonical := canonical_bytes(values)).digest(),
             scope_hash=self._scope_hash(key),
             lifetime=serving,
         )
@@ -492,7 +493,7 @@ class Registry:
                 )
             else:
                 outcome = await self._initial(
-                    ctx, entry, values, binding, modes, lifetime_seconds, channel
+                    ctx, entry, values, len(canonical), binding, modes, lifetime_seconds, channel
                 )
         finally:
             await channel.close()
@@ -568,6 +569,7 @@ class Registry:
         ctx: Any,
         entry: _Entry,
         values: dict[str, JSONValue],
+        arguments_size: int,
         binding: Binding,
         modes: frozenset[InputMode],
         lifetime_seconds: float,
@@ -578,7 +580,6 @@ class Registry:
         reservation: Reservation | None = None
         chain: Chain | None = None
         if modes:
-            arguments_size = len(canonical_bytes(values))
             reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
@@ -612,7 +613,7 @@ class Registry:
         if record is None:
             return Failed(Failure(FailureCode.EXPIRED))
         prompt = record.prompt
-        assert isinstance(prompt, FormInput | URLInput)
+        assert isinstance(prompt, StoredPrompt)
         answers = self._answers(prompt, response)
         answer_bytes = b"" if answers is None else canonical_bytes(answers)
         answer_key = response.action.value.encode("ascii") + b"\0" + answer_bytes
@@ -633,7 +634,7 @@ class Registry:
                 except Failure:
                     self._ledger.settle(record, Event.REVERT)
                     raise
-            state = prompt.state_value() if isinstance(prompt, FormInput) else None
+            state = prompt.state_value()
             if claimed is Event.REPLAY:
                 return await self._replay(ctx, entry, values, record)
             verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
@@ -661,7 +662,7 @@ class Registry:
             raise Failure(FailureCode.INVALID_REQUEST, "malformed continuation")
         return token, response
 
-    def _answers(self, prompt: FormInput | URLInput, response: InputResponse) -> JSONValue:
+    def _answers(self, prompt: StoredPrompt, response: InputResponse) -> JSONValue:
         """Decode, bound and check the answers against the protected original prompt."""
         try:
             answers = decode_answers(response, max_bytes=self._limits.answer_bytes)
@@ -670,8 +671,8 @@ class Registry:
         problem = check_response_shape(prompt.mode, response, answers)
         if problem is not None:
             raise Failure(FailureCode.INVALID_REQUEST, problem)
-        if isinstance(prompt, FormInput) and response.action is InputAction.ACCEPT:
-            problem = prompt.validate_answers(answers)
+        if prompt.mode is InputMode.FORM and response.action is InputAction.ACCEPT:
+            problem = self._form_checks.validate(prompt.schema_bytes, answers)
             if problem is not None:
                 raise Failure(FailureCode.INVALID_REQUEST, f"answers: {problem}")
         return answers
@@ -731,8 +732,8 @@ class Registry:
                 return Failed(Failure(FailureCode.EXPIRED))
             child_record, token = child
             prompt = child_record.prompt
-            assert isinstance(prompt, FormInput | URLInput)
-            return Pending(prompt.prompt(), token, _utc(child_record.expires_at))
+            assert isinstance(prompt, StoredPrompt)
+            return Pending(prompt.public(), token, _utc(child_record.expires_at))
         finally:
             self._ledger.settle(record, Event.REPLAYED)
 
@@ -871,16 +872,18 @@ class Registry:
             )
         if prompt.mode not in modes:
             return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
-        charge = self._prompt_charge(prompt)
+        self._check_prompt(prompt)
+        stored = StoredPrompt.of(prompt)
         committed = self._ledger.commit_prompt(
-            chain, parent, prompt, charge, lifetime_seconds, reservation
+            chain, parent, stored, RECORD_FIXED_BYTES + stored.size, lifetime_seconds, reservation
         )
         if isinstance(committed, Failure):
             return Failed(committed)
         record, token = committed
-        return Pending(prompt.prompt(), token, _utc(record.expires_at))
+        return Pending(stored.public(), token, _utc(record.expires_at))
 
-    def _prompt_charge(self, prompt: FormInput | URLInput) -> int:
+    def _check_prompt(self, prompt: FormInput | URLInput) -> None:
+        """The prompt's state and public part must fit their budgets (else ``invalid_result``)."""
         limits = self._limits
         if isinstance(prompt, FormInput):
             public = _utf8_size(prompt.message) + prompt.schema_size
@@ -902,7 +905,6 @@ class Registry:
             )
         if public + PROMPT_OVERHEAD_BYTES > limits.result_bytes:
             raise Failure(FailureCode.INVALID_RESULT, "the prompt does not fit the result budget")
-        return RECORD_FIXED_BYTES + public + state
 
 
 def _search_problem(
