@@ -29,7 +29,7 @@ from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput
 from ._invocation import new_invocation, new_resume
-from ._json import JSONError, JSONValue, canonical_bytes, check_profile, detach, from_python, parse
+from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
 from ._ledger import (
     Binding,
     Chain,
@@ -84,6 +84,9 @@ _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
 #: Public bytes a prompt reply adds beyond its message and schema or URL: the token,
 #: the expiry timestamp and the failure envelope the adapter may have to send instead.
 PROMPT_OVERHEAD_BYTES = 512
+
+#: Scope-key hashes remembered (principals are few and hot; the HMAC is 3 µs).
+SCOPE_HASHES_CACHED = 4096
 
 #: Bytes of framing charged for one failure message plus its diagnostics.
 FAILURE_OVERHEAD_BYTES = 256
@@ -189,6 +192,7 @@ class Registry:
         self._cursors = CursorSealer(clock=self._clock)
         self._ledger = Ledger(limits, self._clock)
         self._form_checks = FormChecks()
+        self._scope_hashes: dict[str, bytes] = {}
         self._check_cursor_room()
 
     def _check_cursor_room(self) -> None:
@@ -285,7 +289,14 @@ class Registry:
         return Lifetime(self._ledger)
 
     def _scope_hash(self, key: str) -> bytes:
-        return hmac.new(self._secret, key.encode("utf-8", "surrogatepass"), "sha256").digest()
+        """The keyed hash that stands for a scope key in cursors and continuations."""
+        cached = self._scope_hashes.get(key)
+        if cached is None:
+            cached = hmac.new(self._secret, key.encode("utf-8", "surrogatepass"), "sha256").digest()
+            if len(self._scope_hashes) >= SCOPE_HASHES_CACHED:
+                self._scope_hashes.clear()  # bounded; recomputing is cheap
+            self._scope_hashes[key] = cached
+        return cached
 
     # -- search ------------------------------------------------------------------
 
@@ -479,21 +490,27 @@ class Registry:
         if entry is None:
             raise unavailable()
         values = self._arguments(entry, arguments)
-        binding = Binding(
-            operation=entry.name,
-            arguments_hash=hashlib.sha256(canonical := canonical_bytes(values)).digest(),
-            scope_hash=self._scope_hash(key),
-            lifetime=serving,
-        )
+        # Only calls that may prompt or that resume need the continuation binding.
+        bound: tuple[Binding, int] | None = None
+        if resume is not None or modes:
+            canonical = canonical_bytes(values)
+            binding = Binding(
+                operation=entry.name,
+                arguments_hash=hashlib.sha256(canonical).digest(),
+                scope_hash=self._scope_hash(key),
+                lifetime=serving,
+            )
+            bound = (binding, len(canonical))
         channel = ProgressChannel(progress, diagnostics, clock=self._clock)  # type: ignore[arg-type]
         try:
             if resume is not None:
+                assert bound is not None
                 outcome = await self._resume(
-                    ctx, entry, values, binding, resume, modes, lifetime_seconds, channel
+                    ctx, entry, values, bound[0], resume, modes, lifetime_seconds, channel
                 )
             else:
                 outcome = await self._initial(
-                    ctx, entry, values, len(canonical), binding, modes, lifetime_seconds, channel
+                    ctx, entry, values, bound, modes, lifetime_seconds, channel
                 )
         finally:
             await channel.close()
@@ -569,8 +586,7 @@ class Registry:
         ctx: Any,
         entry: _Entry,
         values: dict[str, JSONValue],
-        arguments_size: int,
-        binding: Binding,
+        bound: tuple[Binding, int] | None,
         modes: frozenset[InputMode],
         lifetime_seconds: float,
         channel: ProgressChannel,
@@ -579,7 +595,8 @@ class Registry:
             return Failed(unavailable())
         reservation: Reservation | None = None
         chain: Chain | None = None
-        if modes:
+        if bound is not None:
+            binding, arguments_size = bound
             reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
@@ -804,14 +821,14 @@ class Registry:
                 FailureCode.INVALID_RESULT, "finish(...) needs a Result built with Result(...)"
             )
         if entry.output_schema is not None:
-            structured = result.structured
-            if structured is None:
+            encoded = result.structured_json
+            if encoded is None:
                 raise Failure(
                     FailureCode.INVALID_RESULT,
                     "the operation declares an output schema but returned no structured result",
                 )
-            try:
-                check_profile(structured)
+            try:  # one strict parse of the canonical bytes applies the numeric profile
+                structured = parse(encoded, profile=True)
             except JSONError as exc:
                 raise Failure(FailureCode.INVALID_RESULT, f"structured result: {exc}") from None
             violation = entry.output_schema.first_violation(structured)
