@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import math
 import secrets
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -502,15 +503,18 @@ class Registry:
             )
             bound = (binding, len(canonical))
         channel = ProgressChannel(progress, diagnostics, clock=self._clock)  # type: ignore[arg-type]
+        # The effective deadline of the host's cancel scopes, read once: it is
+        # checked before dispatch and before a result is returned.
+        deadline = anyio.current_effective_deadline()
         try:
             if resume is not None:
                 assert bound is not None
                 outcome = await self._resume(
-                    ctx, entry, values, bound[0], resume, modes, lifetime_seconds, channel
+                    ctx, entry, values, bound[0], resume, modes, lifetime_seconds, channel, deadline
                 )
             else:
                 outcome = await self._initial(
-                    ctx, entry, values, bound, modes, lifetime_seconds, channel
+                    ctx, entry, values, bound, modes, lifetime_seconds, channel, deadline
                 )
         finally:
             await channel.close()
@@ -590,6 +594,7 @@ class Registry:
         modes: frozenset[InputMode],
         lifetime_seconds: float,
         channel: ProgressChannel,
+        deadline: float,
     ) -> InvokeOutcome:
         if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
             return Failed(unavailable())
@@ -600,7 +605,7 @@ class Registry:
             reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
-            _check_deadline("before the operation started")
+            _check_deadline(deadline, "before the operation started")
             outcome = await self._dispatch(entry, values, modes, None, channel)
             if outcome.kind == "await_input":
                 if chain is None or reservation is None:
@@ -608,7 +613,7 @@ class Registry:
                 return self._commit(
                     entry, chain, None, outcome, modes, lifetime_seconds, reservation
                 )
-            _check_deadline("before the result was returned")
+            _check_deadline(deadline, "before the result was returned")
             return self._conclude(entry, outcome)
         finally:
             if reservation is not None:
@@ -624,6 +629,7 @@ class Registry:
         modes: frozenset[InputMode],
         lifetime_seconds: float,
         channel: ProgressChannel,
+        deadline: float,
     ) -> InvokeOutcome:
         token, response = self._resume_parts(resume)
         record = self._ledger.find(token, binding)
@@ -656,10 +662,21 @@ class Registry:
                 return await self._replay(ctx, entry, values, record)
             verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
             if claimed is Event.RECOVER:
-                return await self._recover(ctx, entry, values, record, verified, modes, channel)
+                return await self._recover(
+                    ctx, entry, values, record, verified, modes, channel, deadline
+                )
             assert reservation is not None
             return await self._answer(
-                ctx, entry, values, record, verified, modes, lifetime_seconds, channel, reservation
+                ctx,
+                entry,
+                values,
+                record,
+                verified,
+                modes,
+                lifetime_seconds,
+                channel,
+                reservation,
+                deadline,
             )
         finally:
             if reservation is not None:
@@ -705,11 +722,12 @@ class Registry:
         lifetime_seconds: float,
         channel: ProgressChannel,
         reservation: Reservation,
+        deadline: float,
     ) -> InvokeOutcome:
         """A new answer: authorize, dispatch, then record what became of it."""
         try:
             allowed = await authorize(self._policy, ctx, Execute(entry.name, _detached(values)))
-            _check_deadline("before the operation started")
+            _check_deadline(deadline, "before the operation started")
         except BaseException:
             self._ledger.settle(record, Event.REVERT)
             raise
@@ -727,7 +745,7 @@ class Registry:
                 )
                 settled = isinstance(reply, Pending)
                 return reply
-            _check_deadline("before the result was returned")
+            _check_deadline(deadline, "before the result was returned")
             result = self._conclude(entry, outcome)
             if isinstance(result, Completed):
                 self._ledger.settle(record, Event.FINISHED, reservation)
@@ -763,13 +781,14 @@ class Registry:
         verified: Any,
         modes: frozenset[InputMode],
         channel: ProgressChannel,
+        deadline: float,
     ) -> InvokeOutcome:
         """An identical answer after completion or breakage: a recovery-only call."""
         recovered = False
         try:
             if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
                 return Failed(unavailable())
-            _check_deadline("before the operation started")
+            _check_deadline(deadline, "before the operation started")
             outcome = await self._dispatch(entry, values, modes, verified, channel)
             if outcome.kind == "await_input":
                 return Failed(
@@ -778,7 +797,7 @@ class Registry:
                         "a recovery call may only finish; it cannot ask for more input",
                     )
                 )
-            _check_deadline("before the result was returned")
+            _check_deadline(deadline, "before the result was returned")
             result = self._conclude(entry, outcome)
             recovered = isinstance(result, Completed)
             return result
@@ -976,9 +995,9 @@ def _detached(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
     return copy
 
 
-def _check_deadline(when: str) -> None:
-    """Fail ``cancelled`` if the host's deadline (the anyio cancel scope's) has passed."""
-    if anyio.current_effective_deadline() <= anyio.current_time():
+def _check_deadline(deadline: float, when: str) -> None:
+    """Fail ``cancelled`` if ``deadline`` (the host's, read once per call) has passed."""
+    if deadline != math.inf and deadline <= anyio.current_time():
         raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
 
 
