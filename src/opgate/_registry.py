@@ -29,7 +29,7 @@ import anyio.to_thread
 from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput
-from ._invocation import new_invocation, new_resume
+from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
 from ._ledger import (
     Binding,
@@ -127,6 +127,24 @@ class _Entry:
     item_bytes: int  # encoded size of its search page item, comma included
     discover: Discover  # immutable, so one request value serves every search
     summary_item: Summary
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Call:
+    """One invoke request whose arguments passed: what every later phase needs."""
+
+    ctx: Any
+    entry: _Entry
+    values: dict[str, JSONValue]  # validated; handed out only as detached copies
+    modes: frozenset[InputMode]
+    lifetime_seconds: float
+    channel: ProgressChannel
+    deadline: float  # the host's effective deadline, read once per call
+
+    def check_deadline(self, when: str) -> None:
+        """Fail ``cancelled`` if the deadline has passed."""
+        if self.deadline != math.inf and self.deadline <= anyio.current_time():
+            raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
 
 
 def _utf8_size(text: str) -> int:
@@ -506,16 +524,13 @@ class Registry:
         # The effective deadline of the host's cancel scopes, read once: it is
         # checked before dispatch and before a result is returned.
         deadline = anyio.current_effective_deadline()
+        call = _Call(ctx, entry, values, modes, lifetime_seconds, channel, deadline)
         try:
             if resume is not None:
                 assert bound is not None
-                outcome = await self._resume(
-                    ctx, entry, values, bound[0], resume, modes, lifetime_seconds, channel, deadline
-                )
+                outcome = await self._resume(call, bound[0], resume)
             else:
-                outcome = await self._initial(
-                    ctx, entry, values, bound, modes, lifetime_seconds, channel, deadline
-                )
+                outcome = await self._initial(call, bound)
         finally:
             await channel.close()
         return _with_diagnostics(outcome, diagnostics)
@@ -585,18 +600,15 @@ class Registry:
             raise Failure(FailureCode.INVALID_ARGUMENTS, f"arguments: {violation}")
         return values
 
-    async def _initial(
-        self,
-        ctx: Any,
-        entry: _Entry,
-        values: dict[str, JSONValue],
-        bound: tuple[Binding, int] | None,
-        modes: frozenset[InputMode],
-        lifetime_seconds: float,
-        channel: ProgressChannel,
-        deadline: float,
-    ) -> InvokeOutcome:
-        if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+    async def _may_execute(self, call: _Call) -> bool:
+        """Execution authorization, with a detached copy of the validated arguments."""
+        return await authorize(
+            self._policy, call.ctx, Execute(call.entry.name, _detached(call.values))
+        )
+
+    async def _initial(self, call: _Call, bound: tuple[Binding, int] | None) -> InvokeOutcome:
+        """A call that answers no prompt; with input support it reserves a chain first."""
+        if not await self._may_execute(call):
             return Failed(unavailable())
         reservation: Reservation | None = None
         chain: Chain | None = None
@@ -605,32 +617,20 @@ class Registry:
             reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
-            _check_deadline(deadline, "before the operation started")
-            outcome = await self._dispatch(entry, values, modes, None, channel)
+            call.check_deadline("before the operation started")
+            outcome = await self._dispatch(call, None)
             if outcome.kind == "await_input":
                 if chain is None or reservation is None:
                     return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
-                return self._commit(
-                    entry, chain, None, outcome, modes, lifetime_seconds, reservation
-                )
-            _check_deadline(deadline, "before the result was returned")
-            return self._conclude(entry, outcome)
+                return self._commit(call, chain, None, outcome, reservation)
+            call.check_deadline("before the result was returned")
+            return self._conclude(call.entry, outcome)
         finally:
             if reservation is not None:
                 reservation.release()
 
-    async def _resume(
-        self,
-        ctx: Any,
-        entry: _Entry,
-        values: dict[str, JSONValue],
-        binding: Binding,
-        resume: object,
-        modes: frozenset[InputMode],
-        lifetime_seconds: float,
-        channel: ProgressChannel,
-        deadline: float,
-    ) -> InvokeOutcome:
+    async def _resume(self, call: _Call, binding: Binding, resume: object) -> InvokeOutcome:
+        """A call answering a prompt: find, check and claim its record, then act on it."""
         token, response = self._resume_parts(resume)
         record = self._ledger.find(token, binding)
         if record is None:
@@ -659,25 +659,12 @@ class Registry:
                     raise
             state = prompt.state_value()
             if claimed is Event.REPLAY:
-                return await self._replay(ctx, entry, values, record)
+                return await self._replay(call, record)
             verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
             if claimed is Event.RECOVER:
-                return await self._recover(
-                    ctx, entry, values, record, verified, modes, channel, deadline
-                )
+                return await self._recover(call, record, verified)
             assert reservation is not None
-            return await self._answer(
-                ctx,
-                entry,
-                values,
-                record,
-                verified,
-                modes,
-                lifetime_seconds,
-                channel,
-                reservation,
-                deadline,
-            )
+            return await self._answer(call, record, verified, reservation)
         finally:
             if reservation is not None:
                 reservation.release()
@@ -712,22 +699,12 @@ class Registry:
         return answers
 
     async def _answer(
-        self,
-        ctx: Any,
-        entry: _Entry,
-        values: dict[str, JSONValue],
-        record: Record,
-        verified: Any,
-        modes: frozenset[InputMode],
-        lifetime_seconds: float,
-        channel: ProgressChannel,
-        reservation: Reservation,
-        deadline: float,
+        self, call: _Call, record: Record, verified: Resume, reservation: Reservation
     ) -> InvokeOutcome:
         """A new answer: authorize, dispatch, then record what became of it."""
         try:
-            allowed = await authorize(self._policy, ctx, Execute(entry.name, _detached(values)))
-            _check_deadline(deadline, "before the operation started")
+            allowed = await self._may_execute(call)
+            call.check_deadline("before the operation started")
         except BaseException:
             self._ledger.settle(record, Event.REVERT)
             raise
@@ -736,17 +713,15 @@ class Registry:
             return Failed(unavailable())
         settled = False
         try:
-            outcome = await self._dispatch(entry, values, modes, verified, channel)
+            outcome = await self._dispatch(call, verified)
             if outcome.kind == "await_input":
                 if record.round >= self._limits.max_prompts:
                     return Failed(Failure(FailureCode.INTERACTION_LIMIT))
-                reply = self._commit(
-                    entry, record.chain, record, outcome, modes, lifetime_seconds, reservation
-                )
+                reply = self._commit(call, record.chain, record, outcome, reservation)
                 settled = isinstance(reply, Pending)
                 return reply
-            _check_deadline(deadline, "before the result was returned")
-            result = self._conclude(entry, outcome)
+            call.check_deadline("before the result was returned")
+            result = self._conclude(call.entry, outcome)
             if isinstance(result, Completed):
                 self._ledger.settle(record, Event.FINISHED, reservation)
                 settled = True
@@ -755,12 +730,10 @@ class Registry:
             if not settled:
                 self._ledger.settle(record, Event.BROKEN, reservation)
 
-    async def _replay(
-        self, ctx: Any, entry: _Entry, values: dict[str, JSONValue], record: Record
-    ) -> InvokeOutcome:
+    async def _replay(self, call: _Call, record: Record) -> InvokeOutcome:
         """An identical answer to an answered prompt: the same next prompt, re-authorized."""
         try:
-            if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+            if not await self._may_execute(call):
                 return Failed(unavailable())
             child = self._ledger.child_of(record)
             if child is None:
@@ -772,24 +745,14 @@ class Registry:
         finally:
             self._ledger.settle(record, Event.REPLAYED)
 
-    async def _recover(
-        self,
-        ctx: Any,
-        entry: _Entry,
-        values: dict[str, JSONValue],
-        record: Record,
-        verified: Any,
-        modes: frozenset[InputMode],
-        channel: ProgressChannel,
-        deadline: float,
-    ) -> InvokeOutcome:
+    async def _recover(self, call: _Call, record: Record, verified: Resume) -> InvokeOutcome:
         """An identical answer after completion or breakage: a recovery-only call."""
         recovered = False
         try:
-            if not await authorize(self._policy, ctx, Execute(entry.name, _detached(values))):
+            if not await self._may_execute(call):
                 return Failed(unavailable())
-            _check_deadline(deadline, "before the operation started")
-            outcome = await self._dispatch(entry, values, modes, verified, channel)
+            call.check_deadline("before the operation started")
+            outcome = await self._dispatch(call, verified)
             if outcome.kind == "await_input":
                 return Failed(
                     Failure(
@@ -797,23 +760,19 @@ class Registry:
                         "a recovery call may only finish; it cannot ask for more input",
                     )
                 )
-            _check_deadline(deadline, "before the result was returned")
-            result = self._conclude(entry, outcome)
+            call.check_deadline("before the result was returned")
+            result = self._conclude(call.entry, outcome)
             recovered = isinstance(result, Completed)
             return result
         finally:
             self._ledger.settle(record, Event.RECOVERED if recovered else Event.BROKEN)
 
-    async def _dispatch(
-        self,
-        entry: _Entry,
-        values: dict[str, JSONValue],
-        modes: frozenset[InputMode],
-        verified: Any,
-        channel: ProgressChannel,
-    ) -> Outcome:
+    async def _dispatch(self, call: _Call, verified: Resume | None) -> Outcome:
         """Call the handler; an exception becomes a sanitized ``internal`` failure."""
-        invocation = new_invocation(entry.name, _detached(values), modes, verified, channel)
+        entry = call.entry
+        invocation = new_invocation(
+            entry.name, _detached(call.values), call.modes, verified, call.channel
+        )
         try:
             if entry.is_async:
                 returned = await entry.handler(invocation)
@@ -892,12 +851,10 @@ class Registry:
 
     def _commit(
         self,
-        entry: _Entry,
+        call: _Call,
         chain: Chain,
         parent: Record | None,
         outcome: Outcome,
-        modes: frozenset[InputMode],
-        lifetime_seconds: float,
         reservation: Reservation,
     ) -> Pending | Failed:
         """Check a prompt against the host's support and the budgets, then commit it."""
@@ -906,12 +863,13 @@ class Registry:
             raise Failure(
                 FailureCode.INVALID_RESULT, "await_input(...) needs a FormInput or URLInput"
             )
-        if prompt.mode not in modes:
+        if prompt.mode not in call.modes:
             return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
         self._check_prompt(prompt)
         stored = StoredPrompt.of(prompt)
+        charge = RECORD_FIXED_BYTES + stored.size
         committed = self._ledger.commit_prompt(
-            chain, parent, stored, RECORD_FIXED_BYTES + stored.size, lifetime_seconds, reservation
+            chain, parent, stored, charge, call.lifetime_seconds, reservation
         )
         if isinstance(committed, Failure):
             return Failed(committed)
@@ -993,12 +951,6 @@ def _detached(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
     copy = detach(values)
     assert isinstance(copy, dict)
     return copy
-
-
-def _check_deadline(deadline: float, when: str) -> None:
-    """Fail ``cancelled`` if ``deadline`` (the host's, read once per call) has passed."""
-    if deadline != math.inf and deadline <= anyio.current_time():
-        raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
 
 
 def _utc(timestamp: float) -> datetime:
