@@ -70,6 +70,7 @@ TUNINGS: list[dict[str, int]] = [
     {"_BLOCK": 3, "_FILTER_LIMIT": 0, "_MATERIALIZE_LIMIT": 0, "_MERGE_FANOUT": 1},
     {"_BLOCK": 4, "_BISECT_LISTS": 0, "_MATERIALIZE_LIMIT": 3, "_MERGE_FANOUT": 2},
     {"_VOCABULARY_SCAN_LIMIT": 0, "_FILTER_LIMIT": 2, "_BISECT_LISTS": 1},
+    {"_WINDOW": 1, "_CONVERT_LIMIT": 0, "_BLOCK": 2},
 ]
 
 
@@ -453,3 +454,19 @@ def test_work_grows_with_candidates_not_the_catalog(
     assert candidates(index, "list_77") <= blocks // 10
     # Only a term matching nearly everything reads nearly every block.
     assert candidates(index, "e") > blocks
+
+
+def test_one_piece_terms_skip_the_block_path_on_text_tiers(
+    large: tuple[list[IndexEntry], CountingIndex],
+) -> None:
+    catalog, index = large
+    # One-piece terms: tiers 1-3 come from entry lists, so no candidate block is read
+    # beyond tier 0's, even when walking every match (as a restrictive policy does).
+    assert candidates(index, "webhook") == 0
+    assert candidates(index, "pending webhook") == 0
+    assert candidates(index, "webhook", take=6) == 0
+    # A term spanning pieces still takes the block path, and stays exact.
+    assert candidates(index, "billing.coupons") > 0
+    for query in ["webhook", "pending webhook", "audit", "billing.coupons"]:
+        expected = reference(catalog, query, "SHIPPING")
+        assert list(index.ranked(query, "SHIPPING")) == expected

@@ -21,9 +21,10 @@ How it stays fast
 
 Entries get ids in name order, so id order is name order, and a keyset position
 ``(tier, name)`` becomes ``(tier, first id after name)`` by bisection. Ids are
-grouped in *blocks* of ``_BLOCK`` consecutive ids and every posting list is an
-ascending array of block numbers: indexing per block instead of per entry is
-several times faster and smaller, and a candidate block is cheap to check.
+grouped in *blocks* of ``_BLOCK`` consecutive ids; name postings are ascending
+arrays of block numbers (indexing per block instead of per entry is several times
+faster and smaller, and a candidate block is cheap to check), text postings are
+per entry (see "The entry path" below).
 
 For each tier ``t``, ``ranked`` walks candidate blocks in ascending order — a
 superset of the blocks holding an entry of tier ``t`` — and checks each with the
@@ -43,11 +44,13 @@ Where a term may match, per tier (each a union of block lists):
 * summary and documentation: a text's *pieces* are the runs of two per-character
   views of it (one keeps letters, digits and underscores, the other ASCII
   punctuation and symbols; see ``_pieces``), so every piece of a term occurring
-  in a text is a substring of one of the text's pieces. Each distinct piece has a block list per
-  tier, and the sorted piece vocabulary has its own trigram index over blocks of
+  in a text is a substring of one of the text's pieces. Each distinct piece has an
+  ascending list of entry ids per tier (turned into blocks on this path, per
+  query), and the sorted piece vocabulary has its own trigram index over blocks of
   pieces: a term's piece finds the vocabulary pieces containing it with a gram
   lookup and a substring search of a few vocabulary blocks. A piece contained in
-  too many vocabulary pieces (a digit, say) is *broad*: it constrains nothing.
+  too many vocabulary pieces (a digit, say), or listed for too many entries, is
+  *broad*: it constrains nothing.
 
 A *constraint* for tier ``t`` is a union of block lists holding every block with
 an entry of tier ``t``: the group filter's blocks, and for each term (and each of
@@ -56,6 +59,20 @@ of each term's tier-``t`` blocks (some term's best tier is exactly ``t``) is one
 more candidate driver. The smallest drives the walk; single sorted lists are
 intersected by leapfrogging (bisecting to the next common block), small unions
 eagerly as sets, and large ones only test the driver's blocks.
+
+The entry path (tiers 1 to 3)
+-----------------------------
+
+Checking blocks costs microseconds per candidate; a restrictive policy asks for
+hundreds of candidates per page. So when every term is one piece (it then occurs
+in a text exactly when one of the text's pieces contains it), not broad, and its
+name blocks are few enough to list, tiers 1 to 3 skip the block path: a term's
+exact matches per tier are unions of entry id lists (its groups' ids, and the ids
+of the vocabulary pieces containing it), plus its name matches, checked in its
+listed name blocks. ``_entry_matches`` walks growing windows of ids, skipping to
+the next id that could match, and computes each window's tier-``t`` entries with
+set operations: those every term matches at or below ``t`` minus those every term
+matches below ``t``. Tier 0 stays on the block path, whose name checks are cheap.
 """
 
 from __future__ import annotations
@@ -67,7 +84,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 
 __all__ = [
     "TIER_DOCUMENTATION",
@@ -120,6 +137,14 @@ _BISECT_LISTS = 4
 #: Largest chunk of candidate name blocks tested at once; chunks grow from one, so a
 #: page found in the first blocks reads no more.
 _CHUNK = 32
+
+#: The first window of the entry-level walk, in ids; each next window is twice as wide,
+#: so a first page over a dense tier reads one small window, and a sparse walk few.
+_WINDOW = 128
+
+#: A term piece whose entry postings (summary and documentation together) exceed this
+#: is broad on the block path: converting them to blocks would cost more than it saves.
+_CONVERT_LIMIT = 16384
 
 #: The gram length: trigrams make a term's rarest gram selective.
 _GRAM = 3
@@ -261,20 +286,37 @@ def _pieces(text: str) -> set[str]:
     return pieces
 
 
-def _piece_blocks(blocks: Iterable[str]) -> dict[str, array[int]]:
-    """Map each piece of the (folded) block texts to the ascending numbers of its blocks."""
-    lists: defaultdict[str, array[int]] = defaultdict(_new_blocks)
-    for number, text in enumerate(blocks):
-        _append_all(lists, _pieces(text.casefold()), number)
+# The views over UTF-8 bytes, for building: bytes of non-ASCII characters stay in both,
+# and only ASCII whitespace splits, so a text's piece may hold non-ASCII whitespace.
+# That keeps both properties that matter: a piece is a substring of its text, and a
+# term's piece (never whitespace) that occurs in a text lies inside one of its pieces.
+_WORD_BYTES = bytes(32 if c in _WORD_VIEW else c for c in range(256))
+_SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
+
+
+def _piece_entries(texts: Iterable[str]) -> dict[bytes, array[int]]:
+    """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
+    ascending ids of the texts holding it."""
+    lists: defaultdict[bytes, array[int]] = defaultdict(_new_blocks)
+    for entry_id, text in enumerate(texts):
+        encoded = text.encode()
+        pieces = set(encoded.translate(_WORD_BYTES).split())
+        pieces.update(encoded.translate(_SYMBOL_BYTES).split())
+        _consume(map(array.append, map(lists.__getitem__, pieces), repeat(entry_id)))
     return dict(lists)
 
 
+def _to_blocks(ids: _Blocks) -> array[int]:
+    """The ascending distinct blocks of ascending entry ids."""
+    return array("i", dict.fromkeys(map(_BLOCK.__rfloordiv__, ids)))
+
+
 class _Postings:
-    """Per vocabulary position, the ascending blocks whose field holds that piece."""
+    """Per vocabulary position, the ascending entry ids whose field holds that piece."""
 
     __slots__ = ("_flat", "_offsets")
 
-    def __init__(self, vocabulary: Sequence[str], lists: dict[str, array[int]]) -> None:
+    def __init__(self, vocabulary: Sequence[bytes], lists: dict[bytes, array[int]]) -> None:
         in_order = list(map(lists.get, vocabulary, repeat(_NO_BLOCKS)))
         flat = array("i")
         flat.frombytes(b"".join(map(array.tobytes, in_order)))
@@ -283,6 +325,9 @@ class _Postings:
 
     def get(self, position: int) -> _Blocks:
         return self._flat[self._offsets[position] : self._offsets[position + 1]]
+
+    def count(self, position: int) -> int:
+        return self._offsets[position + 1] - self._offsets[position]
 
 
 # --- walking ----------------------------------------------------------------------------
@@ -412,14 +457,49 @@ class _Term:
         whose field holds a piece containing it."""
         per_piece = self._per_piece.get(tier)
         if per_piece is None:
-            index = self._index
-            if self._positions is None:
-                found = map(index._vocabulary_positions, _pieces(self.text))
-                self._positions = [positions for positions in found if positions is not None]
-            postings = index._postings[tier - TIER_SUMMARY]
-            per_piece = [list(map(postings.get, positions)) for positions in self._positions]
+            postings = self._index._postings[tier - TIER_SUMMARY]
+            per_piece = [
+                [_to_blocks(postings.get(position)) for position in positions]
+                for positions in self.positions()
+            ]
             self._per_piece[tier] = per_piece
         return per_piece
+
+    def positions(self) -> list[list[int]]:
+        """For each piece of the term that is not broad, the vocabulary positions of
+        the pieces containing it."""
+        if self._positions is None:
+            index = self._index
+            summaries, documents = index._postings
+            self._positions = []
+            for positions in map(index._vocabulary_positions, _pieces(self.text)):
+                if positions is None:
+                    continue
+                listed = sum(map(summaries.count, positions)) + sum(map(documents.count, positions))
+                if listed <= _CONVERT_LIMIT:
+                    self._positions.append(positions)
+        return self._positions
+
+    def entry_lists(self) -> list[list[_Blocks]] | None:
+        """The term's exact matches by entry, per tier 1-3: each tier's entries are the
+        union of its ascending id lists. ``None`` unless the term is one piece (so it
+        occurs in a text exactly when a piece of the text contains it) that is not
+        broad, and its name matches are listed (``names_exact``)."""
+        if self.text not in _pieces(self.text) or self.names_exact() is None:
+            return None
+        index = self._index
+        positions = index._vocabulary_positions(self.text)
+        if positions is None:
+            return None
+        groups: list[_Blocks] = [
+            ids for group, ids in index._group_ids.items() if self.text in group
+        ]
+        summaries, documents = index._postings
+        return [
+            groups,
+            [ids for ids in map(summaries.get, positions) if ids],
+            [ids for ids in map(documents.get, positions) if ids],
+        ]
 
 
 class SearchIndex:
@@ -486,31 +566,27 @@ class SearchIndex:
             group: frozenset(blocks) for group, blocks in self._group_blocks.items()
         }
 
-        blocks = [ordered[first : first + _BLOCK] for first in range(0, len(ordered), _BLOCK)]
-        summaries = _piece_blocks(_SEPARATOR.join(e.summary for e in block) for block in blocks)
-        documents = _piece_blocks(
-            _SEPARATOR.join(chain.from_iterable(e.documents for e in block)) for block in blocks
-        )
-        # Per block of entries, every field folded once (tier-major), so a query never
-        # folds documentation; this costs memory close to the texts' own.
-        self._block_fields: list[tuple[str, ...]] = []
-        for base in range(0, len(ordered), _BLOCK):
-            chunk = ordered[base : base + _BLOCK]
-            self._block_fields.append(
-                (
-                    *self._name_f[base : base + _BLOCK],
-                    *self._group_f[base : base + _BLOCK],
-                    *(entry.summary.casefold() for entry in chunk),
-                    *(_SEPARATOR.join(entry.documents).casefold() for entry in chunk),
-                )
+        # Every text field folded once, so a query never folds documentation; the block
+        # path's fields (tier-major per block) cost memory close to the texts' own.
+        summaries_f = [entry.summary.casefold() for entry in ordered]
+        documents_f = [_SEPARATOR.join(entry.documents).casefold() for entry in ordered]
+        self._block_fields: list[tuple[str, ...]] = [
+            (
+                *self._name_f[base : base + _BLOCK],
+                *self._group_f[base : base + _BLOCK],
+                *summaries_f[base : base + _BLOCK],
+                *documents_f[base : base + _BLOCK],
             )
-        self._vocabulary: list[str] = sorted(summaries.keys() | documents.keys())
+            for base in range(0, len(ordered), _BLOCK)
+        ]
+        summaries = _piece_entries(summaries_f)
+        documents = _piece_entries(documents_f)
+        # UTF-8 byte order is code point order: the vocabulary is sorted either way.
+        encoded = sorted(summaries.keys() | documents.keys())
+        self._vocabulary: list[str] = [piece.decode() for piece in encoded]
         self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
         self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
-        self._postings = (
-            _Postings(self._vocabulary, summaries),
-            _Postings(self._vocabulary, documents),
-        )
+        self._postings = (_Postings(encoded, summaries), _Postings(encoded, documents))
 
     def __len__(self) -> int:
         return len(self._order)
@@ -552,16 +628,141 @@ class SearchIndex:
                     yield TIER_NAME, order[entry_id]
             return
         sources = [_Term(self, term) for term in terms]
+        listed: list[list[list[_Blocks]]] | None = []
         for tier in _TIERS:
             if tier < after_tier:
                 continue
             start = start_id if tier == after_tier else 0
+            if tier != TIER_NAME and listed is not None:
+                if not listed:
+                    found = [source.entry_lists() for source in sources]
+                    listed = [lists for lists in found if lists is not None]
+                    if len(listed) < len(found):
+                        listed = None
+                if listed is not None:
+                    names = [source.names_exact() or [] for source in sources]
+                    windows = self._entry_matches(listed, names, terms, tier, folded_group, start)
+                    for window in windows:
+                        yield from window
+                    continue
             blocks = self._candidates(sources, tier, folded_group, start // _BLOCK)
             if tier == TIER_NAME:
                 yield from self._name_matches(blocks, terms, folded_group, start)
             else:
                 for number in blocks:
                     yield from self._block_matches(number, terms, tier, folded_group, start)
+
+    def _entry_matches(
+        self,
+        listed: list[list[list[_Blocks]]],
+        names: list[list[_Blocks]],
+        terms: tuple[str, ...],
+        tier: int,
+        group: str,
+        start: int,
+    ) -> Iterator[list[tuple[int, int]]]:
+        """The entries from ``start`` on whose tier is ``tier`` (1 to 3), when every
+        term's matches are listed by entry (``_Term.entry_lists``).
+
+        An entry's tier is ``tier`` when every term matches it at or below ``tier`` and
+        not every term matches it below. The walk goes by windows of ids, growing, and
+        within a window computes that with set operations over the slices of the id
+        lists; a term's name matches (tier 0) come from its few exact name blocks.
+        Yields each window's results, in name order.
+        """
+        below = [[ids for lists in per_tier[: tier - 1] for ids in lists] for per_tier in listed]
+        at = [per_tier[tier - 1] for per_tier in listed]
+        if not any(at):
+            return
+        sizes = [
+            _size(lower) + _size(exact) + _BLOCK * _size(blocks)
+            for lower, exact, blocks in zip(below, at, names, strict=True)
+        ]
+        if 0 in sizes:
+            return
+        # The driver, whose next id starts each window: the smallest list of entries
+        # that every result is in (the group filter's, or a term's), or the union of
+        # the terms' tier lists (some term matches each result exactly at ``tier``).
+        term = min(range(len(sizes)), key=sizes.__getitem__)
+        driver: list[_Blocks] = below[term] + at[term]
+        driver_blocks: list[_Blocks] = names[term]
+        exact = [ids for lists in at for ids in lists]
+        if _size(exact) < sizes[term]:
+            driver, driver_blocks = exact, []
+        members: _Blocks = range(len(self._order))
+        if group:
+            members = self._group_ids[group]
+            if len(members) < min(sizes[term], _size(driver)):
+                driver, driver_blocks = [members], []
+        order, limit, width = self._order, len(self._order), _WINDOW
+        low = start
+        while low < limit:
+            # Skip to the driver's next id.
+            next_ids = [ids[k] for ids in driver if (k := bisect_left(ids, low)) < len(ids)]
+            first_block = low // _BLOCK
+            next_ids.extend(
+                max(_BLOCK * blocks[k], low)
+                for blocks in driver_blocks
+                if (k := bisect_left(blocks, first_block)) < len(blocks)
+            )
+            if not next_ids:
+                return
+            low = min(next_ids)
+            if group:  # every result is a member too: skip to the next one
+                k = bisect_left(members, low)
+                if k == len(members):
+                    return
+                low = members[k]
+            high = min(low + width, limit)
+            window = self._window(below, at, names, terms, members, low, high)
+            if window:
+                yield list(zip(repeat(tier), map(order.__getitem__, sorted(window))))
+            low = high
+            width *= 2
+
+    def _window(
+        self,
+        below: list[list[_Blocks]],
+        at: list[list[_Blocks]],
+        names: list[list[_Blocks]],
+        terms: tuple[str, ...],
+        members: _Blocks,
+        low: int,
+        high: int,
+    ) -> set[int]:
+        """The ids in ``[low, high)`` of the tier ``at`` describes (see ``_entry_matches``)."""
+        folded = self._name_f
+        allowed: set[int] | None = None
+        if not isinstance(members, range):
+            allowed = set(members[bisect_left(members, low) : bisect_left(members, high)])
+            if not allowed:
+                return allowed
+        found = allowed
+        lowers: list[set[int]] = []
+        for lower_lists, exact_lists, blocks, term in zip(below, at, names, terms, strict=True):
+            lower: set[int] = set()
+            for ids in lower_lists:
+                lower.update(ids[bisect_left(ids, low) : bisect_left(ids, high)])
+            for numbers in blocks:
+                first = bisect_left(numbers, low // _BLOCK)
+                for number in numbers[first : bisect_left(numbers, (high - 1) // _BLOCK + 1)]:
+                    begin, end = max(number * _BLOCK, low), min(number * _BLOCK + _BLOCK, high)
+                    tested = map(str.__contains__, folded[begin:end], repeat(term))
+                    lower.update(compress(range(begin, end), tested))
+            matched = set(lower)
+            for ids in exact_lists:
+                matched.update(ids[bisect_left(ids, low) : bisect_left(ids, high)])
+            found = matched if found is None else found & matched
+            if not found:
+                return found
+            lowers.append(lower)
+        assert found is not None
+        common = found.copy()
+        for lower in lowers:
+            common &= lower
+            if not common:
+                break
+        return found - common
 
     # --- candidates -------------------------------------------------------------------
 
