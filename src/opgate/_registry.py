@@ -71,7 +71,7 @@ from ._responses import (
     InputAction,
     InputResponse,
     check_response_shape,
-    decode_answers,
+    decode_answers_canonical,
 )
 from ._results import Result, check_result_budget, is_constructed
 from ._schema import CompiledSchema, SchemaCompiler, SchemaRole
@@ -637,8 +637,7 @@ class Registry:
             return Failed(Failure(FailureCode.EXPIRED))
         prompt = record.prompt
         assert isinstance(prompt, StoredPrompt)
-        answers = self._answers(prompt, response)
-        answer_bytes = b"" if answers is None else canonical_bytes(answers)
+        answers, answer_bytes = self._answers(prompt, response)
         answer_key = response.action.value.encode("ascii") + b"\0" + answer_bytes
         charge = len(answer_bytes) + Ledger.max_prompt_charge(self._limits)
         # Only a new answer needs room; replays and recoveries reuse the record.
@@ -683,10 +682,12 @@ class Registry:
             raise Failure(FailureCode.INVALID_REQUEST, "malformed continuation")
         return token, response
 
-    def _answers(self, prompt: StoredPrompt, response: InputResponse) -> JSONValue:
+    def _answers(self, prompt: StoredPrompt, response: InputResponse) -> tuple[JSONValue, bytes]:
         """Decode, bound and check the answers against the protected original prompt."""
         try:
-            answers = decode_answers(response, max_bytes=self._limits.answer_bytes)
+            answers, canonical = decode_answers_canonical(
+                response, max_bytes=self._limits.answer_bytes
+            )
         except AnswerError as exc:
             raise Failure(FailureCode.INVALID_REQUEST, f"answers: {exc}") from None
         problem = check_response_shape(prompt.mode, response, answers)
@@ -696,7 +697,7 @@ class Registry:
             problem = self._form_checks.validate(prompt.schema_bytes, answers)
             if problem is not None:
                 raise Failure(FailureCode.INVALID_REQUEST, f"answers: {problem}")
-        return answers
+        return answers, canonical
 
     async def _answer(
         self, call: _Call, record: Record, verified: Resume, reservation: Reservation

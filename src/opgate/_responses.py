@@ -28,6 +28,7 @@ __all__ = [
     "InputResponse",
     "check_response_shape",
     "decode_answers",
+    "decode_answers_canonical",
 ]
 
 
@@ -144,9 +145,16 @@ def decode_answers(response: InputResponse, *, max_bytes: int) -> JSONValue | No
     encoding must also fit ``max_bytes``, and the value must be an object. Any
     problem raises ``AnswerError``.
     """
+    return decode_answers_canonical(response, max_bytes=max_bytes)[0]
+
+
+def decode_answers_canonical(
+    response: InputResponse, *, max_bytes: int
+) -> tuple[JSONValue | None, bytes]:
+    """``decode_answers`` and the answers' canonical bytes (``b""`` when there are none)."""
     raw = response._raw
     if raw is None:
-        return None
+        return None, b""
     if isinstance(raw, bytes):
         if len(raw) > max_bytes:
             raise AnswerError(f"answers exceed {max_bytes} bytes")
@@ -162,9 +170,10 @@ def decode_answers(response: InputResponse, *, max_bytes: int) -> JSONValue | No
         value = detach(raw)
     if not isinstance(value, dict):
         raise AnswerError("answers must be a JSON object")
-    if len(canonical_bytes(value)) > max_bytes:
+    canonical = canonical_bytes(value)
+    if len(canonical) > max_bytes:
         raise AnswerError(f"answers exceed {max_bytes} bytes once encoded")
-    return value
+    return value, canonical
 
 
 def check_response_shape(

@@ -260,7 +260,8 @@ class CompiledSchema:
 
     ``dialect`` is ``"2020-12"`` or ``"draft-07"``; ``canonical`` the canonical bytes
     of the document. ``document()`` returns a fresh detached copy of the document as
-    given (numbers exact, spelling of the caller's values kept).
+    first given (numbers exact; identical schemas compiled by one ``SchemaCompiler``
+    share one ``CompiledSchema``, so a later ``1.0`` reads back as an earlier ``1``).
     """
 
     __slots__ = ("_document", "_shared", "_validator", "canonical", "dialect")
@@ -316,7 +317,7 @@ class SchemaCompiler:
             (uri, _json.from_python(document)) for uri, document in resources
         )
         self._resource_registries: dict[str, jsonschema_rs.Registry] = {}
-        self._cache: OrderedDict[tuple[SchemaRole, bytes], _Shared] = OrderedDict()
+        self._cache: OrderedDict[tuple[SchemaRole, bytes], CompiledSchema] = OrderedDict()
         self._lock = threading.Lock()
 
     def compile(self, schema: object, *, role: SchemaRole, where: str) -> CompiledSchema:
@@ -331,16 +332,18 @@ class SchemaCompiler:
         canonical = _json.canonical_bytes(document)
         key = (role, canonical)
         with self._lock:
-            shared = self._cache.get(key)
-            if shared is not None:
+            compiled = self._cache.get(key)
+            if compiled is not None:
                 self._cache.move_to_end(key)
-        if shared is None:
-            shared = self._compile(document, role, where)
+        if compiled is None:
+            compiled = CompiledSchema(document, canonical, self._compile(document, role, where))
             with self._lock:
-                self._cache[key] = shared
+                self._cache[key] = compiled
                 while len(self._cache) > MAX_CACHED_SCHEMAS:
                     self._cache.popitem(last=False)
-        return CompiledSchema(document, canonical, shared)
+        # Identical schemas (equal canonical bytes) share one immutable CompiledSchema:
+        # its validator, document and bytes; only the first one's number spelling is kept.
+        return compiled
 
     def _compile(self, document: JSONValue, role: SchemaRole, where: str) -> _Shared:
         _check_role(document, role, where)
