@@ -390,6 +390,7 @@ class Registry:
         items: list[Summary] = []
         used = 0
         last: tuple[int, str] | None = None
+        unavailable_code = FailureCode.UNAVAILABLE
         for tier, position in self._index.ranked(binding.query, binding.group, after):
             entry = entries[position]
             if len(items) == size or used + entry.item_bytes > budget:
@@ -398,22 +399,21 @@ class Registry:
                 return SearchPage(tuple(items), self._cursors.seal(binding, last))
             try:
                 verdict = check(ctx, entry.discover)
-                if verdict is None:
-                    allowed = True
-                elif isinstance(verdict, Failure):
-                    allowed = judge_verdict(verdict)
-                else:
+                if verdict is not None:
+                    if type(verdict) is Failure and verdict.code is unavailable_code:
+                        continue  # the usual denial, judged inline
                     if inspect.isawaitable(verdict):
                         verdict = await verdict
-                    allowed = verdict is None or judge_verdict(verdict)
+                    if not (verdict is None or judge_verdict(verdict)):
+                        continue
             except PolicyError:
                 raise
             except Exception as exc:
-                allowed = judge_exception(exc)
-            if allowed:
-                items.append(entry.summary_item)
-                used += entry.item_bytes
-                last = (tier, entry.name)
+                if not judge_exception(exc):
+                    continue
+            items.append(entry.summary_item)
+            used += entry.item_bytes
+            last = (tier, entry.name)
         return SearchPage(tuple(items))
 
     # -- inspect -----------------------------------------------------------------
