@@ -248,6 +248,16 @@ class Text(_Block):
         _seal(self, BLOCK_OVERHEAD + size, 0)
 
 
+def _seal_media(block: Image | Audio, kind: str, top: str) -> None:
+    """Check and normalise an inline media block; its data counts inline, base64-encoded."""
+    data = _data(block.data, f"{kind}.data")
+    mime_type, mime_size = _mime_type(block.mime_type, f"{kind}.mime_type", top=top)
+    object.__setattr__(block, "data", data)
+    object.__setattr__(block, "mime_type", mime_type)
+    inline = base64_length(len(data))
+    _seal(block, BLOCK_OVERHEAD + mime_size + inline, inline)
+
+
 @final
 @_final_block
 @dataclass(frozen=True, slots=True)
@@ -261,12 +271,7 @@ class Image(_Block):
     _seal: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        data = _data(self.data, "Image.data")
-        mime_type, mime_size = _mime_type(self.mime_type, "Image.mime_type", top="image")
-        object.__setattr__(self, "data", data)
-        object.__setattr__(self, "mime_type", mime_type)
-        inline = base64_length(len(data))
-        _seal(self, BLOCK_OVERHEAD + mime_size + inline, inline)
+        _seal_media(self, "Image", "image")
 
     def __repr__(self) -> str:
         return f"Image(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
@@ -285,12 +290,7 @@ class Audio(_Block):
     _seal: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        data = _data(self.data, "Audio.data")
-        mime_type, mime_size = _mime_type(self.mime_type, "Audio.mime_type", top="audio")
-        object.__setattr__(self, "data", data)
-        object.__setattr__(self, "mime_type", mime_type)
-        inline = base64_length(len(data))
-        _seal(self, BLOCK_OVERHEAD + mime_size + inline, inline)
+        _seal_media(self, "Audio", "audio")
 
     def __repr__(self) -> str:
         return f"Audio(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
