@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -361,8 +362,9 @@ async def test_permission_is_rechecked_on_continuation() -> None:
     assert [i.name for i in second.items] == ["op05", "op07", "op08", "op09", "op10"]
 
 
-async def test_full_page_ends_early_and_never_truncates() -> None:
-    summaries = [f"{i:02} " + "s" * 5000 for i in range(8)]
+@pytest.mark.parametrize("filler", ["s" * 5000, "é" * 2500, "😀" * 1250])
+async def test_full_page_ends_early_and_never_truncates(filler: str) -> None:
+    summaries = [f"{i:02} " + filler for i in range(8)]
     reg = registry([op(f"op{i}", summaries[i]) for i in range(8)], policy=AllowAll())
     seen: list[str] = []
     cursor = None
@@ -372,6 +374,17 @@ async def test_full_page_ends_early_and_never_truncates() -> None:
         assert isinstance(page, SearchPage)
         pages += 1
         assert 1 <= len(page.items) <= 3
+        encoded = json.dumps(
+            {
+                "items": [
+                    {"name": i.name, "group": i.group, "summary": i.summary} for i in page.items
+                ],
+                "next_cursor": page.next_cursor,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode()
+        assert len(encoded) <= 16 * 1024  # the page's JSON fits the spec's budget
         seen += [item.summary for item in page.items]
         if page.next_cursor is None:
             break
