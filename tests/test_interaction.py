@@ -708,3 +708,41 @@ async def test_closing_a_lifetime_stops_a_running_handlers_prompt_from_committin
         release.set()
     assert code(results[0]) is FailureCode.EXPIRED
     assert reg._ledger.used == 0
+
+
+def test_registry_is_shared_safely_between_threads() -> None:
+    import threading
+
+    clock = Clock()
+    reg, handler = make(Refund(rounds=1), clock=clock)
+    failures: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        async def cycles() -> None:
+            for round_ in range(25):
+                arguments = f'{{"order": {index * 100 + round_}}}'
+                pending = await reg.invoke(
+                    Ctx(), "orders.refund", arguments, input_support=FORM_SUPPORT
+                )
+                assert isinstance(pending, Pending), pending
+                done = await answer(reg, pending, arguments=arguments)
+                assert isinstance(done, Completed), done
+                page = await reg.search(Ctx(), "refund")
+                assert not isinstance(page, Failed)
+
+        try:
+            anyio.run(cycles)
+        except BaseException as exc:  # reported to the main thread below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(handler.calls) == 4 * 25 * 2
+    clock.now += 601
+    reg._ledger.sweep()
+    assert reg._ledger.used == 0
+    assert reg._ledger.live == 0
