@@ -39,6 +39,7 @@ import enum
 import hashlib
 import heapq
 import itertools
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -64,7 +65,7 @@ __all__ = [
 
 #: Length of a continuation token: 32 random bytes in unpadded URL-safe base64.
 TOKEN_LENGTH = 43
-_TOKEN_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
 
 
 class RecordState(enum.Enum):
@@ -135,7 +136,7 @@ def token_hash(token: str) -> bytes:
 
 def is_token_shaped(token: object) -> bool:
     """Whether ``token`` looks like a continuation token (43 URL-safe characters)."""
-    return isinstance(token, str) and len(token) == TOKEN_LENGTH and set(token) <= _TOKEN_ALPHABET
+    return isinstance(token, str) and _TOKEN_SHAPE.fullmatch(token) is not None
 
 
 class Lifetime:

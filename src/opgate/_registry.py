@@ -86,6 +86,9 @@ _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
 #: the expiry timestamp and the failure envelope the adapter may have to send instead.
 PROMPT_OVERHEAD_BYTES = 512
 
+#: Collection types accepted for ``input_support`` without the slower ABC check.
+_PLAIN_COLLECTIONS = (frozenset, set, tuple, list)
+
 #: Scope-key hashes remembered (principals are few and hot; the HMAC is 3 µs).
 SCOPE_HASHES_CACHED = 4096
 
@@ -538,10 +541,12 @@ class Registry:
     def _options(
         self, input_support: object, progress: object, input_expiry: object, lifetime: object
     ) -> tuple[frozenset[InputMode], float, Lifetime]:
-        if isinstance(input_support, str | bytes) or not isinstance(input_support, Collection):
+        if type(input_support) not in _PLAIN_COLLECTIONS and (
+            isinstance(input_support, str | bytes) or not isinstance(input_support, Collection)
+        ):
             raise Failure(FailureCode.INVALID_REQUEST, "input_support must be a set of InputMode")
-        modes = frozenset(input_support)
-        if not all(isinstance(mode, InputMode) for mode in modes):
+        modes = frozenset(input_support)  # type: ignore[call-overload]  # a Collection, checked
+        if modes and not all(isinstance(mode, InputMode) for mode in modes):
             raise Failure(
                 FailureCode.INVALID_REQUEST, "input_support must contain InputMode values"
             )
