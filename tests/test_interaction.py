@@ -746,3 +746,34 @@ def test_registry_is_shared_safely_between_threads() -> None:
     reg._ledger.sweep()
     assert reg._ledger.used == 0
     assert reg._ledger.live == 0
+
+
+async def test_no_registry_lock_is_held_while_callbacks_run() -> None:
+    """Callbacks re-entering the registry (policy and handler) never deadlock."""
+    holder: list[Registry] = []
+    nested: list[Any] = []
+
+    class Reentrant(TeamPolicy):
+        async def authorize(self, ctx: Ctx, request: Any) -> None:  # type: ignore[override]
+            if isinstance(request, Execute) and ctx.principal == "alice":
+                reg = holder[0]
+                nested.append(await reg.search(Ctx(principal="bob"), "refund"))
+                nested.append(
+                    await reg.invoke(
+                        Ctx(principal="bob"), "orders.refund", ARGS, input_support=FORM_SUPPORT
+                    )
+                )
+
+    class ReentrantHandler(Refund):
+        async def __call__(self, inv: Invocation) -> Any:
+            if inv.resume is not None:
+                nested.append(await holder[0].inspect(Ctx(principal="bob"), "orders.refund"))
+            return await super().__call__(inv)
+
+    reg, _ = make(ReentrantHandler(rounds=1), policy=Reentrant())
+    holder.append(reg)
+    pending = await start(reg)
+    with anyio.fail_after(5):
+        done = await answer(reg, pending)
+    assert isinstance(done, Completed)
+    assert any(isinstance(n, Pending) for n in nested)
