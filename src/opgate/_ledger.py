@@ -161,7 +161,7 @@ class Lifetime:
         return f"<Lifetime {'closed' if self.closed else 'open'}>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # internal and never mutated after construction
 class Binding:
     """What a continuation is bound to; any difference makes a token unusable."""
 

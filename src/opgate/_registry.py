@@ -132,7 +132,7 @@ class _Entry:
     summary_item: Summary
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)  # internal and never mutated; frozen costs 0.7 µs a call
 class _Call:
     """One invoke request whose arguments passed: what every later phase needs."""
 
