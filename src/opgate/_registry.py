@@ -511,11 +511,12 @@ class Registry:
         entry = await self._discoverable(ctx, name)
         if entry is None:
             raise unavailable()
-        values = self._arguments(entry, arguments)
+        values, canonical = self._arguments(entry, arguments)
         # Only calls that may prompt or that resume need the continuation binding.
         bound: tuple[Binding, int] | None = None
         if resume is not None or modes:
-            canonical = canonical_bytes(values)
+            if canonical is None:
+                canonical = canonical_bytes(values)
             binding = Binding(
                 operation=entry.name,
                 arguments_hash=hashlib.sha256(canonical).digest(),
@@ -570,8 +571,15 @@ class Registry:
             )
         return modes, seconds, serving
 
-    def _arguments(self, entry: _Entry, arguments: object) -> dict[str, JSONValue]:
-        """Budget, strict parse, object check, schema validation: the validated arguments."""
+    def _arguments(
+        self, entry: _Entry, arguments: object
+    ) -> tuple[dict[str, JSONValue], bytes | None]:
+        """Budget, strict parse, object check, schema validation: the validated arguments.
+
+        Also returns their canonical bytes when the budget check had to compute them
+        (mapping arguments), so they are not computed twice.
+        """
+        canonical: bytes | None = None
         limit = self._limits.argument_bytes
         try:
             if isinstance(arguments, str):
@@ -585,7 +593,8 @@ class Registry:
                 values = parse(arguments, profile=True)
             elif isinstance(arguments, Mapping):
                 values = from_python(arguments, profile=True)
-                size = len(canonical_bytes(values))
+                canonical = canonical_bytes(values)
+                size = len(canonical)
                 if size > limit:
                     raise _too_large(size, limit)
             else:
@@ -603,7 +612,7 @@ class Registry:
         violation = entry.input_schema.first_violation(values)
         if violation is not None:
             raise Failure(FailureCode.INVALID_ARGUMENTS, f"arguments: {violation}")
-        return values
+        return values, canonical
 
     async def _may_execute(self, call: _Call) -> bool:
         """Execution authorization, with a detached copy of the validated arguments."""
