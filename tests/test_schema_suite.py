@@ -1,9 +1,7 @@
 """Conformance of the schema compiler profile against the official JSON-Schema-Test-Suite.
 
-The suite lives beside the repository, at ``../shared/data/JSON-Schema-Test-Suite``
-relative to the repository root (in CI the repository is cloned elsewhere with a
-copy of ``shared/`` beside it). It is never copied into the repository; if it is
-missing, the tests fail with a message saying where it was expected.
+The suite is vendored at ``tests/data/JSON-Schema-Test-Suite`` (its LICENSE and the
+upstream commit are in ``SOURCE.md`` there), so a clone anywhere runs it.
 
 Covered: for Draft 2020-12 and draft-07, every required file plus
 ``optional/bignum.json``; for draft-07 also ``optional/format/*.json``.
@@ -42,7 +40,7 @@ from opgate import ConfigurationError
 from opgate._json import JSONError, JSONValue, check_profile, parse
 from opgate._schema import CompiledSchema, SchemaCompiler, SchemaRole
 
-SUITE = Path(__file__).resolve().parents[2] / "shared" / "data" / "JSON-Schema-Test-Suite"
+SUITE = Path(__file__).resolve().parent / "data" / "JSON-Schema-Test-Suite"
 REMOTE_BASE = "http://localhost:1234/"
 DRAFT_07_URI = "http://json-schema.org/draft-07/schema#"
 DRAFTS = ("draft2020-12", "draft7")
@@ -144,8 +142,8 @@ COMPILERS = (
 )
 
 MISSING = (
-    f"the JSON-Schema-Test-Suite was not found at {SUITE}; it must sit beside the repository "
-    "at ../shared/data/JSON-Schema-Test-Suite (tests/ and remotes/)"
+    f"the vendored JSON-Schema-Test-Suite was not found at {SUITE} (tests/ and remotes/); "
+    "restore tests/data/JSON-Schema-Test-Suite from git"
 )
 
 
