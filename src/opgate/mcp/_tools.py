@@ -140,8 +140,8 @@ INVOKE_TOOL = ToolSpec(
     name=INVOKE,
     title="Invoke an operation",
     description=(
-        "Run one operation by its exact name with an arguments object that matches the "
-        "input_schema shown by inspect. The result is the operation's own content and "
+        "Run one operation found with search, by its exact name, with an arguments object "
+        "matching the input_schema shown by inspect. The result is the operation's own content and "
         "structured data. Some operations ask the person for confirmation or input while "
         "they run; that happens inside this call. On failure the result says why (for "
         "example invalid_arguments with the problem, or confirmation_required)."
