@@ -575,3 +575,16 @@ async def test_no_log_notifications_without_a_level(era: str) -> None:
     ) as client:
         await client.call_tool("invoke", {"name": "util.broken"})
     assert received == []
+
+
+async def test_an_elicitation_the_client_refuses_reaches_the_handler_as_cancel() -> None:
+    async def refuse(context: ClientRequestContext, params: Any) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="no UI here")
+
+    async with Client(
+        GatewayServer(build_registry()).sdk_server, mode="legacy", elicitation_callback=refuse
+    ) as client:
+        result = await client.call_tool(
+            "invoke", {"name": "orders.confirm", "arguments": {"id": 1}}
+        )
+    assert error_of(result) == ("operation_failed", "not confirmed: cancel")
