@@ -9,14 +9,10 @@ capability, a forged ``Host``), plain HTTP requests.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,67 +22,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from conftest import ROOT, SERVE, serve_environment
+
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[1]
-SERVE = [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry"]
 ERAS = ("legacy", "2026-07-28")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _environment() -> dict[str, str]:
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT), environment.get("PYTHONPATH", "")])
-    )
-    return environment
-
-
-@pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``opgate serve --http`` with bearer authentication; yields its URL."""
-    port = free_port()
-    log = (tmp_path_factory.mktemp("serve") / "stderr.log").open("w+b")
-    process = subprocess.Popen(
-        [
-            *SERVE,
-            "--http",
-            f"127.0.0.1:{port}",
-            "--token-verifier",
-            "tests.mcp_catalog:TokenVerifier",
-        ],
-        cwd=ROOT,
-        env=_environment(),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"server exited: {log.read().decode()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start in 30 s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 @asynccontextmanager
@@ -126,7 +66,7 @@ async def test_stdio_serve_is_driven_by_the_official_client(era: str) -> None:
         return types.ElicitResult(action="accept", content={"ok": True})
 
     parameters = StdioServerParameters(
-        command=SERVE[0], args=SERVE[1:], cwd=str(ROOT), env=_environment()
+        command=SERVE[0], args=SERVE[1:], cwd=str(ROOT), env=serve_environment()
     )
     with anyio.fail_after(60):
         async with Client(parameters, mode=era, elicitation_callback=answer) as client:
@@ -145,7 +85,7 @@ def test_serve_reports_a_bad_target_clearly() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:nothing"],
         cwd=ROOT,
-        env=_environment(),
+        env=serve_environment(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -159,7 +99,7 @@ def test_serve_refuses_a_public_address_without_authentication() -> None:
     completed = subprocess.run(
         [*SERVE, "--http", "0.0.0.0:0"],
         cwd=ROOT,
-        env=_environment(),
+        env=serve_environment(),
         capture_output=True,
         text=True,
         timeout=60,
