@@ -45,7 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from .. import __version__
-from .._failures import ConfigurationError, Failure, FailureCode
+from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from .._forms import FormPrompt, InputMode
 from .._json import JSONValue, canonical_bytes
 from .._ledger import Lifetime
@@ -329,6 +329,8 @@ class GatewayServer:
             )
         except Failure as failure:
             return await self._failed(ctx, call_ctx, name, failure)
+        except Exception as exc:  # a bug here must still answer as a tool error
+            return await self._failed(ctx, call_ctx, name, internal_failure(exc))
 
     async def _search(
         self,
@@ -448,7 +450,7 @@ class GatewayServer:
 
     def _log_diagnostics(self, operation: str, diagnostics: tuple[str, ...]) -> None:
         for entry in diagnostics:
-            logger.info("%s: diagnostic: %s", operation, entry)
+            logger.warning("%s: diagnostic: %s", operation, entry)
 
     # -- logging -----------------------------------------------------------------
 
