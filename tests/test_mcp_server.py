@@ -8,8 +8,10 @@ answers through the same elicitation callback and retries.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -17,10 +19,12 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.session import ClientRequestContext
-from tests.mcp_catalog import SECRET, ScopePolicy, build_registry
+from mcp.shared.exceptions import MCPDeprecationWarning
+from tests.mcp_catalog import SECRET, ScopePolicy, build_registry, operations
 
 from opgate import (
     ConfigurationError,
+    Limits,
     Operation,
     Registry,
 )
@@ -512,3 +516,75 @@ def test_principal_scope_key_is_opaque_and_follows_scopes() -> None:
         Principal("")
     with pytest.raises(TypeError):
         Principal("app", scopes="admin")  # type: ignore[arg-type]
+
+
+async def test_a_prompt_nobody_answers_expires_instead_of_hanging() -> None:
+    registry = Registry(
+        operations(), ScopePolicy(), limits=Limits(input_lifetime=timedelta(seconds=0.3))
+    )
+
+    async def slow(context: ClientRequestContext, params: Any) -> types.ElicitResult:
+        await anyio.sleep(3)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async with Client(
+        GatewayServer(registry).sdk_server, mode="legacy", elicitation_callback=slow
+    ) as client:
+        with anyio.fail_after(2.5):
+            result = await client.call_tool(
+                "invoke", {"name": "orders.confirm", "arguments": {"id": 1}}
+            )
+    assert error_of(result)[0] == "expired"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_failure_causes_reach_mcp_log_notifications_when_asked(era: str) -> None:
+    received: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        received.append(params)
+
+    server = GatewayServer(build_registry())
+    async with Client(
+        server.sdk_server,
+        mode=era,
+        logging_callback=on_log,
+        log_level="warning" if era != "legacy" else None,
+    ) as client:
+        await client.call_tool("invoke", {"name": "util.broken"})
+        if era == "legacy":
+            assert received == []  # no level set yet
+        if era == "legacy":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.set_logging_level("warning")
+            await client.call_tool("invoke", {"name": "util.broken"})
+    assert [entry.data for entry in received] == ["invoke: internal (RuntimeError)"]
+    assert all(SECRET not in str(entry.data) for entry in received)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_no_log_notifications_without_a_level(era: str) -> None:
+    received: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        received.append(params)
+
+    async with Client(
+        GatewayServer(build_registry()).sdk_server, mode=era, logging_callback=on_log
+    ) as client:
+        await client.call_tool("invoke", {"name": "util.broken"})
+    assert received == []
+
+
+async def test_an_elicitation_the_client_refuses_reaches_the_handler_as_cancel() -> None:
+    async def refuse(context: ClientRequestContext, params: Any) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="no UI here")
+
+    async with Client(
+        GatewayServer(build_registry()).sdk_server, mode="legacy", elicitation_callback=refuse
+    ) as client:
+        result = await client.call_tool(
+            "invoke", {"name": "orders.confirm", "arguments": {"id": 1}}
+        )
+    assert error_of(result) == ("operation_failed", "not confirmed: cancel")

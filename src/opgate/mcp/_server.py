@@ -28,8 +28,10 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import mcp.types as types
 import pydantic
 import pydantic_core
@@ -405,7 +407,7 @@ class GatewayServer:
                 )
             outcome = await invoke(None)
             while isinstance(outcome, Pending):
-                response = await _ask(ctx, outcome.prompt)
+                response = await _ask(ctx, outcome)
                 outcome = await invoke((outcome.continuation, response))
         self._log_diagnostics(operation, outcome.diagnostics)
         if isinstance(outcome, Failed):
@@ -520,20 +522,34 @@ def _progress_sink(ctx: ServerRequestContext[Any, Any]) -> Callable[[ProgressUpd
     return sink
 
 
-async def _ask(ctx: ServerRequestContext[Any, Any], prompt: Any) -> InputResponse:
-    """Show ``prompt`` with ``elicitation/create`` inside this call (2025-11-25)."""
+async def _ask(ctx: ServerRequestContext[Any, Any], pending: Pending) -> InputResponse:
+    """Show a prompt with ``elicitation/create`` inside this call (2025-11-25).
+
+    The wait ends when the prompt expires: a client that never answers gets
+    ``expired`` rather than a call that hangs.
+    """
+    prompt = pending.prompt
     params = elicitation_params(prompt, modern=False)
     mode = InputMode.FORM if isinstance(prompt, FormPrompt) else InputMode.URL
+    seconds = max(0.0, (pending.expires_at - datetime.now(UTC)).total_seconds())
     try:
-        if isinstance(params, types.ElicitRequestFormParams):
-            answer = await ctx.session.elicit_form(
-                params.message, params.requested_schema, related_request_id=ctx.request_id
-            )
-        else:
-            assert params.elicitation_id is not None
-            answer = await ctx.session.elicit_url(
-                params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
-            )
+        with anyio.fail_after(seconds):
+            if isinstance(params, types.ElicitRequestFormParams):
+                answer = await ctx.session.elicit_form(
+                    params.message, params.requested_schema, related_request_id=ctx.request_id
+                )
+            else:
+                assert params.elicitation_id is not None
+                answer = await ctx.session.elicit_url(
+                    params.message,
+                    params.url,
+                    params.elicitation_id,
+                    related_request_id=ctx.request_id,
+                )
+    except TimeoutError:
+        raise Failure(
+            FailureCode.EXPIRED, "the prompt expired before the person answered"
+        ) from None
     except pydantic.ValidationError:
         raise Failure(
             FailureCode.INVALID_REQUEST, "the client's answer to the prompt is malformed"
