@@ -558,4 +558,10 @@ def server() -> Any:
     """``GatewayServer(registry, pinned=PINNED)``: ``opgate serve mcp_conformance_app:server``."""
     from opgate.mcp import GatewayServer
 
-    return GatewayServer(registry, name="opgate-conformance", pinned=PINNED)
+    return GatewayServer(
+        registry,
+        name="opgate-conformance",
+        pinned=PINNED,
+        # The suite's basic scenario looks for its prompt under this key.
+        input_request_keys={"test_input_required_result_elicitation": "user_name"},
+    )

@@ -111,16 +111,7 @@ NOT_APPLICABLE_CHECKS: dict[tuple[str, str], str] = {
 }
 
 #: Checks the adapter fails today (strict: each must still fail; remove it when fixed).
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("input-required-result-basic-elicitation", "sep-2322-elicitation-incomplete"): (
-        "the suite wants the inputRequests key 'user_name'; the adapter always uses 'opgate' "
-        "(the retry check, sep-2322-elicitation-complete, is never reached)"
-    ),
-    ("input-required-result-tampered-state", "sep-2322-reject-tampered-state"): (
-        "a tampered requestState must be a JSON-RPC error (-32602); the adapter answers the "
-        "registry's invalid_request as an isError result"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 #: Non-failing statuses the suite reports besides SUCCESS (it counts only FAILURE as failed).
 NON_FAILING = frozenset({"SUCCESS", "INFO", "SKIPPED", "WARNING"})

@@ -20,7 +20,7 @@ import anyio
 import httpx2
 import mcp.types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import ROOT, SERVE, serve_environment
@@ -150,10 +150,10 @@ async def test_a_continuation_is_bound_to_its_principal(http_server: str) -> Non
         pending = await alice.session.call_tool("invoke", arguments, allow_input_required=True)
         assert isinstance(pending, types.InputRequiredResult)
         async with http_client(http_server, "bob-token", "2026-07-28", answer) as bob:
-            stolen = await bob.session.call_tool(
-                "invoke", arguments, request_state=pending.request_state, input_responses=yes
-            )
-            assert error_code(stolen) == "expired"
+            with pytest.raises(MCPError, match="expired"):
+                await bob.session.call_tool(
+                    "invoke", arguments, request_state=pending.request_state, input_responses=yes
+                )
         # A retry may arrive on another connection of the same principal.
         async with http_client(http_server, "alice-token", "2026-07-28", answer) as again:
             done = await again.session.call_tool(
