@@ -199,10 +199,19 @@ class _Variant:
     items: Callable[[Any], int] | None = None
 
 
-async def _measure(variants: dict[str, _Variant], rounds: int) -> dict[str, tuple[Timing, float]]:
-    """Per variant: the timing of its calls and the mean item count of its results."""
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    wall: Timing
+    cpu: Timing  # process CPU time of the same calls
+    items: float  # mean item count of the results (-1 when not counted)
+
+
+async def _measure(variants: dict[str, _Variant], rounds: int) -> dict[str, _Measured]:
+    """Per variant: wall-clock and CPU timings of its calls, and their mean item count."""
     clock = time.perf_counter_ns
-    samples: dict[str, list[int]] = {label: [] for label in variants}
+    cpu_clock = time.process_time_ns
+    walls: dict[str, list[int]] = {label: [] for label in variants}
+    cpus: dict[str, list[int]] = {label: [] for label in variants}
     counts: dict[str, list[int]] = {label: [] for label in variants}
     for variant in variants.values():  # warm-up (FastMCP builds its BM25 index here)
         for index in range(min(variant.runs // 10 + 1, 20)):
@@ -213,13 +222,20 @@ async def _measure(variants: dict[str, _Variant], rounds: int) -> dict[str, tupl
             per_round = max(1, variant.runs // rounds)
             for step in range(per_round):
                 index = round_number * per_round + step
+                cpu_begin = cpu_clock()
                 begin = clock()
                 result = await variant.call(index)
-                samples[label].append(clock() - begin)
+                end = clock()
+                cpus[label].append(cpu_clock() - cpu_begin)
+                walls[label].append(end - begin)
                 if variant.items is not None:
                     counts[label].append(variant.items(result))
     return {
-        label: (summarize(samples[label]), statistics.fmean(counts[label]) if counts[label] else -1)
+        label: _Measured(
+            summarize(walls[label]),
+            summarize(cpus[label]),
+            statistics.fmean(counts[label]) if counts[label] else -1,
+        )
         for label in variants
     }
 
@@ -252,18 +268,20 @@ async def _connect(server: Any, mode: str) -> AsyncIterator[Any]:
 
 # --- profile ------------------------------------------------------------------------------
 
-#: Own-time groups of the profile, first match wins: (label, path fragments).
+#: Own-time groups of the profile, first match wins: (label, fragments of the file path,
+#: or of the name of a built-in function).
 _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("opgate.mcp adapter", ("/opgate/mcp/",)),
-    ("opgate registry (search, policy, cursor)", ("/opgate/",)),
-    ("mcp SDK client (session, output-schema check)", ("/mcp/client/",)),
+    ("opgate registry (search, policy, cursor)", ("/opgate/", "cryptography")),
+    ("mcp SDK client (session, results)", ("/mcp/client/",)),
     ("mcp SDK server (runner, dispatch)", ("/mcp/server/",)),
     ("mcp SDK shared (dispatchers, streams, types)", ("/mcp/shared/", "/mcp_types/", "/mcp/")),
-    ("jsonschema (the client's check)", ("/jsonschema/", "/referencing/", "/rpds")),
+    ("jsonschema (the client's output-schema check)", ("jsonschema", "referencing", "rpds")),
     ("pydantic (models, validation, dumps)", ("/pydantic/", "pydantic_core")),
     ("opentelemetry (SDK spans)", ("/opentelemetry/",)),
     ("anyio, asyncio (tasks, streams, event loop)", ("/anyio/", "/asyncio/", "sniffio")),
 )
+_OTHER = "other (stdlib, builtins)"
 
 
 def _group(path: str, function: str) -> str:
@@ -271,7 +289,21 @@ def _group(path: str, function: str) -> str:
     for label, fragments in _GROUPS:
         if any(fragment in text for fragment in fragments):
             return label
-    return "other (stdlib, builtins)"
+    return _OTHER
+
+
+def _own_time_by_group(stats: dict[Any, Any]) -> dict[str, float]:
+    """Own seconds per group; a built-in or stdlib function's go to its callers' groups."""
+    own: dict[str, float] = {}
+    for (path, _line, function), (_cc, _nc, tottime, _ct, callers) in stats.items():
+        label = _group(path, function)
+        if label == _OTHER and callers:
+            for (caller_path, _, caller_function), caller_stats in callers.items():
+                caller = _group(caller_path, caller_function)
+                own[caller] = own.get(caller, 0.0) + caller_stats[2]
+            continue
+        own[label] = own.get(label, 0.0) + tottime
+    return own
 
 
 async def _profile(server: GatewayServer, queries: Sequence[str], calls: int) -> dict[str, float]:
@@ -287,10 +319,7 @@ async def _profile(server: GatewayServer, queries: Sequence[str], calls: int) ->
                 await client.call_tool("search", {"query": queries[index % len(queries)]})
             profiler.disable()
         stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-        own: dict[str, float] = {}
-        for (path, _line, function), (_cc, _nc, tottime, _ct, _callers) in stats.items():
-            label = _group(path, function)
-            own[label] = own.get(label, 0.0) + tottime
+        own = _own_time_by_group(stats)
         total = sum(own.values()) or 1.0
         for label, seconds in own.items():
             shares[f"{label}|{era}"] = 100 * seconds / total
@@ -331,6 +360,7 @@ def run(
             "p90 ms",
             "p99 ms",
             "max ms",
+            "CPU median ms",
             "FastMCP ÷ opgate",
             "target ms",
             "ok",
@@ -338,9 +368,19 @@ def run(
     )
     overhead = Table(
         "opgate: the registry call alone and the complete round trip (medians)",
-        ("call", "era", "registry µs", "round trip µs", "adapter + SDK µs", "registry share"),
+        (
+            "call",
+            "era",
+            "registry µs",
+            "round trip µs",
+            "adapter + SDK µs",
+            "registry share",
+            "CPU: registry µs",
+            "CPU: round trip µs",
+            "CPU: adapter + SDK µs",
+        ),
     )
-    measured: dict[str, dict[str, tuple[Timing, float]]] = {}
+    measured: dict[str, dict[str, _Measured]] = {}
     asyncio.run(
         _run_eras(server, registry, invoked.name, queries, fastmcp, runs, fastmcp_runs, measured)
     )
@@ -348,15 +388,16 @@ def run(
     for era, _mode in ERAS:
         results = measured[era]
         for call in ("search", "invoke"):
-            mine, items = results[f"opgate {call}"]
+            ours = results[f"opgate {call}"]
+            mine = ours.wall
             target = TARGET_SEARCH_US / 1_000 if call == "search" else None
             trips.add(
                 call=call,
                 era=era,
                 server="opgate",
                 runs=mine.runs,
-                items=items,
-                **_millis(mine),
+                items=ours.items,
+                **_millis(ours),
                 **{
                     "target ms": target,
                     "ok": None if target is None else mine.median_ns <= TARGET_SEARCH_US * 1_000,
@@ -366,32 +407,37 @@ def run(
             if isinstance(fastmcp, str):
                 trips.add(call=call, era=era, server=label, **{"median ms": fastmcp})
             else:
-                theirs, their_items = results[f"fastmcp {call}"]
+                theirs = results[f"fastmcp {call}"]
                 trips.add(
                     call=call,
                     era=era,
                     server=label,
-                    runs=theirs.runs,
-                    items=their_items,
+                    runs=theirs.wall.runs,
+                    items=theirs.items,
                     **_millis(theirs),
-                    **{"FastMCP ÷ opgate": theirs.median_ns / mine.median_ns},
+                    **{"FastMCP ÷ opgate": theirs.wall.median_ns / mine.median_ns},
                 )
-            alone, _ = results[f"registry {call}"]
+            alone = results[f"registry {call}"]
             overhead.add(
                 call=call,
                 era=era,
                 **{
-                    "registry µs": alone.median_us,
+                    "registry µs": alone.wall.median_us,
                     "round trip µs": mine.median_us,
-                    "adapter + SDK µs": mine.median_us - alone.median_us,
-                    "registry share": f"{100 * alone.median_ns / mine.median_ns:.0f}%",
+                    "adapter + SDK µs": mine.median_us - alone.wall.median_us,
+                    "registry share": f"{100 * alone.wall.median_ns / mine.median_ns:.0f}%",
+                    "CPU: registry µs": alone.cpu.median_us,
+                    "CPU: round trip µs": ours.cpu.median_us,
+                    "CPU: adapter + SDK µs": ours.cpu.median_us - alone.cpu.median_us,
                 },
             )
     trips.notes.append(
         "items = mean results per search page (opgate: page of up to 5 matching every term; "
         "FastMCP: up to 5 BM25 hits, full tool definitions) or content blocks per invoke. "
-        "p99 of fewer than 100 runs is the maximum. FastMCP ÷ opgate = ratio of medians, "
-        "same era, same run."
+        "p99 of fewer than 100 runs is the maximum. FastMCP ÷ opgate = ratio of wall-clock "
+        "medians, same era, same run. CPU = this process's CPU time for the same calls "
+        "(everything runs in it): on a shared machine, wall-clock time also counts the "
+        "time other processes held the core."
     )
     if isinstance(fastmcp, _FastMCP):
         trips.notes.append(
@@ -412,7 +458,7 @@ def run(
             "per era, own time by package)",
             ("package", *(f"{era} %" for era, _ in ERAS)),
         )
-        labels = [label for label, _ in _GROUPS] + ["other (stdlib, builtins)"]
+        labels = [label for label, _ in _GROUPS] + [_OTHER]
         ordered = sorted(labels, key=lambda label: -shares.get(f"{label}|{ERAS[0][0]}", 0.0))
         for label in ordered:
             profile.add(
@@ -420,19 +466,23 @@ def run(
                 **{f"{era} %": shares.get(f"{label}|{era}", 0.0) for era, _ in ERAS},
             )
         profile.notes.append(
-            "cProfile's own time per function, summed by the file it lives in; profiling "
-            "inflates code made of many small Python calls, so read shares, not times."
+            "cProfile's own time per function, summed by the package of its file; a built-in "
+            "or standard-library function's own time goes to the packages of its callers "
+            "(asyncio and contextvars count as the event loop). Profiling inflates code made "
+            "of many small Python calls, so read shares, not times."
         )
         tables.append(profile)
     return tables
 
 
-def _millis(timing: Timing) -> dict[str, float]:
+def _millis(measured: _Measured) -> dict[str, float]:
+    wall = measured.wall
     return {
-        "median ms": timing.median_ns / 1e6,
-        "p90 ms": timing.p90_ns / 1e6,
-        "p99 ms": timing.p99_ns / 1e6,
-        "max ms": timing.max_ns / 1e6,
+        "median ms": wall.median_ns / 1e6,
+        "p90 ms": wall.p90_ns / 1e6,
+        "p99 ms": wall.p99_ns / 1e6,
+        "max ms": wall.max_ns / 1e6,
+        "CPU median ms": measured.cpu.median_ns / 1e6,
     }
 
 
@@ -444,7 +494,7 @@ async def _run_eras(
     fastmcp: _FastMCP | str,
     runs: int,
     fastmcp_runs: int,
-    measured: dict[str, dict[str, tuple[Timing, float]]],
+    measured: dict[str, dict[str, _Measured]],
 ) -> None:
     count = len(queries)
     invoke_arguments = {"name": invoked, "arguments": ARGUMENTS}

@@ -97,6 +97,7 @@ def _check_mcp_round_trips(trips: common.Table, runs: int, comparison: str) -> N
         assert set(row) <= set(trips.columns)
         assert row["runs"] == runs
         assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"] < 60_000
+        assert 0 < row["CPU median ms"] < 60_000
         if row["call"] == "search":
             assert 0 <= row["items"] <= 5
             assert row["target ms"] == bench_mcp.TARGET_SEARCH_US / 1_000
@@ -121,6 +122,7 @@ def test_mcp_benchmark_tiny() -> None:
         assert 0 < row["registry µs"] < row["round trip µs"]
         assert row["adapter + SDK µs"] == pytest.approx(row["round trip µs"] - row["registry µs"])
         assert row["registry share"].endswith("%")
+        assert 0 < row["CPU: registry µs"] < row["CPU: round trip µs"]
     packages = _column(profile.rows, "package")
     assert len(packages) == len(set(packages)) == len(bench_mcp._GROUPS) + 1
     for era in eras:
