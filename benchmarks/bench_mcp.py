@@ -32,8 +32,10 @@ three words from the catalog vocabulary; every call takes the next query; page 1
 The variants of one era alternate in rounds (drift on a shared machine hits all of
 them), as do the opgate registry calls alone (``registry.search`` / ``registry.invoke``
 with the same arguments), whose difference to the round trip is the adapter plus
-SDK cost. A cProfile run of opgate search round trips then says where that time
-goes, as own time by package.
+SDK cost. Every call's wall-clock time and this process's CPU time are both taken:
+everything runs in this one thread, so on an idle machine they agree, and on a shared
+one the CPU time is the steadier figure. A cProfile run of opgate search round trips
+then says where that time goes, as own time by package.
 """
 
 from __future__ import annotations
