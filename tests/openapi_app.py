@@ -51,8 +51,6 @@ shop = FastAPI(title="Shop", version="1.0.0")
 router = APIRouter()
 
 
-
-
 @router.get("/items/{item_id}", tags=["items"], operation_id="items/get", summary="Get an item")
 async def get_item(
     item_id: int,

@@ -17,6 +17,7 @@ from mcp import Client
 from opgate import Completed, Failed, FailureCode, InputMode, InputResponse, Pending, Registry
 from opgate.mcp import GatewayServer
 from opgate.openapi import Catalog, build_catalog
+
 from openapi_app import ITEMS, LOG, document, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -83,7 +84,8 @@ async def confirm(registry: Registry, name: str, arguments: Any, accept: bool = 
 
 def test_the_app_imports_whole(base_url: str) -> None:
     catalog = build_catalog(document(), base_url=base_url)
-    assert catalog.report.skipped == [] and catalog.report.warnings == []
+    assert catalog.report.skipped == []
+    assert catalog.report.warnings == []
     assert catalog.report.version.startswith("3.1")
     assert {"items.get", "items.create", "forms.login", "meta.status"} <= set(catalog.plans)
     assert catalog.plans["items.get"].group == "items"
@@ -110,7 +112,7 @@ async def test_schema_violations_are_refused_before_sending(
     shop: tuple[Catalog, Registry],
 ) -> None:
     _, registry = shop
-    code, message = failure(await call(registry, "items.get", {"item_id": "1; DROP"}))
+    code, _message = failure(await call(registry, "items.get", {"item_id": "1; DROP"}))
     assert code == "invalid_arguments"
     code, _ = failure(await call(registry, "items.get", {"item_id": 1, "url": "http://x"}))
     assert code == "invalid_arguments"
@@ -188,8 +190,10 @@ async def test_errors_fail_with_status_and_a_sanitized_bounded_message(
     code, message = failure(outcome)
     assert code == "operation_failed"
     assert message.startswith("HTTP 418 I'm a Teapot: ")
-    assert "token-of-alice" not in message and "[redacted]" in message
-    assert "\x07" not in message and "\n" not in message
+    assert "token-of-alice" not in message
+    assert "[redacted]" in message
+    assert "\x07" not in message
+    assert "\n" not in message
     assert outcome.failure.diagnostics == {"status": 418}
     code, message = failure(await call(registry, "items.get", {"item_id": 99}))
     assert message == 'HTTP 404 Not Found: {"detail":"item 99 not found"}'
@@ -201,7 +205,8 @@ async def test_path_parameters_cannot_change_the_path(shop: tuple[Catalog, Regis
     _, registry = shop
     for value in ("..", ".", ""):
         code, message = failure(await call(registry, "files.get", {"name": value}))
-        assert code == "operation_failed" and "must not make a path segment" in message
+        assert code == "operation_failed"
+        assert "must not make a path segment" in message
     for value in ("../../admin", "a/b", "%2e%2e", "x?y=1#z", "..\\..", "http://evil.invalid/"):
         await call(registry, "files.get", {"name": value})
     paths = [path for _, path, _ in LOG]
@@ -221,15 +226,16 @@ async def test_redirects_never_leave_the_base_url(shop: tuple[Catalog, Registry]
     inside = structured(await call(registry, "meta.redirect_inside", {}))
     assert inside == {"name": "redirected", "raw_path": "/api/files/redirected"}
     for name in ("meta.redirect_outside", "meta.redirect_up"):
-        code, message = failure(await call(registry, name, {}))
+        _code, message = failure(await call(registry, name, {}))
         assert message.startswith("HTTP 302 Found: the API redirected the request elsewhere")
-        assert "attacker" not in message and "outside" not in message
+        assert "attacker" not in message
+        assert "outside" not in message
     assert [p for _, p, _ in LOG if p in ("/outside-the-api", "/steal")] == []
 
 
 async def test_a_slow_api_times_out(shop: tuple[Catalog, Registry]) -> None:
     _, registry = shop
-    code, message = failure(await call(registry, "meta.slow", {"seconds": 5}))
+    _code, message = failure(await call(registry, "meta.slow", {"seconds": 5}))
     assert message.startswith("the API did not answer within 2 s")
     assert structured(await call(registry, "meta.slow", {"seconds": 0})) == {"slept": 0}
 
@@ -257,19 +263,23 @@ async def test_a_registry_built_without_the_catalog_policy_cannot_leak_headers(
 async def test_text_binary_and_oversized_responses(shop: tuple[Catalog, Registry]) -> None:
     _, registry = shop
     text = await call(registry, "meta.text", {"size": 5})
-    assert isinstance(text, Completed) and text.result.content[0].text == "xxxxx"
+    assert isinstance(text, Completed)
+    assert text.result.content[0].text == "xxxxx"
     binary = await call(registry, "meta.binary", {})
     assert isinstance(binary, Completed)
     note, link = binary.result.content
     assert "application/octet-stream response of 300 bytes" in note.text
-    assert link.uri.endswith("/api/binary") and link.size == 300
+    assert link.uri.endswith("/api/binary")
+    assert link.size == 300
     big = await call(registry, "meta.big", {"count": 2000})
-    assert isinstance(big, Completed) and big.result.structured is None
+    assert isinstance(big, Completed)
+    assert big.result.structured is None
     assert big.result.content[0].text.endswith(
         "[cut: the response is longer than the result budget]"
     )
     medium = await call(registry, "meta.big", {"count": 400})
-    assert isinstance(medium, Completed) and len(medium.result.structured) == 400
+    assert isinstance(medium, Completed)
+    assert len(medium.result.structured) == 400
     assert "structured content only" in medium.result.content[0].text
 
 
@@ -313,7 +323,8 @@ async def test_confirmation_through_the_mcp_client(
         )
         read = await client.call_tool("invoke", {"name": "items.get", "arguments": {"item_id": 1}})
         assert read.structured_content["item"]["name"] == "lamp"
-    assert len(seen) == 2 and all(m.startswith("Send POST /items") for m in seen)
+    assert len(seen) == 2
+    assert all(m.startswith("Send POST /items") for m in seen)
     assert LOG.count(("POST", "/api/items", "")) == 1
 
 
