@@ -9,7 +9,10 @@ Phases, each the median of ``runs`` runs:
 * parse: ``load_document(path)`` (reading the file and ``json.loads`` with exact numbers);
 * plan: ``build_catalog(document.data, ...)``;
 * registry: ``catalog.registry(policy)``;
-* beyond parsing: plan + registry, measured together.
+* beyond parsing: plan + registry, measured together, as wall-clock time and as the
+  process's CPU time (``time.process_time``): on a machine shared with other work the
+  wall-clock time includes waiting for a core, the CPU time does not. ``ok`` compares
+  the CPU time with the target.
 
 The document comes from the test corpus cache (``tests/openapi_corpus.py``; installed
 on first use); ``--document PATH`` measures another one.
@@ -55,15 +58,18 @@ def run(document: Path | None = None, *, runs: int = 5) -> list[Table]:
     plan: list[float] = []
     registry: list[float] = []
     beyond: list[float] = []
+    beyond_cpu: list[float] = []
     operations = skipped = 0
     for _ in range(runs):
         began = time.perf_counter()
         loaded = load_document(path)
         parsed = time.perf_counter()
+        cpu = time.process_time()
         catalog = build_catalog(loaded.data, base_url=BASE_URL)
         planned = time.perf_counter()
         built = catalog.registry(AllowAll())
         done = time.perf_counter()
+        beyond_cpu.append(time.process_time() - cpu)
         parse.append(parsed - began)
         plan.append(planned - parsed)
         registry.append(done - planned)
@@ -79,11 +85,12 @@ def run(document: Path | None = None, *, runs: int = 5) -> list[Table]:
             "plan s",
             "registry s",
             "beyond parsing s",
+            "beyond parsing CPU s",
             "target s",
             "ok",
         ),
     )
-    seconds = _median(beyond)
+    seconds = _median(beyond_cpu)
     table.add(
         document=path.name,
         operations=operations,
@@ -92,14 +99,15 @@ def run(document: Path | None = None, *, runs: int = 5) -> list[Table]:
             "parse s": round(_median(parse), 3),
             "plan s": round(_median(plan), 3),
             "registry s": round(_median(registry), 3),
-            "beyond parsing s": round(seconds, 3),
+            "beyond parsing s": round(_median(beyond), 3),
+            "beyond parsing CPU s": round(seconds, 3),
             "target s": TARGET_SECONDS,
             "ok": seconds <= TARGET_SECONDS,
         },
     )
     table.notes.append(
         "beyond parsing = build_catalog on the parsed document + catalog.registry(policy); "
-        f"{runs} runs"
+        f"{runs} runs; ok compares the CPU time with the target"
     )
     return [table]
 

@@ -254,8 +254,21 @@ def test_unrepresentable_operations_are_skipped_with_reasons() -> None:
     assert "1 operations imported, 5 skipped, 1 warnings" in built.report.summary()
 
 
-def test_a_schema_the_compiler_rejects_skips_only_its_operation() -> None:
+def test_a_pattern_the_compiler_rejects_is_dropped_with_a_warning() -> None:
     bad = {"name": "q", "in": "query", "schema": {"type": "string", "pattern": "(unclosed"}}
+    good = {"name": "r", "in": "query", "schema": {"type": "string", "pattern": "^a+$"}}
+    document = doc({"/bad": {"get": op(parameters=[bad, good])}, "/good": {"get": op()}})
+    built = build_catalog(document, base_url=BASE)
+    registry = built.registry(AllowAll())
+    assert len(registry) == 2
+    schema = built.plans["get_bad"].input_schema
+    assert schema["properties"]["q"] == {"type": "string"}
+    assert schema["properties"]["r"] == {"type": "string", "pattern": "^a+$"}
+    assert built.report.warnings_by_kind() == {"pattern dropped": 1}
+
+
+def test_a_schema_the_compiler_rejects_skips_only_its_operation() -> None:
+    bad = {"name": "q", "in": "query", "schema": {"type": "integer", "minimum": 1e5000}}
     document = doc({"/bad": {"get": op(parameters=[bad])}, "/good": {"get": op()}})
     built = build_catalog(document, base_url=BASE)
     registry = built.registry(AllowAll())

@@ -21,9 +21,11 @@ with an ``internal`` error (the cause names the mistake).
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from opgate import (
@@ -214,13 +216,49 @@ class Catalog:
         except ConfigurationError:
             pass
         rejected = {op.name: reason for op, reason in _isolate(list(self.operations), limits)}
+        repaired: dict[str, Operation] = {}
         for name, reason in rejected.items():
-            plan = self.plans.pop(name)
+            plan = self.plans[name]
+            fixed = self._without_bad_patterns(plan, limits)
+            if fixed is not None:
+                self.plans[name] = fixed
+                repaired[name] = self._operation(fixed)
+                self.report.warn(
+                    plan.method,
+                    plan.path,
+                    "pattern dropped",
+                    "dropped a pattern that is not a regular expression the schema compiler "
+                    "accepts (ECMA-262)",
+                )
+                continue
+            del self.plans[name]
             self.report.skip(plan.method, plan.path, "schema compiler", reason)
             self.report.operations.remove(name)
-        self.operations = tuple(op for op in self.operations if op.name not in rejected)
+        self.operations = tuple(
+            repaired.get(op.name, op)
+            for op in self.operations
+            if op.name not in rejected or op.name in repaired
+        )
         self._names = frozenset(self.plans)
         return Registry(self.operations, self.policy(policy), limits=limits)
+
+    def _without_bad_patterns(
+        self, plan: OperationPlan, limits: Limits | None
+    ) -> OperationPlan | None:
+        """``plan`` without the ``pattern``s the compiler refuses, if that is all that was wrong."""
+        bad = {p for p in _patterns((plan.input_schema, plan.output_schema)) if not _regex_ok(p)}
+        if not bad:
+            return None
+        fixed = replace(
+            plan,
+            input_schema=_drop_patterns(plan.input_schema, bad),
+            output_schema=_drop_patterns(plan.output_schema, bad),
+        )
+        try:
+            Registry([self._operation(fixed)], _AllowAll(), limits=limits)
+        except ConfigurationError:
+            return None
+        return fixed
 
     async def aclose(self) -> None:
         """Close the shared HTTP client (a client passed in by the host stays open)."""
@@ -255,6 +293,46 @@ def _checked_headers(headers: Mapping[Any, Any]) -> dict[str, str]:
             raise ValueError("a host header name or value contains a forbidden character")
         checked[name] = value
     return checked
+
+
+def _patterns(value: Any) -> Iterator[str]:
+    """Every string under a ``pattern`` key (schemas only hold patterns there)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "pattern" and isinstance(item, str):
+                yield item
+            else:
+                yield from _patterns(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _patterns(item)
+
+
+def _drop_patterns(value: Any, bad: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _drop_patterns(v, bad)
+            for k, v in value.items()
+            if not (k == "pattern" and isinstance(v, str) and v in bad)
+        }
+    if isinstance(value, list):
+        return [_drop_patterns(v, bad) for v in value]
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _regex_ok(pattern: str) -> bool:
+    """Whether opgate's schema compiler accepts ``pattern`` (asked through a tiny registry)."""
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+    try:
+        Registry([Operation("p", "p", _no_handler, input_schema=schema)], _AllowAll())
+    except (ConfigurationError, TypeError):
+        return False
+    return True
+
+
+def _no_handler(inv: Invocation) -> Any:  # pragma: no cover - never invoked
+    return fail("unused")
 
 
 def _isolate(operations: list[Operation], limits: Limits | None) -> list[tuple[Operation, str]]:
