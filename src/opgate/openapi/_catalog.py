@@ -271,6 +271,7 @@ class Catalog:
         if isinstance(source, Mapping):
             return _checked_headers(source)
         caller = _CALLER.get()
+        _CALLER.set(None)  # used once: the next call is authorized (and recorded) afresh
         if caller is None or caller[0] != id(self) or caller[1] != name:
             raise RuntimeError(
                 "headers(ctx) needs the caller: build the Registry with catalog.registry(policy) "
