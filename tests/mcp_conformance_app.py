@@ -20,8 +20,8 @@ the checks:
 * Elicitation answers are validated against the form before the handler sees them,
   so the text the 2025-11-25 tools return always describes a checked answer.
 
-Run a server on it with ``opgate serve tests.mcp_conformance_app:server`` once
-``opgate.mcp`` exists (see ``tests/test_mcp_conformance.py``).
+Serve it with ``opgate serve mcp_conformance_app:server --http 127.0.0.1:PORT`` from
+``tests/`` (``server()`` builds the ``GatewayServer``; see ``tests/test_mcp_conformance.py``).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ __all__ = [
     "PINNED",
     "AllowAll",
     "registry",
+    "server",
 ]
 
 # --- fixed payloads -------------------------------------------------------------------
@@ -359,6 +360,20 @@ async def irr_tampered_state(inv: Invocation) -> object:
     return _text("confirmed with an intact request state")
 
 
+async def streaming_elicitation(inv: Invocation) -> object:
+    """server-stateless: at 2026-07-28 the question must come back as an
+    InputRequiredResult, never as an independent request on the response stream."""
+    if inv.resume is None:
+        return await_input(FormInput("Continue?", CONFIRM_FORM, {"intent": "stream-probe"}))
+    declined = _declined(inv)
+    return declined if declined is not None else _text("streaming elicitation answered")
+
+
+async def logging_tool(inv: Invocation) -> object:
+    """server-stateless: no notifications/message may reach a request without a logLevel."""
+    return _text("logging tool ran; operations have no MCP log channel")
+
+
 async def custom_header(inv: Invocation) -> object:
     region = inv.arguments["region"]
     return _text(f"region={region}", structured={"region": region})
@@ -508,6 +523,18 @@ OPERATIONS = (
         group="input-required",
     ),
     _operation(
+        "test_streaming_elicitation",
+        "Asks a confirmation; the stream carries no request (server-stateless)",
+        streaming_elicitation,
+        group="stateless",
+    ),
+    _operation(
+        "test_logging_tool",
+        "Runs without logging (server-stateless: no log without a logLevel)",
+        logging_tool,
+        group="stateless",
+    ),
+    _operation(
         CUSTOM_HEADER_TOOL,
         "Echoes a parameter mirrored in an Mcp-Param header (http-custom-header-server-validation)",
         custom_header,
@@ -525,3 +552,16 @@ OPERATIONS = (
 PINNED: tuple[str, ...] = tuple(operation.name for operation in OPERATIONS)
 
 registry = Registry(list(OPERATIONS), AllowAll())
+
+
+def server() -> Any:
+    """``GatewayServer(registry, pinned=PINNED)``: ``opgate serve mcp_conformance_app:server``."""
+    from opgate.mcp import GatewayServer
+
+    return GatewayServer(
+        registry,
+        name="opgate-conformance",
+        pinned=PINNED,
+        # The suite's basic scenario looks for its prompt under this key.
+        input_request_keys={"test_input_required_result_elicitation": "user_name"},
+    )

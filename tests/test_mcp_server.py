@@ -436,13 +436,15 @@ async def test_closing_a_serving_run_expires_its_prompts_only() -> None:
         assert isinstance(pending, types.InputRequiredResult)
     # The client's serving run has ended; a fresh one cannot answer that prompt.
     async with manual_client(server) as client:
-        result = await client.session.call_tool(
-            "invoke",
-            {"name": "orders.confirm", "arguments": {"id": 1}},
-            request_state=pending.request_state,
-            input_responses={"opgate": types.ElicitResult(action="accept", content={"ok": True})},
-        )
-    assert error_of(result)[0] == "expired"
+        with pytest.raises(MCPError, match="expired"):
+            await client.session.call_tool(
+                "invoke",
+                {"name": "orders.confirm", "arguments": {"id": 1}},
+                request_state=pending.request_state,
+                input_responses={
+                    "opgate": types.ElicitResult(action="accept", content={"ok": True})
+                },
+            )
     # The direct caller's prompt is untouched.
     finished = await registry.invoke(
         ctx,
@@ -480,10 +482,19 @@ async def test_modern_retry_with_tampered_state_fails_safely() -> None:
 
         state = first.request_state
         flipped = state[:-1] + ("A" if state[-1] != "A" else "B")
-        assert error_of(await retry(flipped, {"id": 1}))[0] == "expired"
-        assert error_of(await retry("zz" + state[2:], {"id": 1}))[0] == "invalid_request"
-        assert error_of(await retry(state, {"id": 2}))[0] == "expired"  # other arguments
-        assert error_of(await retry(None, {"id": 1}))[0] == "invalid_request"
+        for forged, arguments in (
+            (flipped, {"id": 1}),  # tampered: unknown to the ledger
+            ("zz" + state[2:], {"id": 1}),  # not a state this server issues
+            (state + "-TAMPERED", {"id": 1}),
+            (state, {"id": 2}),  # bound to other arguments
+        ):
+            with pytest.raises(MCPError) as raised:
+                await retry(forged, arguments)
+            assert raised.value.error.code == types.INVALID_PARAMS
+        # Responses without a state answer nothing: a fresh call asks again.
+        fresh = await retry(None, {"id": 1})
+        assert isinstance(fresh, types.InputRequiredResult)
+        assert fresh.request_state != state
         wrong = {"other": types.ElicitResult(action="accept", content={"ok": True})}
         assert error_of(await retry(state, {"id": 1}, wrong))[0] == "invalid_request"
         done = await retry(state, {"id": 1})
@@ -588,3 +599,24 @@ async def test_an_elicitation_the_client_refuses_reaches_the_handler_as_cancel()
             "invoke", {"name": "orders.confirm", "arguments": {"id": 1}}
         )
     assert error_of(result) == ("operation_failed", "not confirmed: cancel")
+
+
+async def test_input_request_keys_name_the_prompt_of_an_operation() -> None:
+    server = GatewayServer(build_registry(), input_request_keys={"orders.confirm": "confirm_it"})
+    async with manual_client(server) as client:
+        first = await client.session.call_tool(
+            "invoke", {"name": "orders.confirm", "arguments": {"id": 6}}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        assert list(first.input_requests) == ["confirm_it"]
+        done = await client.session.call_tool(
+            "invoke",
+            {"name": "orders.confirm", "arguments": {"id": 6}},
+            request_state=first.request_state,
+            input_responses={
+                "confirm_it": types.ElicitResult(action="accept", content={"ok": True})
+            },
+        )
+    assert done.structured_content == {"id": 6}
+    with pytest.raises(ConfigurationError, match="unknown operation"):
+        GatewayServer(build_registry(), input_request_keys={"no.such": "x"})

@@ -13,13 +13,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import mcp.types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import ROOT, SERVE, serve_environment
@@ -149,10 +150,10 @@ async def test_a_continuation_is_bound_to_its_principal(http_server: str) -> Non
         pending = await alice.session.call_tool("invoke", arguments, allow_input_required=True)
         assert isinstance(pending, types.InputRequiredResult)
         async with http_client(http_server, "bob-token", "2026-07-28", answer) as bob:
-            stolen = await bob.session.call_tool(
-                "invoke", arguments, request_state=pending.request_state, input_responses=yes
-            )
-            assert error_code(stolen) == "expired"
+            with pytest.raises(MCPError, match="expired"):
+                await bob.session.call_tool(
+                    "invoke", arguments, request_state=pending.request_state, input_responses=yes
+                )
         # A retry may arrive on another connection of the same principal.
         async with http_client(http_server, "alice-token", "2026-07-28", answer) as again:
             done = await again.session.call_tool(
@@ -234,3 +235,28 @@ async def test_dns_rebinding_protection_refuses_foreign_hosts(
             json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
         )
     assert response.status_code in (403, 421)
+
+
+async def test_stdio_serve_of_the_demo_application(tmp_path: Path) -> None:
+    environment = serve_environment()
+    environment["OPGATE_DEMO_DB"] = str(tmp_path / "desk.sqlite3")
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "opgate", "serve", "opgate.demo:build_registry"],
+        cwd=str(ROOT),
+        env=environment,
+    )
+    with anyio.fail_after(60):
+        async with Client(parameters, mode="2026-07-28") as client:
+            page = await client.call_tool("search", {"query": "refund", "group": "refunds"})
+            names = [item["name"] for item in page.structured_content["items"]]
+            assert "refunds.request" in names
+            result = await client.call_tool(
+                "invoke", {"name": "customers.get", "arguments": {"customer": 1}}
+            )
+            assert result.structured_content["id"] == 1
+            refused = await client.call_tool(
+                "invoke", {"name": "refunds.request", "arguments": {"order": 1}}
+            )
+            assert error_code(refused) == "confirmation_required"  # no elicitation declared
+    assert (tmp_path / "desk.sqlite3").exists()

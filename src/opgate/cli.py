@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments.command == "serve":
             return _serve(arguments)
         if arguments.command == "demo":
-            from .demo import run
+            from .demo import run, serve
 
-            return run()
+            return serve(arguments.database) if arguments.serve else run(arguments.database)
     except UsageError as exc:
         parser.exit(2, f"opgate {arguments.command}: {exc}\n")
     return 2  # pragma: no cover - argparse rejects unknown commands
@@ -139,8 +139,9 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("OPGATE_LOG_LEVEL", "WARNING"),
         help="Python logging level for stderr (default WARNING)",
     )
-    demo = commands.add_parser("demo", help="run the bundled demo and print each step")
-    del demo
+    demo = commands.add_parser("demo", help="run the bundled support-desk demo over MCP")
+    demo.add_argument("--serve", action="store_true", help="only serve the demo on stdio")
+    demo.add_argument("--database", metavar="PATH", help="the SQLite file (default: data dir)")
     return parser
 
 

@@ -45,10 +45,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from .. import __version__
-from .._failures import ConfigurationError, Failure, FailureCode
+from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from .._forms import FormPrompt, InputMode
 from .._json import JSONValue, canonical_bytes
-from .._ledger import Lifetime
+from .._ledger import Lifetime, is_token_shaped
 from .._limits import PAGE_BYTES
 from .._operation import OperationSpec
 from .._outcomes import Completed, Failed, InvokeOutcome, Pending
@@ -142,6 +142,7 @@ class GatewayServer:
         instructions: str | None = None,
         pinned: Iterable[str] = (),
         on_failure: FailureHook | None = None,
+        input_request_keys: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(registry, Registry):
             raise TypeError("registry must be an opgate.Registry")
@@ -156,7 +157,16 @@ class GatewayServer:
                 raise ConfigurationError(
                     f"pinned operation {pin!r} has the name of a gateway tool; rename it"
                 )
+        keys = dict(input_request_keys or {})
+        for operation, key in keys.items():
+            if operation not in registry:
+                raise ConfigurationError(
+                    f"input_request_keys names unknown operation {operation!r}"
+                )
+            if not isinstance(key, str) or not key:
+                raise ConfigurationError(f"the input request key for {operation!r} must be a str")
         self._registry = registry
+        self._input_keys = keys
         self._pinned = frozenset(pins)
         self._pin_order = pins
         self._on_failure = on_failure
@@ -329,6 +339,10 @@ class GatewayServer:
             )
         except Failure as failure:
             return await self._failed(ctx, call_ctx, name, failure)
+        except MCPError:
+            raise  # a protocol error on purpose (a tampered request_state)
+        except Exception as exc:  # a bug here must still answer as a tool error
+            return await self._failed(ctx, call_ctx, name, internal_failure(exc))
 
     async def _search(
         self,
@@ -396,9 +410,13 @@ class GatewayServer:
             progress=_progress_sink(ctx),
         )
         if modern:
-            outcome = await invoke(_modern_resume(params))
+            key = self._input_keys.get(operation, INPUT_KEY)
+            resume = _modern_resume(params, key)
+            outcome = await invoke(resume)
+            if resume is not None and isinstance(outcome, Failed):
+                _refuse_unresolved_state(outcome.failure)
             if isinstance(outcome, Pending):
-                return _input_required(outcome)
+                return _input_required(outcome, key)
         else:
             if params.request_state is not None or params.input_responses:
                 raise Failure(
@@ -448,7 +466,7 @@ class GatewayServer:
 
     def _log_diagnostics(self, operation: str, diagnostics: tuple[str, ...]) -> None:
         for entry in diagnostics:
-            logger.info("%s: diagnostic: %s", operation, entry)
+            logger.warning("%s: diagnostic: %s", operation, entry)
 
     # -- logging -----------------------------------------------------------------
 
@@ -560,30 +578,45 @@ async def _ask(ctx: ServerRequestContext[Any, Any], pending: Pending) -> InputRe
     return input_response(mode, answer)
 
 
-def _modern_resume(params: types.CallToolRequestParams) -> tuple[str, InputResponse] | None:
-    """The continuation and answer a 2026-07-28 retry carries, if it is one."""
+def _modern_resume(
+    params: types.CallToolRequestParams, key: str
+) -> tuple[str, InputResponse] | None:
+    """The continuation and answer a 2026-07-28 retry carries, if it is one.
+
+    ``input_responses`` without a ``request_state`` answer nothing this server
+    asked: the call is a fresh one (and asks again). A ``request_state`` this
+    server cannot have issued is a JSON-RPC invalid-params error, as 2026-07-28
+    asks of a tampered state.
+    """
     state = params.request_state
-    responses = params.input_responses
-    if state is None and not responses:
-        return None
     if state is None:
-        raise Failure(FailureCode.INVALID_REQUEST, "input_responses need the request_state")
+        return None
     mode = _STATE_MODES.get(state[:2])
-    if mode is None:
-        raise Failure(FailureCode.INVALID_REQUEST, "malformed request_state")
-    answer = (responses or {}).get(INPUT_KEY)
+    if mode is None or not is_token_shaped(state[2:]):
+        raise MCPError(types.INVALID_PARAMS, "invalid requestState: start the call again")
+    answer = (params.input_responses or {}).get(key)
     if not isinstance(answer, types.ElicitResult):
         raise Failure(
             FailureCode.INVALID_REQUEST,
-            f"input_responses must answer the {INPUT_KEY!r} elicitation request",
+            f"input_responses must answer the {key!r} elicitation request",
         )
     return state[2:], input_response(mode, answer)
 
 
-def _input_required(pending: Pending) -> types.InputRequiredResult:
+def _refuse_unresolved_state(failure: Failure) -> None:
+    """A retry whose continuation is unknown, expired or foreign is a protocol error.
+
+    The registry answers all of those with the same safe ``expired`` failure; its
+    public message (pointing to the application's own intent or job key) is kept.
+    """
+    if failure.code is FailureCode.EXPIRED:
+        raise MCPError(types.INVALID_PARAMS, failure.message, {"code": failure.code.value})
+
+
+def _input_required(pending: Pending, key: str) -> types.InputRequiredResult:
     params = elicitation_params(pending.prompt, modern=True)
     return types.InputRequiredResult(
-        input_requests={INPUT_KEY: types.ElicitRequest(params=params)},
+        input_requests={key: types.ElicitRequest(params=params)},
         request_state=_STATE_PREFIX[pending.prompt.mode] + pending.continuation,
     )
 
