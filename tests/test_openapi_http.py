@@ -273,7 +273,7 @@ async def test_text_binary_and_oversized_responses(shop: tuple[Catalog, Registry
     assert link.size == 300
     big = await call(registry, "meta.big", {"count": 2000})
     assert isinstance(big, Completed)
-    assert big.result.structured is None
+    assert not big.result.has_structured
     assert big.result.content[0].text.endswith(
         "[cut: the response is longer than the result budget]"
     )
