@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_interaction
 import bench_invoke
 import bench_mcp
+import bench_openapi
 import bench_registry
 import common
 
@@ -216,3 +217,19 @@ def test_timing_and_machine_helpers() -> None:
     assert 0 < timing.median_ns <= timing.p90_ns
     assert common.rss_bytes() > 1 << 20
     assert "Python" in common.machine_info() or "CPython" in common.machine_info()
+
+
+def test_openapi_benchmark_tiny(tmp_path: Path) -> None:
+    import json
+
+    from openapi_app import document
+
+    spec = tmp_path / "shop.json"
+    spec.write_text(json.dumps(document()))
+    (table,) = bench_openapi.run(spec, runs=2)
+    (row,) = table.rows
+    assert row["document"] == "shop.json"
+    assert row["operations"] == 15
+    assert row["skipped"] == 0
+    assert 0 < row["plan s"] + row["registry s"] <= row["beyond parsing s"] * 1.5 + 0.01
+    assert row["target s"] == bench_openapi.TARGET_SECONDS
