@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_adversarial_json
 import bench_interaction
 import bench_invoke
 import bench_registry
@@ -48,10 +49,12 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         )
         section("Invoke", bench_invoke.run(runs=5_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=1_000, pending=10_000))
+        section("Adversarial JSON", bench_adversarial_json.run(runs=20))
     else:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=5_000, pending=10_000))
+        section("Adversarial JSON", bench_adversarial_json.run(runs=100))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

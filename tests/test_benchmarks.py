@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
+import bench_adversarial_json
 import bench_interaction
 import bench_invoke
 import bench_registry
@@ -134,3 +135,13 @@ def test_timing_and_machine_helpers() -> None:
     assert 0 < timing.median_ns <= timing.p90_ns
     assert common.rss_bytes() > 1 << 20
     assert "Python" in common.machine_info() or "CPython" in common.machine_info()
+
+
+def test_adversarial_json_benchmark_tiny() -> None:
+    (table,) = bench_adversarial_json.run(runs=3)
+    assert len(table.rows) == 3 * len(bench_adversarial_json.SHAPES)
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert row["bytes"] <= bench_adversarial_json.SIZE
+        assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"]
+        assert isinstance(row["ok"], bool)

@@ -4,12 +4,14 @@ canonical bytes, detached copies and the shape of every rejection."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import decimal
 import enum
 import json
 import pickle
 import random
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -406,7 +408,7 @@ def test_nesting_bound_is_exact_in_text() -> None:
         nested_objects(100_000),
         "[" * 100_000,
         '{"k":' * 100_000,
-        "[{" * 50_000 + "}]" * 50_000,
+        '[{"a":' * 50_000 + "1" + "}]" * 50_000,
         '[{"a": [' * 40_000,
     ],
 )
@@ -1308,3 +1310,76 @@ def test_fuzz_text_long(text: str, profile: bool) -> None:
 @SLOW
 def test_fuzz_bytes_long(data: bytes, profile: bool) -> None:
     check_fuzz_input(data, profile)
+
+
+# --- linear time (issue 9, item 1) ------------------------------------------------------------
+
+
+def unterminated_escaped_quotes(size: int) -> str:
+    """An unterminated string of escaped quotes whose tail looks like deep nesting."""
+    tail = "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
+    return '"' + '\\"' * ((size - len(tail)) // 2) + tail
+
+
+def stray_escaped_quotes(size: int) -> str:
+    """Escaped quotes outside any string, then deep nesting."""
+    tail = "[" * (MAX_DEPTH + 2)
+    return "[" + '\\"' * ((size - len(tail)) // 2) + tail
+
+
+def closed_escaped_quotes(size: int) -> str:
+    """A closed string of escaped quotes, then nesting one level too deep (the locator path)."""
+    tail = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    return '["' + '\\"' * ((size - len(tail)) // 2) + '",' + tail + "]"
+
+
+ADVERSARIAL_SHAPES = [unterminated_escaped_quotes, stray_escaped_quotes, closed_escaped_quotes]
+
+
+def cpu_per_call(text: str, calls: int, rounds: int) -> float:
+    """The least CPU time one ``parse`` of ``text`` took, over ``rounds`` rounds of ``calls``."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(calls):
+            with contextlib.suppress(JSONError):
+                parse(text)
+        best = min(best, (time.process_time() - start) / calls)
+    return best
+
+
+@pytest.mark.parametrize("shape", ADVERSARIAL_SHAPES)
+def test_parse_work_grows_linearly_with_adversarial_input(shape: Callable[[int], str]) -> None:
+    # 16 times the input: a linear scanner does about 16 times the work, a quadratic one
+    # about 256 times. CPU time (not wall time) of the best of several rounds keeps other
+    # processes' load out; the bound leaves a factor of 3 either way.
+    small, large = shape(2 * 1024), shape(32 * 1024)
+    small_time = cpu_per_call(small, calls=64, rounds=5)
+    large_time = cpu_per_call(large, calls=4, rounds=1)
+    if large_time > 48 * small_time:  # confirm before failing: one round can be unlucky
+        large_time = min(large_time, cpu_per_call(large, calls=4, rounds=3))
+    assert large_time <= 48 * max(small_time, 1e-6), (small_time, large_time)
+
+
+def test_unterminated_string_is_reported_as_such_not_as_nesting() -> None:
+    for size in (1024, 16 * 1024):
+        error = rejection(unterminated_escaped_quotes(size))
+        assert "Unterminated string" in error.reason
+        assert "nesting" not in error.reason
+    error = rejection(stray_escaped_quotes(1024))
+    assert "nesting" not in error.reason
+
+
+def test_first_problem_in_document_order_wins_over_nesting() -> None:
+    error = rejection("[{" * 50_000 + "}]" * 50_000)
+    assert error.reason == (
+        "invalid JSON: Expecting property name enclosed in double quotes at line 1 column 3"
+    )
+    error = rejection("[1 2" + "[" * (MAX_DEPTH + 5))
+    assert error.reason == "invalid JSON: Expecting ',' delimiter at line 1 column 4"
+    error = rejection('[{"a":1,"a":2},' + "[" * (MAX_DEPTH + 5))
+    assert error.reason == "duplicate object member name 'a'"
+    assert error.pointer == "/0/a"
+    # Past the bound, nesting is the first problem even if a syntax error follows.
+    error = rejection("[" * (MAX_DEPTH + 1) + "1 2")
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"

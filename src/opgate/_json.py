@@ -62,6 +62,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
+from itertools import accumulate
 from json.encoder import encode_basestring
 from typing import Any, TypeAlias, cast
 
@@ -120,13 +121,24 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
-# Strings (skipped whole, so brackets inside them never count) and brackets.
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A string from its opening quote to its closing quote, or to the end of the text when
+# it is unterminated. Once started at a quote it always matches (possessively, so it
+# never backtracks), and a scan never fails at a quote to restart one character
+# later: every scan below is linear in the text.
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
+_STRINGS = re.compile(_STRING, re.DOTALL)
+# Strings and brackets, for the nesting walk.
+_STRING_OR_BRACKET = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
 _TOKEN = re.compile(
-    r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?',
+    _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?",
     re.DOTALL,
 )
+# Deletes every ASCII character but brackets (``str.translate`` runs it in C).
+_KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# Depth change per bracket.
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 
 
 class JSONError(ValueError):
@@ -324,20 +336,64 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
     return JSONError(f"invalid JSON: {message} at line {line} column {column}")
 
 
-def _check_nesting(text: str) -> None:
-    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``."""
+def _check_nesting(text: str, profile: bool) -> None:
+    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``.
+
+    Linear in ``text``: one regex pass drops every string (an unterminated one runs to
+    the end of the text, so its brackets never count), ``str.translate`` keeps the
+    brackets, and the running depth is summed in C. Only when the bound is passed is the text
+    walked again, to report the first problem in document order: an earlier syntax
+    error or rejected value if the text before the offending bracket has one, else
+    the nesting itself with the pointer of the offending container.
+    """
+    brackets = _STRINGS.sub("", text).translate(_KEEP_BRACKETS)
+    if not brackets.isascii():  # characters no JSON text has outside strings
+        brackets = _NOT_BRACKET.sub("", brackets)
+    if max(accumulate(map(_DEPTH_STEP, brackets)), default=0) <= MAX_DEPTH:
+        return
     depth = 0
+    position = len(text)
     for match in _STRING_OR_BRACKET.finditer(text):
         bracket = match.group()
-        if bracket in "[{":
+        if bracket == "[" or bracket == "{":
             depth += 1
             if depth > MAX_DEPTH:
-                located = _locate(text, profile=False, max_depth=MAX_DEPTH)
-                if located is not None:
-                    raise JSONError(*located)
-                raise _syntax_error(_NESTING, text, match.start())
-        elif bracket in "]}":
+                position = match.start()
+                break
+        elif bracket == "]" or bracket == "}":
             depth -= 1
+    earlier = _prefix_problem(text[:position], profile)
+    if earlier is not None:
+        raise earlier
+    located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
+    if located is not None:
+        raise JSONError(*located)
+    raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
+
+
+def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
+    """The first problem of ``prefix`` that is not merely its end, or ``None``.
+
+    ``prefix`` is a document cut just before a bracket that nests too deep, so it
+    nests at most ``MAX_DEPTH`` deep and decoding it is safe.
+    """
+    scan = _SCAN_PROFILED_BIG if profile else _SCAN_EXACT_BIG
+    start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
+    try:
+        _, end = scan(prefix, start)
+    except _Rejected as exc:
+        located = _locate(prefix, profile=profile)
+        return JSONError(*located) if located is not None else JSONError(exc.reason)
+    except json.JSONDecodeError as exc:
+        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+    except StopIteration as exc:
+        if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
+            return _syntax_error("Expecting value", prefix, exc.value)
+        return None
+    except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
+        return None
+    # A whole value ended before the offending bracket: what follows is extra data.
+    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
 
 
 def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
@@ -414,7 +470,7 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
     if text.count("[") + text.count("{") > MAX_DEPTH:
-        _check_nesting(text)
+        _check_nesting(text, profile)
     if profile:
         scan = _SCAN_PROFILED if len(text) <= PROFILE_LIMIT else _SCAN_PROFILED_BIG
     else:
