@@ -61,7 +61,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from itertools import accumulate
 from json.encoder import encode_basestring
 from typing import Any, TypeAlias, cast
@@ -78,6 +78,7 @@ __all__ = [
     "check_profile",
     "detach",
     "from_python",
+    "normalized",
     "number_text",
     "parse",
     "pointer",
@@ -107,6 +108,11 @@ _INT_PROFILE_BOUND = 10**PROFILE_LIMIT
 _POSITIONAL_BOUND = 10**21
 
 _ZERO = Decimal(0)
+# Enough precision and exponent range that normalizing never rounds or overflows.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, clamp=0)
+# 10**n for the exponents integral values have needed so far (at most PROFILE_LIMIT + 1
+# entries, about 4 MB when all are present).
+_POWERS_OF_TEN: dict[int, int] = {}
 _NAN = Decimal("NaN")
 
 _OUT_OF_PROFILE = "number exceeds the numeric work profile"
@@ -247,31 +253,65 @@ def _decimal(token: str) -> Decimal | None:
     return value
 
 
-def _exact_float(token: str) -> Decimal:
+def _power_of_ten(exponent: int) -> int:
+    """``10**exponent`` for ``0 <= exponent <= PROFILE_LIMIT``, computed once each."""
+    power = _POWERS_OF_TEN.get(exponent)
+    if power is None:
+        power = _POWERS_OF_TEN[exponent] = 10**exponent
+    return power
+
+
+def normalized(value: Decimal) -> int | Decimal:
+    """The normal form of a finite number: ``int`` if integral, else a ``Decimal`` without
+    trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``, ``3.0`` and ``3e0`` give ``3``).
+
+    Exact, whatever the decimal context. An integral value of more than ``PROFILE_LIMIT``
+    digits (possible only outside the numeric work profile) stays a ``Decimal``:
+    expanding ``1e999999`` would cost time and memory out of all proportion to its text.
+    """
+    if not value:
+        return 0
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    if exponent < 0:
+        value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
+        _, digits, exponent = value.as_tuple()
+        assert isinstance(exponent, int)
+        if exponent < 0:
+            return value
+    if len(digits) + exponent > PROFILE_LIMIT:
+        return value.normalize(_EXACT)
+    if not exponent:
+        return int(value)
+    # Coefficient times a remembered power: int(Decimal("1e4095")) alone costs milliseconds.
+    return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
+
+
+def _exact_float(token: str) -> int | Decimal:
     value = _decimal(token)
     if value is None:
         raise _Rejected(f"number {short_prefix(token)} is too large to represent")
-    return value
+    return normalized(value)
 
 
-def _profiled_float(token: str) -> Decimal:
+def _profiled_float(token: str) -> int | Decimal:
     if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
         reason = _token_violation(token)
         if reason is not None:
             raise _Rejected(reason)
     value = _decimal(token)
     assert value is not None  # nonzero numbers in the profile have small exponents
-    return value
+    return normalized(value)
 
 
-def _big_int(token: str) -> int:
+def _big_int(token: str) -> int | Decimal:
     try:
         return int(token)
-    except ValueError:  # beyond the interpreter's int/str digit limit; Decimal has none
-        return int(Decimal(token))
+    except ValueError:  # beyond the interpreter's int/str digit limit: linear as a Decimal
+        return normalized(Decimal(token))
 
 
-def _profiled_int(token: str) -> int:
+def _profiled_int(token: str) -> int | Decimal:
     if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
         raise _Rejected(_RULE_NORMALIZED)
     return _big_int(token)
@@ -308,7 +348,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[Any, int]]:
     if native_int:
-        parse_int: Callable[[str], int] = int  # the C scanner's own fast path
+        parse_int: Callable[[str], int | Decimal] = int  # the C scanner's own fast path
     else:
         parse_int = _profiled_int if profile else _big_int
     decoder = json.JSONDecoder(
@@ -564,7 +604,7 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
         raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
     if profile and (reason := _decimal_violation(exact)) is not None:
         raise JSONError(reason, pointer(path))
-    return exact if exact else _ZERO
+    return normalized(exact)
 
 
 def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
