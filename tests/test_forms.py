@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import socket
 from decimal import Decimal
 from typing import Any
@@ -449,6 +450,9 @@ def number_props(draw: st.DrawFn) -> dict[str, Any]:
         prop["minimum"] = low
     if draw(st.booleans()):
         prop["maximum"] = high
+    if kind == "integer" and "minimum" in prop and "maximum" in prop:
+        # the bounds must admit an integer (issue 9, item 13)
+        prop["maximum"] = max(high, math.ceil(low))
     if kind == "number" and draw(st.booleans()):
         prop["default"] = low
     return prop
@@ -474,11 +478,12 @@ def choice_props(draw: st.DrawFn) -> dict[str, Any]:
     prop["type"] = "array"
     prop["items"] = {"type": "string", "enum": choices} if shape == "multi" else {"anyOf": titled}
     low, high = sorted(draw(st.lists(st.integers(0, 10), min_size=2, max_size=2)))
+    low = min(low, len(choices))  # answers cannot repeat a choice (issue 9, item 13)
     prop["maxItems"] = draw(st.one_of(st.just(high), counts.filter(lambda n: n >= high)))
     if draw(st.booleans()):
         prop["minItems"] = low
     if draw(st.booleans()):
-        prop["default"] = [choices[0]] * low
+        prop["default"] = choices[:low]
     return prop
 
 
@@ -547,7 +552,14 @@ PROPERTY_MUTATIONS = {
         "enum": ["a", "b"],
         "enumNames": ["A", "B", "C"],
     },
-    "arbitrary array": lambda prop: {"type": "array", "items": prop, "maxItems": 2},
+    # Wrapping the property itself could make a valid multiselect (a string enum),
+    # so the items are a kind a multiselect never allows.
+    "array of numbers": lambda prop: {
+        "type": "array",
+        "items": {"type": "number"},
+        "maxItems": 2,
+    },
+    "array of objects": lambda prop: {"type": "array", "items": nested_object(prop), "maxItems": 2},
 }
 
 
@@ -812,3 +824,10 @@ def test_url_input_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(socket.socket, "connect", refuse)
     prompt_input = URLInput("Pay", "https://unreachable.invalid/pay")
     assert prompt_input.url().url == "https://unreachable.invalid/pay"
+
+
+def test_an_array_of_a_string_enum_property_is_a_valid_multiselect() -> None:
+    # Why the "arbitrary array" mutation above had to go: it sometimes built this.
+    make(
+        form({"pick": {"type": "array", "items": {"type": "string", "enum": [""]}, "maxItems": 2}})
+    )
