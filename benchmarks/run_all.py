@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_adversarial_json
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -57,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
             bench_mcp.run(10_000, runs=300, fastmcp_runs=5, compare=compare, profile_calls=200),
         )
         section("OpenAPI", bench_openapi.run(runs=3))
+        section("Adversarial JSON", bench_adversarial_json.run(runs=20))
     else:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
@@ -66,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
             bench_mcp.run(10_000, runs=1_000, fastmcp_runs=15, compare=compare, profile_calls=500),
         )
         section("OpenAPI", bench_openapi.run(runs=5))
+        section("Adversarial JSON", bench_adversarial_json.run(runs=100))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

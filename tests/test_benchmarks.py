@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
+import bench_adversarial_json
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -233,3 +234,13 @@ def test_openapi_benchmark_tiny(tmp_path: Path) -> None:
     assert row["skipped"] == 0
     assert 0 < row["plan s"] + row["registry s"] <= row["beyond parsing s"] * 1.5 + 0.01
     assert row["target s"] == bench_openapi.TARGET_SECONDS
+
+
+def test_adversarial_json_benchmark_tiny() -> None:
+    (table,) = bench_adversarial_json.run(runs=3)
+    assert len(table.rows) == 3 * len(bench_adversarial_json.SHAPES)
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert row["bytes"] <= bench_adversarial_json.SIZE
+        assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"]
+        assert isinstance(row["ok"], bool)

@@ -12,6 +12,7 @@ import pytest
 
 from opgate import (
     Completed,
+    ConfigurationError,
     Discover,
     EmbeddedResource,
     Execute,
@@ -395,3 +396,91 @@ async def test_bad_invoke_options_are_invalid_requests(options: dict[str, Any]) 
     outcome = await invoke(reg, **options)
     assert code(outcome) is FailureCode.INVALID_REQUEST
     assert handler.calls == []
+
+
+# --- issue 9: numbers, public messages, regular expressions -------------------------------------
+
+
+async def test_integral_arguments_reach_the_handler_as_int() -> None:
+    seen: list[Any] = []
+
+    def handler(invocation: Invocation) -> Any:
+        seen.append(invocation.arguments)
+        return finish(Result([Text("ok")], structured={"refunded": 7}))
+
+    reg, _ = make(
+        handler, input_schema={"type": "object", "properties": {"order": {"type": "integer"}}}
+    )
+    for spelling in ("3.0", "3e0", "30E-1", "3"):
+        assert isinstance(await invoke(reg, f'{{"order": {spelling}, "rate": 2.50}}'), Completed)
+    for arguments in seen:
+        assert arguments == {"order": 3, "rate": Decimal("2.5")}
+        assert type(arguments["order"]) is int
+        assert str(arguments["rate"]) == "2.5"
+    assert list(range(seen[0]["order"])) == [0, 1, 2]
+
+
+async def test_structured_int_reads_back_as_int() -> None:
+    result = Result([Text("x")], structured={"big": 10**21, "n": Decimal("4.0")})
+    assert result.structured == {"big": 10**21, "n": 4}
+    assert type(result.structured["big"]) is int
+    assert type(result.structured["n"]) is int
+
+
+async def test_invalid_result_message_never_quotes_handler_data() -> None:
+    output = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "additionalProperties": False,
+    }
+    leaks = [
+        {"ok": True, "card 4111111111111111": 1},
+        {"ok": "4111111111111111"},
+        {"ok": True, "nested": {"4111111111111111": 1}},
+    ]
+    for structured in leaks:
+        reg, _ = make(
+            Recorder(finish(Result([Text("x")], structured=structured))), output_schema=output
+        )
+        outcome = await invoke(reg)
+        assert code(outcome) is FailureCode.INVALID_RESULT
+        failure = outcome.failure
+        assert "4111" not in failure.message
+        assert "4111" not in str(failure)
+        assert "4111" not in repr(failure)
+        assert "structured result" in failure.message
+        assert "schema" in failure.message
+        assert failure.cause is not None  # the private detail
+    # The profile rule, too, without the pointer into the handler's data.
+    reg, _ = make(
+        Recorder(finish(Result([Text("x")], structured={"4111111111111111": Decimal("1e5000")}))),
+        output_schema={"type": "object"},
+    )
+    outcome = await invoke(reg)
+    assert code(outcome) is FailureCode.INVALID_RESULT
+    assert "4111" not in outcome.failure.message
+    assert "numeric work profile" in outcome.failure.message
+
+
+async def test_argument_messages_may_name_the_agents_own_members() -> None:
+    reg, _ = make(input_schema={"type": "object", "properties": {"my_field": {"type": "string"}}})
+    outcome = await invoke(reg, '{"my_field": 1}')
+    assert code(outcome) is FailureCode.INVALID_ARGUMENTS
+    assert "my_field" in outcome.failure.message
+
+
+def test_registry_names_the_operation_and_pattern_and_allows_an_opt_in() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": r"(a+)+\1b"}}}
+    operation = Operation("text.match", "Match", Recorder(), input_schema=schema)
+    with pytest.raises(ConfigurationError) as info:
+        Registry([operation], AllowAll())
+    message = str(info.value)
+    assert "'text.match'" in message
+    assert r"'(a+)+\\1b'" in message
+    assert "regex_backtrack_limit" in message
+    Registry([operation], AllowAll(), regex_backtrack_limit=10_000)
+    for bad in (0, -5, 10**9):
+        with pytest.raises(ConfigurationError, match="regex_backtrack_limit"):
+            Registry([operation], AllowAll(), regex_backtrack_limit=bad)
+    with pytest.raises(TypeError, match="regex_backtrack_limit"):
+        Registry([operation], AllowAll(), regex_backtrack_limit=True)

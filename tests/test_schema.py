@@ -245,8 +245,9 @@ def test_schema_named_properties_and_data_keywords_are_not_declarations() -> Non
     assert compiled.is_valid({"$schema": "urn:not-a-dialect"})
 
 
-def test_the_two_dialects_may_be_mixed() -> None:
-    compiled = compile_output(
+def test_the_two_dialects_may_not_be_mixed() -> None:
+    # jsonschema-rs would apply the root's dialect to the draft-07 resource (issue 9, item 19).
+    message = rejection(
         {
             "$ref": "https://example.com/d7",
             "$defs": {
@@ -259,9 +260,7 @@ def test_the_two_dialects_may_be_mixed() -> None:
             },
         }
     )
-    assert compiled.dialect == "2020-12"
-    assert compiled.is_valid(["a"])
-    assert not compiled.is_valid(["a", "b"])
+    assert message.startswith("schema at /$defs/d7/$schema: the document mixes dialects")
 
 
 # --- references ------------------------------------------------------------------------
@@ -890,3 +889,111 @@ def test_validation_stays_fast() -> None:
         compiled.first_violation(instance)
     per_call = (time.perf_counter() - started) / rounds
     assert per_call < 50e-6  # typically well under 1 µs
+
+
+# --- regular expressions (issue 9, item 2) ----------------------------------------------------
+
+BACKTRACKING_PATTERNS = [r"(?<=a+)b", r"(a+)+\1b", r"^(?=x)", r"(?!a)b", r"(\w)\1"]
+
+
+@pytest.mark.parametrize("pattern", BACKTRACKING_PATTERNS)
+def test_patterns_needing_backtracking_fail_construction_by_default(pattern: str) -> None:
+    for schema, where in (
+        ({"properties": {"a": {"pattern": pattern}}}, "/properties/a/pattern"),
+        ({"patternProperties": {pattern: {"type": "string"}}}, "/patternProperties"),
+        ({"$defs": {"unused": {"pattern": pattern}}}, "/$defs/unused/pattern"),
+    ):
+        message = rejection(schema, INPUT, where="operation 'x.y' input_schema")
+        assert message.startswith(f"operation 'x.y' input_schema at {where}")
+        assert repr(pattern) in message
+        assert "lookaround or backreferences" in message
+        assert "regex_backtrack_limit" in message
+
+
+def test_invalid_pattern_is_named_as_invalid() -> None:
+    message = rejection({"pattern": "a("}, INPUT)
+    assert "'a('" in message
+    assert "not a valid regex" in message
+
+
+def test_backtracking_engine_is_an_explicit_opt_in_with_a_bound() -> None:
+    compiler = SchemaCompiler(backtrack_limit=10_000)
+    schema = compiler.compile(
+        {"properties": {"a": {"pattern": r"(a+)+\1b"}}}, role=INPUT, where="schema"
+    )
+    started = time.perf_counter()
+    violation = schema.first_violation({"a": "a" * 65_000})
+    assert time.perf_counter() - started < 5  # bounded by the limit (seconds on main: 0.33)
+    assert violation is not None
+    assert violation.keyword == "pattern"
+    assert schema.first_violation({"a": "aab"}) is None  # a backreference, matched
+    linear = SchemaCompiler().compile({"pattern": "^a+$"}, role=OUTPUT, where="schema")
+    assert linear.is_valid("a" * 65_000)
+    for bad in (0, -1, True, 1.5, 10**9):
+        with pytest.raises((ConfigurationError, TypeError)):
+            SchemaCompiler(backtrack_limit=bad)  # type: ignore[arg-type]
+
+
+def test_first_violation_validates_once() -> None:
+    schema = compile_output({"type": "object", "properties": {"a": {"type": "integer"}}})
+
+    class Counting:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.calls = 0
+
+        def __getattr__(self, name: str) -> Any:
+            method = getattr(self.inner, name)
+
+            def counted(*args: Any) -> Any:
+                self.calls += 1
+                return method(*args)
+
+            return counted
+
+    counting = Counting(schema._validator)
+    object.__setattr__(schema, "_validator", counting)
+    violation = schema.first_violation({"a": "x"})
+    assert violation is not None
+    assert violation.keyword == "type"
+    assert counting.calls == 1
+    assert schema.first_violation({"a": 1}) is None
+    assert counting.calls == 2
+
+
+# --- mixed dialects (issue 9, item 19) ---------------------------------------------------------
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        (
+            {"$defs": {"old": {"$id": "https://e.x/old", "$schema": DRAFT_07}}},
+            "/$defs/old/$schema",
+        ),
+        (
+            {"properties": {"d": {"$schema": DRAFT_07, "format": "date"}}},
+            "/properties/d/$schema",
+        ),
+        (
+            {"$schema": DRAFT_07, "definitions": {"new": {"$schema": DRAFT_2020}}},
+            "/definitions/new/$schema",
+        ),
+        (
+            {"$schema": DRAFT_07, "properties": {"n": {"$id": "n", "$schema": DRAFT_2020}}},
+            "/properties/n/$schema",
+        ),
+    ],
+)
+def test_mixed_dialect_documents_fail_construction(schema: Any, pointer: str) -> None:
+    message = rejection(schema, INPUT, where="operation 'x.y' input_schema")
+    assert message.startswith(f"operation 'x.y' input_schema at {pointer}:")
+    assert "mixes dialects" in message
+
+
+def test_repeating_the_root_dialect_is_fine() -> None:
+    compile_output({"$schema": DRAFT_07, "definitions": {"a": {"$schema": DRAFT_07 + ""}}})
+    compile_output({"$defs": {"a": {"$id": "https://e.x/a", "$schema": DRAFT_2020}}})

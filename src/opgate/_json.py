@@ -61,7 +61,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
+from itertools import accumulate
 from json.encoder import encode_basestring
 from typing import Any, TypeAlias, cast
 
@@ -77,6 +78,7 @@ __all__ = [
     "check_profile",
     "detach",
     "from_python",
+    "normalized",
     "number_text",
     "parse",
     "pointer",
@@ -106,6 +108,11 @@ _INT_PROFILE_BOUND = 10**PROFILE_LIMIT
 _POSITIONAL_BOUND = 10**21
 
 _ZERO = Decimal(0)
+# Enough precision and exponent range that normalizing never rounds or overflows.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, clamp=0)
+# 10**n for the exponents integral values have needed so far (at most PROFILE_LIMIT + 1
+# entries, about 4 MB when all are present).
+_POWERS_OF_TEN: dict[int, int] = {}
 _NAN = Decimal("NaN")
 
 _OUT_OF_PROFILE = "number exceeds the numeric work profile"
@@ -120,13 +127,24 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
-# Strings (skipped whole, so brackets inside them never count) and brackets.
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A string from its opening quote to its closing quote, or to the end of the text when
+# it is unterminated. Once started at a quote it always matches (possessively, so it
+# never backtracks), and a scan never fails at a quote to restart one character
+# later: every scan below is linear in the text.
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
+_STRINGS = re.compile(_STRING, re.DOTALL)
+# Strings and brackets, for the nesting walk.
+_STRING_OR_BRACKET = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
 _TOKEN = re.compile(
-    r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?',
+    _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?",
     re.DOTALL,
 )
+# Deletes every ASCII character but brackets (``str.translate`` runs it in C).
+_KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# Depth change per bracket.
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 
 
 class JSONError(ValueError):
@@ -235,31 +253,65 @@ def _decimal(token: str) -> Decimal | None:
     return value
 
 
-def _exact_float(token: str) -> Decimal:
+def _power_of_ten(exponent: int) -> int:
+    """``10**exponent`` for ``0 <= exponent <= PROFILE_LIMIT``, computed once each."""
+    power = _POWERS_OF_TEN.get(exponent)
+    if power is None:
+        power = _POWERS_OF_TEN[exponent] = 10**exponent
+    return power
+
+
+def normalized(value: Decimal) -> int | Decimal:
+    """The normal form of a finite number: ``int`` if integral, else a ``Decimal`` without
+    trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``, ``3.0`` and ``3e0`` give ``3``).
+
+    Exact, whatever the decimal context. An integral value of more than ``PROFILE_LIMIT``
+    digits (possible only outside the numeric work profile) stays a ``Decimal``:
+    expanding ``1e999999`` would cost time and memory out of all proportion to its text.
+    """
+    if not value:
+        return 0
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    if exponent < 0:
+        value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
+        _, digits, exponent = value.as_tuple()
+        assert isinstance(exponent, int)
+        if exponent < 0:
+            return value
+    if len(digits) + exponent > PROFILE_LIMIT:
+        return value.normalize(_EXACT)
+    if not exponent:
+        return int(value)
+    # Coefficient times a remembered power: int(Decimal("1e4095")) alone costs milliseconds.
+    return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
+
+
+def _exact_float(token: str) -> int | Decimal:
     value = _decimal(token)
     if value is None:
         raise _Rejected(f"number {short_prefix(token)} is too large to represent")
-    return value
+    return normalized(value)
 
 
-def _profiled_float(token: str) -> Decimal:
+def _profiled_float(token: str) -> int | Decimal:
     if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
         reason = _token_violation(token)
         if reason is not None:
             raise _Rejected(reason)
     value = _decimal(token)
     assert value is not None  # nonzero numbers in the profile have small exponents
-    return value
+    return normalized(value)
 
 
-def _big_int(token: str) -> int:
+def _big_int(token: str) -> int | Decimal:
     try:
         return int(token)
-    except ValueError:  # beyond the interpreter's int/str digit limit; Decimal has none
-        return int(Decimal(token))
+    except ValueError:  # beyond the interpreter's int/str digit limit: linear as a Decimal
+        return normalized(Decimal(token))
 
 
-def _profiled_int(token: str) -> int:
+def _profiled_int(token: str) -> int | Decimal:
     if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
         raise _Rejected(_RULE_NORMALIZED)
     return _big_int(token)
@@ -296,7 +348,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[Any, int]]:
     if native_int:
-        parse_int: Callable[[str], int] = int  # the C scanner's own fast path
+        parse_int: Callable[[str], int | Decimal] = int  # the C scanner's own fast path
     else:
         parse_int = _profiled_int if profile else _big_int
     decoder = json.JSONDecoder(
@@ -324,20 +376,64 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
     return JSONError(f"invalid JSON: {message} at line {line} column {column}")
 
 
-def _check_nesting(text: str) -> None:
-    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``."""
+def _check_nesting(text: str, profile: bool) -> None:
+    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``.
+
+    Linear in ``text``: one regex pass drops every string (an unterminated one runs to
+    the end of the text, so its brackets never count), ``str.translate`` keeps the
+    brackets, and the running depth is summed in C. Only when the bound is passed is the text
+    walked again, to report the first problem in document order: an earlier syntax
+    error or rejected value if the text before the offending bracket has one, else
+    the nesting itself with the pointer of the offending container.
+    """
+    brackets = _STRINGS.sub("", text).translate(_KEEP_BRACKETS)
+    if not brackets.isascii():  # characters no JSON text has outside strings
+        brackets = _NOT_BRACKET.sub("", brackets)
+    if max(accumulate(map(_DEPTH_STEP, brackets)), default=0) <= MAX_DEPTH:
+        return
     depth = 0
+    position = len(text)
     for match in _STRING_OR_BRACKET.finditer(text):
         bracket = match.group()
-        if bracket in "[{":
+        if bracket == "[" or bracket == "{":
             depth += 1
             if depth > MAX_DEPTH:
-                located = _locate(text, profile=False, max_depth=MAX_DEPTH)
-                if located is not None:
-                    raise JSONError(*located)
-                raise _syntax_error(_NESTING, text, match.start())
-        elif bracket in "]}":
+                position = match.start()
+                break
+        elif bracket == "]" or bracket == "}":
             depth -= 1
+    earlier = _prefix_problem(text[:position], profile)
+    if earlier is not None:
+        raise earlier
+    located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
+    if located is not None:
+        raise JSONError(*located)
+    raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
+
+
+def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
+    """The first problem of ``prefix`` that is not merely its end, or ``None``.
+
+    ``prefix`` is a document cut just before a bracket that nests too deep, so it
+    nests at most ``MAX_DEPTH`` deep and decoding it is safe.
+    """
+    scan = _SCAN_PROFILED_BIG if profile else _SCAN_EXACT_BIG
+    start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
+    try:
+        _, end = scan(prefix, start)
+    except _Rejected as exc:
+        located = _locate(prefix, profile=profile)
+        return JSONError(*located) if located is not None else JSONError(exc.reason)
+    except json.JSONDecodeError as exc:
+        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+    except StopIteration as exc:
+        if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
+            return _syntax_error("Expecting value", prefix, exc.value)
+        return None
+    except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
+        return None
+    # A whole value ended before the offending bracket: what follows is extra data.
+    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
 
 
 def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
@@ -414,7 +510,7 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
     if text.count("[") + text.count("{") > MAX_DEPTH:
-        _check_nesting(text)
+        _check_nesting(text, profile)
     if profile:
         scan = _SCAN_PROFILED if len(text) <= PROFILE_LIMIT else _SCAN_PROFILED_BIG
     else:
@@ -508,7 +604,7 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
         raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
     if profile and (reason := _decimal_violation(exact)) is not None:
         raise JSONError(reason, pointer(path))
-    return exact if exact else _ZERO
+    return normalized(exact)
 
 
 def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:

@@ -76,7 +76,7 @@ from ._responses import (
     is_genuine_response,
 )
 from ._results import Result, check_result_budget, is_constructed, json_string_size
-from ._schema import CompiledSchema, SchemaCompiler, SchemaRole
+from ._schema import CompiledSchema, SchemaCompiler, SchemaRole, ViolationDetail
 from ._search import IndexEntry, SearchIndex, fold_group, normalize_query
 
 __all__ = ["Registry", "SearchPage", "Summary"]
@@ -160,11 +160,18 @@ def _item_bytes(name: str, group: str, summary: str) -> int:
 class Registry:
     """A fixed catalog of operations behind search, inspect and invoke.
 
-    ``Registry(operations, policy, *, limits=None, clock=None)`` snapshots every
-    definition, validates names (unique), summaries, handlers and the definition
-    budget, and compiles every schema before returning; it raises
+    ``Registry(operations, policy, *, limits=None, clock=None, regex_backtrack_limit=None)``
+    snapshots every definition, validates names (unique), summaries, handlers and the
+    definition budget, and compiles every schema before returning; it raises
     ``ConfigurationError`` (or ``TypeError``) naming the operation and field.
     ``clock`` returns POSIX seconds (``time.time`` by default); tests inject one.
+
+    Schema patterns run on a linear-time regex engine, and a pattern that needs
+    lookaround or backreferences fails construction. ``regex_backtrack_limit`` (an
+    ``int`` in ``1..1,000,000``) opts this registry's operation schemas in to the
+    backtracking engine instead, each match attempt bounded by that many steps; see
+    ``docs/security.md`` for the worst case. Form schemas never need it (their
+    profile has no patterns).
 
     The registry is safe to share between asyncio tasks and threads. Search,
     inspect and invoke return a ``Failed`` for every request-level problem.
@@ -177,6 +184,7 @@ class Registry:
         *,
         limits: Limits | None = None,
         clock: Callable[[], float] | None = None,
+        regex_backtrack_limit: int | None = None,
     ) -> None:
         if limits is None:
             limits = DEFAULT_LIMITS
@@ -190,7 +198,7 @@ class Registry:
         self._limits = limits
         self._policy = policy
         self._clock = clock or time.time
-        compiler = SchemaCompiler()
+        compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
         default_input = compiler.compile(_ANY_OBJECT, role=SchemaRole.INPUT, where="default")
         entries: dict[str, _Entry] = {}
         for operation in operations:
@@ -816,11 +824,17 @@ class Registry:
                 )
             try:  # one strict parse of the canonical bytes applies the numeric profile
                 structured = parse(encoded, profile=True)
-            except JSONError as exc:
-                raise Failure(FailureCode.INVALID_RESULT, f"structured result: {exc}") from None
+            except JSONError as exc:  # the rule only: the pointer holds the data's names
+                failure = Failure(FailureCode.INVALID_RESULT, f"structured result: {exc.reason}")
+                failure.cause = exc
+                raise failure from None
             violation = entry.output_schema.first_violation(structured)
-            if violation is not None:
-                raise Failure(FailureCode.INVALID_RESULT, f"structured result: {violation}")
+            if violation is not None:  # the public message names nothing from the data
+                failure = Failure(
+                    FailureCode.INVALID_RESULT, f"structured result: {violation.public()}"
+                )
+                failure.cause = ViolationDetail(violation)
+                raise failure
         problem = check_result_budget(
             result,
             result_bytes=self._limits.result_bytes,

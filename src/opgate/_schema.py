@@ -10,8 +10,13 @@ here, with jsonschema-rs underneath, and enforces the spec's profile
   handed to jsonschema-rs (which would keep the last duplicate key).
 * Dialects: Draft 2020-12 (the default, when ``$schema`` is absent) and explicit
   draft-07. Any other ``$schema`` fails, wherever it appears in a schema position,
-  including embedded ``$id`` resources. The two accepted dialects may be mixed in
-  one document; the root's dialect decides format assertion.
+  including embedded ``$id`` resources. One document has one dialect: a nested
+  ``$schema`` naming the other dialect fails construction, because jsonschema-rs
+  applies the root's rules (format assertion included) to every resource.
+* Regular expressions (``pattern``, ``patternProperties``): compiled by the
+  linear-time engine (``jsonschema_rs.RegexOptions``) unless the compiler was given
+  a ``backtrack_limit``; a pattern needing lookaround or backreferences then fails
+  construction, naming its pointer and the pattern.
 * References: internal ``$ref``/``$dynamicRef`` targets and bundled ``$id``
   resources. Retrieval is always off (``offline=True``). Every reference in an
   active schema position is resolved at construction, including references in
@@ -38,12 +43,14 @@ validator but may become schemas through a JSON-pointer ``$ref``, so they are
 checked for ``$schema`` and count constraints too (their references are resolved
 by the compiler only if something refers to them).
 
-Instances are validated with ``CompiledSchema.first_violation``: the first
-violation comes back as a ``SchemaViolation`` carrying the instance pointer, the
-failing keyword and a message built here from the error kind, which never contains
-the instance value (schema limits may be quoted). The pointer is exact, so it may
-contain instance member names; ``str(violation)`` cuts each to a short prefix.
-Instances must already have
+Instances are validated with ``CompiledSchema.first_violation`` (one validation
+pass, stopping at the first error): the first violation comes back as a
+``SchemaViolation`` carrying the instance pointer, the failing keyword, its schema
+location and a message built here from the error kind, which never contains the
+instance value (schema limits may be quoted). The instance pointer is exact, so it
+may contain instance member names; ``str(violation)`` cuts each to a short prefix,
+and ``SchemaViolation.public()`` leaves it out, for messages about data the caller
+did not send. Instances must already have
 passed the numeric work profile (``_json.parse(..., profile=True)`` or
 ``_json.from_python(..., profile=True)``): every opgate entry point does that, and
 this module does not check it again on the hot path.
@@ -57,10 +64,11 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
@@ -75,6 +83,7 @@ __all__ = [
     "COUNT_KEYWORDS",
     "DIALECT_2020_12",
     "DIALECT_DRAFT_07",
+    "MAX_BACKTRACK_LIMIT",
     "MAX_CACHED_SCHEMAS",
     "MAX_COUNT",
     "POINTER_CHARS",
@@ -83,6 +92,7 @@ __all__ = [
     "SchemaCompiler",
     "SchemaRole",
     "SchemaViolation",
+    "ViolationDetail",
     "compile_schema",
 ]
 
@@ -93,6 +103,10 @@ MAX_COUNT: Final = 2_147_483_647
 #: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first):
 #: form schemas are compiled at request time, so the cache must not grow without bound.
 MAX_CACHED_SCHEMAS: Final = 1024
+
+#: Largest backtrack limit an opted-in backtracking regex engine accepts (fancy-regex's
+#: own default): one pattern check then costs up to about a second on 64 KiB of text.
+MAX_BACKTRACK_LIMIT: Final = 1_000_000
 
 #: Keywords whose value counts characters, items, properties or contains-matches.
 COUNT_KEYWORDS: Final = frozenset(
@@ -198,16 +212,39 @@ class SchemaViolation:
     ``pointer`` is the RFC 6901 pointer into the *instance* (``""`` is the root);
     ``keyword`` the schema keyword that failed (``"false"`` for a ``false`` subschema
     that no keyword such as ``additionalProperties`` or ``items`` names);
-    ``message`` says what is wrong without quoting the instance value.
+    ``message`` says what is wrong without quoting the instance value;
+    ``location`` is the pointer into the *schema* of the failing keyword (through
+    references, as jsonschema-rs reports it), so it holds only the schema's names.
     """
 
     pointer: str
     keyword: str
     message: str
+    location: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         """``pointer: message``; member names in the pointer are cut to a short prefix."""
         return f"{_shown_pointer(self.pointer) or '(root)'}: {self.message}"
+
+    def public(self) -> str:
+        """The message with the schema location instead of the instance pointer.
+
+        For data the caller did not send (an operation's result): it names nothing
+        from the instance, neither member names nor values.
+        """
+        location = _shown_pointer(self.location) or "the root"
+        return f"{self.message} (keyword {self.keyword!r} at schema {location})"
+
+
+class ViolationDetail(ValueError):
+    """The private detail of a public violation message: ``str()`` adds the instance pointer.
+
+    Set as ``Failure.cause``, which is never serialized or shown to a caller.
+    """
+
+    def __init__(self, violation: SchemaViolation) -> None:
+        super().__init__(str(violation))
+        self.violation = violation
 
 
 #: Characters of one pointer segment (an instance member name) that ``str()`` shows.
@@ -287,15 +324,14 @@ class CompiledSchema:
     def first_violation(self, instance: JSONValue) -> SchemaViolation | None:
         """``None`` when ``instance`` matches, else its first violation.
 
-        The fast path is one ``is_valid`` call; error details are built only on failure.
+        One validation pass that stops at the first error (``validate``); error
+        details are built only on failure.
         """
-        validator = self._validator
-        if validator.is_valid(instance):
-            return None
-        for error in validator.iter_errors(instance):
+        try:
+            self._validator.validate(instance)
+        except jsonschema_rs.ValidationError as error:
             return _violation(error, self._document)
-        # is_valid and iter_errors disagree: report rather than pass.
-        return SchemaViolation("", "schema", "does not match the schema")  # pragma: no cover
+        return None
 
     def __repr__(self) -> str:
         return f"<CompiledSchema {self.dialect} {len(self.canonical)} bytes>"
@@ -310,9 +346,23 @@ class SchemaCompiler:
     ``resources`` is for the conformance tests only: ``(uri, document)`` pairs made
     available to references as if bundled into every schema. Nothing is ever
     retrieved from the network or the file system, with or without it.
+
+    ``backtrack_limit``: ``None`` (the default) compiles every pattern with the
+    linear-time regex engine, and a pattern that needs lookaround or backreferences
+    fails construction. An ``int`` in ``1..MAX_BACKTRACK_LIMIT`` opts in to the
+    backtracking engine (fancy-regex), each match attempt bounded by that many
+    backtracking steps; a pattern check that hits the bound is a ``pattern``
+    violation. Raises ``TypeError`` for a non-int, ``ConfigurationError`` out of range.
     """
 
-    def __init__(self, *, resources: Iterable[tuple[str, object]] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        resources: Iterable[tuple[str, object]] = (),
+        backtrack_limit: int | None = None,
+    ) -> None:
+        self._pattern_options = _pattern_options(backtrack_limit)
+        self._backtrack_limit = backtrack_limit
         self._resources: tuple[tuple[str, JSONValue], ...] = tuple(
             (uri, _json.from_python(document)) for uri, document in resources
         )
@@ -351,6 +401,9 @@ class SchemaCompiler:
         walker = _Walker(where)
         compiler_document = walker.schema(document, [], dialect, (), active=True)
         resource_registry = self._resource_registry(dialect)
+        for pointer, pattern in walker.patterns:  # unused $defs too: jsonschema-rs skips them
+            if not _compiles(pattern, self._backtrack_limit):
+                raise ConfigurationError(_regex_message(pattern, pointer, where))
         if walker.references:
             _check_references(compiler_document, walker.references, dialect, self._resources, where)
         validator_class = (
@@ -367,6 +420,7 @@ class SchemaCompiler:
                 keywords=_CONTENT_KEYWORDS if walker.has_content else None,
                 registry=resource_registry,
                 offline=True,
+                pattern_options=self._pattern_options,
             )
         except Exception as exc:  # the one place jsonschema-rs errors are translated
             raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
@@ -384,6 +438,50 @@ class SchemaCompiler:
             with self._lock:
                 self._resource_registries[dialect] = registry
         return registry
+
+
+def _pattern_options(
+    backtrack_limit: int | None,
+) -> jsonschema_rs.RegexOptions | jsonschema_rs.FancyRegexOptions:
+    if backtrack_limit is None:
+        return jsonschema_rs.RegexOptions()
+    if not isinstance(backtrack_limit, int) or isinstance(backtrack_limit, bool):
+        raise TypeError("regex_backtrack_limit must be an int or None")
+    if not 1 <= backtrack_limit <= MAX_BACKTRACK_LIMIT:
+        raise ConfigurationError(
+            f"regex_backtrack_limit must be in 1..{MAX_BACKTRACK_LIMIT:,} "
+            "(or None for the linear-time engine only)"
+        )
+    return jsonschema_rs.FancyRegexOptions(backtrack_limit=backtrack_limit)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiles(pattern: str, backtrack_limit: int | None) -> bool:
+    """Whether the engine chosen by ``backtrack_limit`` compiles ``pattern``."""
+    try:
+        jsonschema_rs.Draft202012Validator(
+            {"pattern": pattern}, pattern_options=_pattern_options(backtrack_limit)
+        )
+    except Exception:
+        return False
+    return True
+
+
+def _regex_message(pattern: str, pointer: str, where: str) -> str:
+    """Why the linear-time engine refused ``pattern``: it needs backtracking, or is invalid."""
+    try:
+        jsonschema_rs.Draft202012Validator(
+            {"pattern": pattern}, pattern_options=jsonschema_rs.FancyRegexOptions()
+        )
+    except Exception:
+        return _located(where, pointer, f"pattern {short_prefix(pattern)} is not a valid regex")
+    return _located(
+        where,
+        pointer,
+        f"pattern {short_prefix(pattern)} needs lookaround or backreferences, which the "
+        "linear-time regex engine does not support; rewrite it, or build the Registry "
+        "with regex_backtrack_limit=N to opt in to the backtracking engine",
+    )
 
 
 _DEFAULT_COMPILER = SchemaCompiler()
@@ -486,11 +584,12 @@ class _Walker:
     to the compiler.
     """
 
-    __slots__ = ("has_content", "references", "where")
+    __slots__ = ("has_content", "patterns", "references", "where")
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.references: list[_Reference] = []
+        self.patterns: list[tuple[str, str]] = []  # (pointer, pattern), unused ones too
         self.has_content = False
 
     def schema(
@@ -516,7 +615,16 @@ class _Walker:
                         _unsupported_dialect(node["$schema"]),
                     )
                 )
-            dialect = declared
+            if declared != dialect:
+                raise ConfigurationError(
+                    _located(
+                        self.where,
+                        _json.pointer([*path, "$schema"]),
+                        f"the document mixes dialects: this schema declares {declared} inside "
+                        f"a {dialect} document; jsonschema-rs applies one dialect to the "
+                        "whole document, so write every resource in one dialect",
+                    )
+                )
         draft_07 = dialect == DIALECT_DRAFT_07
         # In draft-07 a $ref makes every sibling keyword (including $id) inert.
         ref_only = draft_07 and "$ref" in node
@@ -537,6 +645,10 @@ class _Walker:
         copy: dict[str, JSONValue] = {}
         for key, value in node.items():
             path.append(key)
+            if key == "pattern" and isinstance(value, str):
+                self.patterns.append((_json.pointer(path), value))
+            elif key == "patternProperties" and isinstance(value, dict):
+                self.patterns.extend((_json.pointer([*path, name]), name) for name in value)
             if key in COUNT_KEYWORDS:
                 count = _count(value)
                 if count is None:
@@ -699,7 +811,11 @@ def _compiler_message(exc: Exception, dialect: str, where: str) -> str:
             detail = short_prefix(str(exc.kind.error))
             return f"{where}: an $id or $ref is not valid or not resolvable ({detail})"
         pointer = _json.pointer(exc.instance_path)
-        _keyword, reason, _extra = _describe(exc.kind, exc, None)
+        kind = exc.kind
+        if isinstance(kind, Kind.Format) and kind.format == "regex":
+            pattern = exc.instance
+            return _regex_message(pattern if isinstance(pattern, str) else "", pointer, where)
+        _keyword, reason, _extra = _describe(kind, exc, None)
         return _located(where, pointer, f"does not conform to the {dialect} meta-schema: {reason}")
     return f"{where}: the schema compiler rejected the schema ({type(exc).__name__})"
 
@@ -860,4 +976,5 @@ def _violation(error: jsonschema_rs.ValidationError, document: JSONValue) -> Sch
     parts: list[str | int] = list(error.instance_path)
     if member is not None:
         parts.append(member)
-    return SchemaViolation(_json.pointer(parts), keyword, message)
+    location = _json.pointer(list(error.schema_path))
+    return SchemaViolation(_json.pointer(parts), keyword, message, location)

@@ -1,0 +1,178 @@
+"""Adversarial JSON benchmark: hostile 64 KiB inputs through every JSON entry point.
+
+``python benchmarks/bench_adversarial_json.py [--runs 50]``
+
+Target (issue 9, item 1): every JSON entry point is linear in its input, and each
+adversarial input of 64 KiB (escaped quotes, long strings, many small members,
+deep-but-legal nesting, near-miss numbers) costs at most 20 ms. Each shape is
+measured through ``parse`` with the numeric work profile (the path of arguments,
+answers and schemas given as text), through ``parse`` without it (private state and
+structured results read back), and end to end through ``Registry.invoke`` (budget
+check, strict parse, schema validation and the failure message), whose argument
+budget is exactly 64 KiB. The table gives median, p90, p99 and maximum per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from common import AllowAll, Table, format_table, machine_info
+from opgate import Operation, Registry, Result, Text, finish
+from opgate._json import MAX_DEPTH, JSONError, parse
+
+__all__ = ["SHAPES", "SIZE", "TARGET_MS", "main", "run"]
+
+#: Size of every adversarial input: the default argument budget.
+SIZE = 64 * 1024
+#: Upper bound for each input at the worst percentile (issue 9).
+TARGET_MS = 20.0
+
+
+def _fill(head: str, unit: str, tail: str, size: int = SIZE) -> str:
+    """``head + unit * n + tail`` with ``n`` as large as fits in ``size`` characters."""
+    return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def _deep_legal(size: int = SIZE) -> str:
+    block = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    return _fill('{"a":[', block + ",", block + "]}", size)
+
+
+def _too_deep_at_end(size: int = SIZE) -> str:
+    return _fill('{"a":[', '{"k":1},', "{}]," + '"b":' + "[" * (MAX_DEPTH + 1) + "}", size)
+
+
+#: name -> 64 KiB text. All are ASCII, so characters are bytes.
+SHAPES: dict[str, Callable[[], str]] = {
+    "escaped quotes, unterminated, brackets": lambda: _fill(
+        '"', '\\"', "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
+    ),
+    "escaped quotes outside strings": lambda: _fill("[", '\\"', "[" * (MAX_DEPTH + 2)),
+    "escaped quotes in a closed string": lambda: _fill('{"s":"', '\\"', '"}'),
+    "long string of brackets": lambda: _fill('{"s":"', "[{", '"}'),
+    "long string, escapes": lambda: _fill('{"s":"', "\\u00e9\\n\\\\", '"}'),
+    "many small members": lambda: _fill('{"a":[', "1,", "1]}"),
+    "many distinct members": lambda: (
+        "{"
+        + ",".join(f'"k{i}":{i}' for i in range(SIZE // 10))[: SIZE - 20].rpartition(",")[0]
+        + "}"
+    ),
+    "many small objects": lambda: _fill('{"a":[', '{"k":[1]},', "{}]}"),
+    "deep-but-legal nesting": _deep_legal,
+    "too deep at the end": _too_deep_at_end,
+    "duplicate member at the end": lambda: (
+        "{"
+        + ",".join(f'"k{i}":{i}' for i in range(SIZE // 10))[: SIZE - 40].rpartition(",")[0]
+        + ',"k0":0}'
+    ),
+    "near-miss numbers": lambda: _fill('{"a":[', "1e4095,-0.0e-99999,1.5e-4090,", "1e4097]}"),
+    "long integer": lambda: _fill('{"a":', "9", "}"),
+    "long fraction": lambda: _fill('{"a":0.', "0", "1}"),
+    "lone surrogate at the end": lambda: _fill('{"a":["', "\\ud83d\\ude00", '","\\ud800"]}'),
+}
+
+
+def _schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"s": {"type": "string", "maxLength": 10}},
+        "additionalProperties": {"type": ["integer", "array", "object"]},
+    }
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def _timings(fn: Callable[[], object], runs: int) -> list[float]:
+    fn()  # warm-up
+    gc.collect()
+    samples: list[float] = []
+    for _ in range(runs):
+        begin = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - begin) / 1e6)
+    return samples
+
+
+def _parse(text: str, profile: bool) -> Callable[[], object]:
+    def call() -> object:
+        with contextlib.suppress(JSONError):
+            return parse(text, profile=profile)
+        return None
+
+    return call
+
+
+def run(*, runs: int = 50) -> list[Table]:
+    """Time every shape through every entry point; return the table."""
+    registry = Registry([_operation()], AllowAll())  # default limits: 64 KiB of arguments
+    loop = asyncio.new_event_loop()
+    table = Table(
+        "Adversarial JSON, 64 KiB inputs (ms per call)",
+        ("input", "entry", "bytes", "median ms", "p90 ms", "p99 ms", "max ms", "ok"),
+    )
+    try:
+        for name, make in SHAPES.items():
+            text = make()
+            assert len(text.encode()) <= SIZE, name
+            entries: dict[str, Callable[[], object]] = {
+                "parse, profiled": _parse(text, True),
+                "parse": _parse(text, False),
+                "invoke": lambda text=text: loop.run_until_complete(
+                    registry.invoke(None, "adversarial.echo", text)
+                ),
+            }
+            for entry, fn in entries.items():
+                ordered = sorted(_timings(fn, runs))
+                worst = ordered[-1]
+                table.rows.append(
+                    {
+                        "input": name,
+                        "entry": entry,
+                        "bytes": len(text),
+                        "median ms": round(statistics.median(ordered), 3),
+                        "p90 ms": round(_percentile(ordered, 0.9), 3),
+                        "p99 ms": round(_percentile(ordered, 0.99), 3),
+                        "max ms": round(worst, 3),
+                        "ok": worst <= TARGET_MS,
+                    }
+                )
+    finally:
+        loop.close()
+    table.notes.append(
+        f"Target: every call ≤ {TARGET_MS:g} ms (the max column); {runs} timed runs per row "
+        "after one warm-up; wall time on a shared machine, so a stray maximum can be noise."
+    )
+    return [table]
+
+
+def _operation() -> Operation:
+    def echo(invocation: Any) -> Any:
+        return finish(Result([Text("ok")]))
+
+    return Operation(
+        "adversarial.echo", "Accept anything an agent sends", echo, input_schema=_schema()
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> list[Table]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args(argv)
+    print(f"# Adversarial JSON benchmark\n\n{machine_info()}\n", flush=True)
+    tables = run(runs=args.runs)
+    for table in tables:
+        print(format_table(table), end="\n\n", flush=True)
+    return tables
+
+
+if __name__ == "__main__":
+    main()
