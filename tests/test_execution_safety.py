@@ -206,7 +206,8 @@ async def test_a_cancelled_answer_stays_busy_until_its_handler_returns(
     await _release(gate)
     (ended,) = await asyncio.gather(task, return_exceptions=True)
     if how == "anyio.CancelScope":
-        assert ended == "cancelled"  # the call raised; its scope caught the cancellation
+        # either the call saw the cancelled scope (``cancelled``) or raised into it
+        assert ended == "cancelled" or code(ended) is FailureCode.CANCELLED
     else:
         assert isinstance(ended, asyncio.CancelledError | TimeoutError)
     # Now the handler has returned: the answer is recoverable, once.
@@ -399,6 +400,38 @@ async def test_validation_time_counts_toward_the_deadline(monkeypatch: Any) -> N
         deadline[0] = scope.deadline
         outcome = await reg.invoke(Ctx(), "orders.refund", ARGS)
     assert code(outcome) is FailureCode.CANCELLED
+
+
+async def test_anyio_cancel_during_a_fast_sync_handler_is_not_success(monkeypatch: Any) -> None:
+    """``scope.cancel()`` while the worker thread ran: the check before returning sees it.
+
+    The 1 ms yield is disabled, so only the fresh look at anyio's scopes can catch it.
+    """
+    import opgate._execution
+
+    monkeypatch.setattr(opgate._execution, "YIELD_AFTER", float("inf"))
+    started = threading.Event()
+    release = threading.Event()
+
+    def handler(inv: Invocation) -> Any:
+        started.set()
+        release.wait(30)
+        return finish(Result([Text("done")]))
+
+    reg = registry(handler)
+    outcomes: list[Any] = []
+
+    async def call(scope: anyio.CancelScope) -> None:
+        with scope:
+            outcomes.append(await reg.invoke(Ctx(), "orders.refund", ARGS))
+
+    scope = anyio.CancelScope()
+    async with anyio.create_task_group() as group:
+        group.start_soon(call, scope)
+        await until(started.is_set)
+        scope.cancel()
+        release.set()
+    assert all(not isinstance(outcome, Completed) for outcome in outcomes), outcomes
 
 
 async def test_a_shielded_call_inside_a_cancelled_task_still_runs() -> None:
@@ -682,6 +715,50 @@ async def test_a_returned_object_raising_base_exception_is_internal(
     assert isinstance(outcome, Failed)
     assert outcome.failure.code in {FailureCode.INTERNAL, FailureCode.OPERATION_FAILED}
     assert SECRET not in repr(outcome)
+
+
+class EvilMapping(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise Boom(SECRET)
+
+    def keys(self) -> Any:
+        raise Boom(SECRET)
+
+    def __iter__(self) -> Any:
+        raise Boom(SECRET)
+
+
+class EvilCollection:
+    def __iter__(self) -> Any:
+        raise Boom(SECRET)
+
+    def __len__(self) -> int:
+        return 1
+
+    def __contains__(self, item: object) -> bool:
+        raise Boom(SECRET)
+
+
+class EvilQuery(str):
+    def split(self, *args: Any) -> Any:  # type: ignore[override]
+        raise Boom(SECRET)
+
+    def casefold(self) -> Any:
+        raise Boom(SECRET)
+
+
+async def test_hostile_request_values_never_escape() -> None:
+    """What the host passes (arguments, options, query) may raise too: never with its text."""
+    reg = registry(Counting())
+    outcomes = [
+        await reg.invoke(Ctx(), "orders.refund", EvilMapping(order=7)),
+        await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=EvilCollection()),
+        await reg.search(Ctx(), EvilQuery("refund")),
+    ]
+    for outcome in outcomes:
+        assert isinstance(outcome, Failed), outcome
+        assert SECRET not in repr(outcome)
+        assert outcome.failure.code in {FailureCode.INTERNAL, FailureCode.INVALID_REQUEST}
 
 
 # --- item 6: closed lifetimes --------------------------------------------------------------------
