@@ -1,8 +1,15 @@
-"""Shared fixtures: the anyio backend, a principal context and simple policies."""
+"""Shared fixtures: the anyio backend, a principal context, simple policies, a served catalog."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,3 +54,64 @@ class AllowAll:
 
     def authorize(self, ctx: Any, request: Any) -> None:
         return None
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: ``opgate serve`` of the MCP test catalog (tests/mcp_catalog.py), from the repository root.
+SERVE = [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_environment() -> dict[str, str]:
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), environment.get("PYTHONPATH", "")])
+    )
+    return environment
+
+
+@pytest.fixture(scope="session")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``opgate serve --http`` with bearer authentication; yields its URL."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("serve") / "stderr.log").open("w+b")
+    process = subprocess.Popen(
+        [
+            *SERVE,
+            "--http",
+            f"127.0.0.1:{port}",
+            "--token-verifier",
+            "tests.mcp_catalog:TokenVerifier",
+        ],
+        cwd=ROOT,
+        env=serve_environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                raise AssertionError(f"server exited: {log.read().decode()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("server did not start in 30 s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

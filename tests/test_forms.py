@@ -547,7 +547,14 @@ PROPERTY_MUTATIONS = {
         "enum": ["a", "b"],
         "enumNames": ["A", "B", "C"],
     },
-    "arbitrary array": lambda prop: {"type": "array", "items": prop, "maxItems": 2},
+    # Wrapping the property itself could make a valid multiselect (a string enum),
+    # so the items are a kind a multiselect never allows.
+    "array of numbers": lambda prop: {
+        "type": "array",
+        "items": {"type": "number"},
+        "maxItems": 2,
+    },
+    "array of objects": lambda prop: {"type": "array", "items": nested_object(prop), "maxItems": 2},
 }
 
 
@@ -812,3 +819,10 @@ def test_url_input_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(socket.socket, "connect", refuse)
     prompt_input = URLInput("Pay", "https://unreachable.invalid/pay")
     assert prompt_input.url().url == "https://unreachable.invalid/pay"
+
+
+def test_an_array_of_a_string_enum_property_is_a_valid_multiselect() -> None:
+    # Why the "arbitrary array" mutation above had to go: it sometimes built this.
+    make(
+        form({"pick": {"type": "array", "items": {"type": "string", "enum": [""]}, "maxItems": 2}})
+    )

@@ -339,6 +339,10 @@ class Registry:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether an operation of that exact name is registered (no policy is asked)."""
+        return isinstance(name, str) and name in self._positions
+
     def __repr__(self) -> str:
         return f"<Registry: {len(self._entries)} operations>"
 

@@ -1,25 +1,242 @@
-"""The ``opgate`` command line: ``opgate demo``."""
+"""The ``opgate`` command line: ``opgate serve`` and ``opgate demo``.
+
+``opgate serve MODULE:ATTR`` serves a registry over stdio, or over streamable
+HTTP with ``--http [HOST:]PORT`` (127.0.0.1 unless a host is given). ``ATTR`` is
+an ``opgate.Registry``, an ``opgate.mcp.GatewayServer``, or a callable taking no
+arguments that returns one of them. Over stdio nothing but MCP messages is
+written to stdout; logs go to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import ipaddress
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main"]
+
+LOOPBACK = "127.0.0.1"
+
+
+class UsageError(Exception):
+    """A command-line mistake; the message says what to do."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
-    parser = argparse.ArgumentParser(prog="opgate", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the bundled demo and print each step")
+    parser = _parser()
     arguments = parser.parse_args(argv)
-    if arguments.command == "demo":
-        from .demo import run
+    try:
+        if arguments.command == "serve":
+            return _serve(arguments)
+        if arguments.command == "demo":
+            from .demo import run, serve
 
-        return run()
+            return serve(arguments.database) if arguments.serve else run(arguments.database)
+    except UsageError as exc:
+        parser.exit(2, f"opgate {arguments.command}: {exc}\n")
     return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="opgate", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
+        description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one).",
+    )
+    serve.add_argument("target", metavar="MODULE:ATTR")
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp (HOST defaults to 127.0.0.1)",
+    )
+    serve.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also offer this operation as its own MCP tool (repeatable)",
+    )
+    serve.add_argument("--name", default="opgate", help="the server name clients see")
+    serve.add_argument(
+        "--token-verifier",
+        metavar="MODULE:ATTR",
+        help="HTTP bearer authentication: an mcp TokenVerifier (or a factory of one)",
+    )
+    serve.add_argument("--issuer-url", help="with --token-verifier: the authorization server's URL")
+    serve.add_argument(
+        "--resource-url", help="with --token-verifier: this server's public URL (RFC 9728)"
+    )
+    serve.add_argument(
+        "--required-scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="with --token-verifier: a scope every token must carry (repeatable)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="Host header values to accept (DNS-rebinding protection; repeatable)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="Origin header values to accept (repeatable)",
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="allow --http on a non-loopback address without --token-verifier",
+    )
+    serve.add_argument(
+        "--log-level",
+        default=os.environ.get("OPGATE_LOG_LEVEL", "WARNING"),
+        help="Python logging level for stderr (default WARNING)",
+    )
+    demo = commands.add_parser("demo", help="run the bundled support-desk demo over MCP")
+    demo.add_argument("--serve", action="store_true", help="only serve the demo on stdio")
+    demo.add_argument("--database", metavar="PATH", help="the SQLite file (default: data dir)")
+    return parser
+
+
+def _load(spec: str, what: str) -> Any:
+    """Import ``MODULE:ATTR`` (the current directory is importable)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"{what} must be MODULE:ATTR, for example myapp.catalog:registry")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None
+    return value
+
+
+def _gateway(arguments: argparse.Namespace) -> Any:
+    from . import Registry
+    from .mcp import GatewayServer
+
+    target = _load(arguments.target, "the target")
+    if not isinstance(target, Registry | GatewayServer) and callable(target):
+        target = target()
+    if isinstance(target, Registry):
+        return GatewayServer(target, name=arguments.name, pinned=arguments.pin)
+    if isinstance(target, GatewayServer):
+        if arguments.pin:
+            raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
+        return target
+    raise UsageError(
+        f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "
+        "opgate.mcp.GatewayServer (or a function returning one)"
+    )
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, separator, port_text = value.rpartition(":")
+    if not separator:
+        host, port_text = LOOPBACK, value
+    host = host.strip("[]") or LOOPBACK
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UsageError(f"--http needs [HOST:]PORT, got {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--http port {port} is out of range")
+    return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(arguments: argparse.Namespace) -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=arguments.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from . import ConfigurationError
+
+    try:
+        gateway = _gateway(arguments)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    if arguments.http is None:
+        if arguments.token_verifier:
+            raise UsageError("--token-verifier needs --http (stdio has one local principal)")
+        import anyio
+
+        anyio.run(gateway.run_stdio)
+        return 0
+    return _serve_http(gateway, arguments)
+
+
+def _serve_http(gateway: Any, arguments: argparse.Namespace) -> int:
+    import uvicorn
+    from mcp.server.auth.settings import AuthSettings
+    from pydantic import AnyHttpUrl
+
+    host, port = _address(arguments.http)
+    verifier = None
+    auth = None
+    if arguments.token_verifier:
+        verifier = _load(arguments.token_verifier, "--token-verifier")
+        if isinstance(verifier, type) or not hasattr(verifier, "verify_token"):
+            verifier = verifier() if callable(verifier) else verifier
+        if not hasattr(verifier, "verify_token"):
+            raise UsageError("--token-verifier must name an mcp TokenVerifier or a factory of one")
+        public = arguments.resource_url or f"http://{host}:{port}/mcp"
+        auth = AuthSettings(
+            issuer_url=AnyHttpUrl(arguments.issuer_url or public),
+            resource_server_url=AnyHttpUrl(arguments.resource_url)
+            if arguments.resource_url
+            else None,
+            required_scopes=arguments.required_scope or None,
+            validate_token_resource=False if arguments.resource_url else None,
+        )
+    elif not _is_loopback(host) and not arguments.allow_unauthenticated:
+        raise UsageError(
+            f"refusing to serve {host} without authentication: pass --token-verifier, "
+            "or --allow-unauthenticated if a proxy in front authenticates callers"
+        )
+    app = gateway.http_app(
+        host=host,
+        token_verifier=verifier,
+        auth=auth,
+        allowed_hosts=arguments.allowed_host,
+        allowed_origins=arguments.allowed_origin,
+    )
+    print(
+        f"opgate: serving {len(gateway.registry)} operations at http://{host}:{port}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_level=arguments.log_level.lower())
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

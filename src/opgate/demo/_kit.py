@@ -1,0 +1,124 @@
+"""Small shared pieces of the demo's operations: schema builders and the reply shape.
+
+Every successful demo operation answers with ``reply(structured)``: the structured
+result, plus a ``Text`` copy of it as compact JSON (what MCP recommends for clients
+that read only text). Amounts are two-place decimal strings (see ``_database``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .. import Invocation, Result, Text, finish
+from ._database import money, now
+
+__all__ = [
+    "ID",
+    "LIMIT",
+    "MONEY",
+    "NULLABLE_ID",
+    "NULLABLE_STRING",
+    "OFFSET",
+    "Schema",
+    "arguments",
+    "as_object",
+    "audit",
+    "like",
+    "listing",
+    "obj",
+    "record",
+    "reply",
+    "string",
+]
+
+Schema = dict[str, Any]
+
+#: Row ids: SQLite's rowid range, kept to 32 bits so agents see a plain integer.
+ID: Schema = {"type": "integer", "minimum": 1, "maximum": 2_147_483_647}
+
+#: An amount in euros, written with exactly two decimals.
+MONEY: Schema = {
+    "type": "string",
+    "pattern": r"^\d{1,9}\.\d{2}$",
+    "description": 'an amount in EUR with two decimals, e.g. "42.50"',
+}
+
+NULLABLE_ID: Schema = {"type": ["integer", "null"]}
+NULLABLE_STRING: Schema = {"type": ["string", "null"]}
+
+#: Page size of list operations: small pages keep results far below the result budget.
+LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
+OFFSET: Schema = {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0}
+
+
+def string(max_length: int, *, min_length: int = 1, **extra: Any) -> Schema:
+    """A string schema with length bounds (and any extra keywords)."""
+    return {"type": "string", "minLength": min_length, "maxLength": max_length, **extra}
+
+
+def obj(properties: Mapping[str, Schema], required: Iterable[str] = (), **extra: Any) -> Schema:
+    """A closed object schema: only ``properties``, the ``required`` ones mandatory."""
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(required),
+        "additionalProperties": False,
+        **extra,
+    }
+
+
+def listing(item: Schema) -> Schema:
+    """The output shape of a list operation: ``{items: [...], total, offset}``."""
+    return obj(
+        {
+            "items": {"type": "array", "items": item},
+            "total": {"type": "integer", "minimum": 0},
+            "offset": {"type": "integer", "minimum": 0},
+        },
+        ("items", "total", "offset"),
+    )
+
+
+def record(row: sqlite3.Row, *, amounts: Sequence[str] = ()) -> dict[str, Any]:
+    """A row as a JSON object; each ``<name>_cents`` column in ``amounts`` becomes ``<name>``."""
+    out: dict[str, Any] = {}
+    for key in row.keys():  # noqa: SIM118 - sqlite3.Row is not a mapping
+        value = row[key]
+        if key.endswith("_cents") and key[: -len("_cents")] in amounts:
+            out[key[: -len("_cents")]] = money(value)
+        else:
+            out[key] = value
+    return out
+
+
+def audit(connection: sqlite3.Connection, operation: str, detail: str) -> None:
+    """Append one line to the audit log (inside the caller's transaction)."""
+    connection.execute(
+        "INSERT INTO audit (at, operation, detail) VALUES (?, ?, ?)", (now(), operation, detail)
+    )
+
+
+def like(text: str) -> str:
+    """A ``LIKE`` pattern matching ``text`` literally anywhere (escape character ``\\``)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def arguments(inv: Invocation) -> dict[str, Any]:
+    """The invocation's validated arguments, typed loosely (the input schema vouches for them)."""
+    return inv.arguments
+
+
+def as_object(value: object) -> dict[str, Any]:
+    """A resume's state or answers as a JSON object (``{}`` when it is not one)."""
+    return value if isinstance(value, dict) else {}
+
+
+def reply(structured: Mapping[str, Any], text: str | None = None) -> object:
+    """Finish with ``structured`` and a Text copy (``text``, or the JSON of ``structured``)."""
+    body = dict(structured)
+    copy = text if text is not None else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return finish(Result([Text(copy)], structured=body))

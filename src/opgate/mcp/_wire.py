@@ -1,0 +1,191 @@
+"""Translation between opgate's values and MCP wire values, in one place.
+
+* ``tool_result`` turns a ``Result`` into a ``CallToolResult`` (content blocks, a
+  text copy of structured content when the operation gave no text, structured
+  content, ``_meta``); ``failure_result`` turns a ``Failure`` into an ``isError``
+  result carrying the code and public message in text and in structured content.
+* ``wire_size`` measures a complete result exactly as the SDK encodes it
+  (``model_dump_json``) plus the JSON-RPC envelope, so budgets hold on the wire.
+* ``elicitation_params`` turns a prompt into ``elicitation/create`` parameters;
+  ``input_response`` turns the client's ``ElicitResult`` back into an
+  ``InputResponse``.
+
+Numbers: the SDK's encoder writes Python ``int`` and ``float``. Integral numbers
+go out as ``int`` (exact at any size); other numbers as the nearest ``float`` in
+structured content, while the text copy is opgate's exact canonical JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from decimal import Decimal
+from typing import Any, Literal
+
+import mcp.types as types
+
+from .._failures import ConfigurationError, Failure, FailureCode
+from .._forms import FormPrompt, InputMode, URLPrompt
+from .._json import JSONValue, parse
+from .._responses import InputResponse
+from .._results import Audio, EmbeddedResource, Image, ResourceLink, Result, Text
+
+__all__ = [
+    "ENVELOPE_BYTES",
+    "INPUT_KEY",
+    "elicitation_params",
+    "failure_result",
+    "input_response",
+    "tool_result",
+    "wire_size",
+    "wire_value",
+]
+
+#: Bytes charged for the JSON-RPC envelope around a result:
+#: ``{"jsonrpc":"2.0","id":<id>,"result":…}`` with an id of up to 64 characters.
+ENVELOPE_BYTES = 128
+
+#: The key of opgate's one input request inside an ``InputRequiredResult``.
+INPUT_KEY = "opgate"
+
+
+def wire_value(value: JSONValue) -> Any:
+    """A JSON value with ``Decimal`` numbers as ``int`` (integral) or ``float``."""
+    if isinstance(value, Decimal):
+        if value == value.to_integral_value():
+            return int(value)
+        return float(value)
+    if isinstance(value, dict):
+        return {key: wire_value(member) for key, member in value.items()}
+    if isinstance(value, list):
+        return [wire_value(member) for member in value]
+    return value
+
+
+def _block(block: object) -> types.ContentBlock:
+    if isinstance(block, Text):
+        return types.TextContent(type="text", text=block.text)
+    if isinstance(block, Image):
+        data = base64.b64encode(block.data).decode("ascii")
+        return types.ImageContent(type="image", data=data, mime_type=block.mime_type)
+    if isinstance(block, Audio):
+        data = base64.b64encode(block.data).decode("ascii")
+        return types.AudioContent(type="audio", data=data, mime_type=block.mime_type)
+    if isinstance(block, ResourceLink):
+        return types.ResourceLink(
+            type="resource_link",
+            uri=block.uri,
+            name=block.name,
+            title=block.title,
+            description=block.description,
+            mime_type=block.mime_type,
+            size=block.size,
+        )
+    if isinstance(block, EmbeddedResource):
+        contents: types.TextResourceContents | types.BlobResourceContents
+        if block.blob is not None:
+            blob = base64.b64encode(block.blob).decode("ascii")
+            contents = types.BlobResourceContents(
+                uri=block.uri, blob=blob, mime_type=block.mime_type
+            )
+        else:
+            contents = types.TextResourceContents(
+                uri=block.uri, text=block.text or "", mime_type=block.mime_type
+            )
+        return types.EmbeddedResource(type="resource", resource=contents)
+    raise TypeError(f"unknown content block {type(block).__name__}")  # pragma: no cover
+
+
+def tool_result(result: Result, *, objects_only: bool) -> types.CallToolResult:
+    """The ``CallToolResult`` for a completed operation.
+
+    When the result has structured content and no text block, a text block with
+    its exact canonical JSON is added (clients that read only text still see it).
+    ``objects_only`` (protocol eras before 2026-07-28) sends structured content
+    only when it is a JSON object; other values then travel in the text copy only.
+    """
+    content = [_block(block) for block in result.content]
+    structured_json = result.structured_json
+    structured: Any = None
+    if structured_json is not None:
+        value = result.structured
+        if not any(isinstance(block, Text) for block in result.content):
+            content.append(types.TextContent(type="text", text=structured_json.decode("utf-8")))
+        if isinstance(value, dict) or not objects_only:
+            structured = wire_value(value)
+    meta = result.meta
+    return types.CallToolResult(
+        content=content,
+        structured_content=structured,
+        _meta=None if meta is None else wire_value(meta),
+    )
+
+
+def structured_result(value: Any, text: str) -> types.CallToolResult:
+    """A gateway tool's own result: ``text`` and the structured ``value``."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=wire_value(value),
+    )
+
+
+def failure_result(failure: Failure) -> types.CallToolResult:
+    """An ``isError`` result with the failure's code and public message, never its cause."""
+    error: dict[str, Any] = {"code": failure.code.value, "message": failure.message}
+    if failure.diagnostics is not None:
+        error["diagnostics"] = wire_value(failure.diagnostics)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{failure.code.value}: {failure.message}")],
+        structured_content={"error": error},
+        is_error=True,
+    )
+
+
+def wire_size(result: types.CallToolResult) -> int:
+    """UTF-8 bytes of ``result`` as the SDK sends it, envelope included."""
+    encoded = result.model_dump_json(by_alias=True, exclude_none=True)
+    return len(encoded.encode("utf-8", "surrogatepass")) + ENVELOPE_BYTES
+
+
+def elicitation_params(
+    prompt: FormPrompt | URLPrompt, *, modern: bool
+) -> types.ElicitRequestFormParams | types.ElicitRequestURLParams:
+    """The ``elicitation/create`` parameters that show ``prompt`` to the person.
+
+    A URL prompt gets a fresh random ``elicitationId`` in eras that require one;
+    the continuation token never leaves in an elicitation.
+    """
+    if isinstance(prompt, FormPrompt):
+        schema = wire_value(parse(prompt.schema_bytes))
+        return types.ElicitRequestFormParams(
+            mode="form", message=prompt.message, requested_schema=schema
+        )
+    return types.ElicitRequestURLParams(
+        mode="url",
+        message=prompt.message,
+        url=prompt.url,
+        elicitation_id=None if modern else str(uuid.uuid4()),
+    )
+
+
+ElicitAction = Literal["accept", "decline", "cancel"]
+
+
+def input_response(mode: InputMode, result: types.ElicitResult) -> InputResponse:
+    """The ``InputResponse`` for the client's answer; ``Failure`` when it is not one.
+
+    A form acceptance without content means an empty answer object (the form's
+    own checks then decide); a URL acceptance carries no answers.
+    """
+    try:
+        if result.action == "accept":
+            if mode is InputMode.URL:
+                return InputResponse.accept()
+            return InputResponse.accept({} if result.content is None else result.content)
+        if result.action == "decline":
+            return InputResponse.decline()
+        return InputResponse.cancel()
+    except (ConfigurationError, TypeError) as exc:
+        raise Failure(
+            FailureCode.INVALID_REQUEST, f"the client's answer is not usable: {exc}"
+        ) from None

