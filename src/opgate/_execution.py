@@ -11,10 +11,11 @@ Three rules every request applies to the policy, handler and progress callbacks 
   else a callback raises — a custom ``BaseException`` subclass, a
   ``BaseExceptionGroup``, ``GeneratorExit``, an ``asyncio.CancelledError`` of its own —
   becomes a sanitized ``internal`` failure with the original kept privately.
-* **Honouring cancellation.** ``honour_cancellation`` runs at the checks before
-  dispatch and before returning. It delivers a cancellation that is pending on the
-  calling asyncio task, and, once the call has taken ``YIELD_AFTER`` seconds or more,
-  yields to the event loop so that asyncio timers that fell due meanwhile (an
+* **Honouring cancellation.** At the checks before dispatch and before returning,
+  ``must_yield`` tells whether to call ``honour_cancellation``, which yields to the
+  event loop: when a cancellation of the calling asyncio task was requested (the
+  yield delivers it if it is still pending), and once the call has taken
+  ``YIELD_AFTER`` seconds or more, so that asyncio timers that fell due meanwhile (an
   ``asyncio.timeout`` or ``asyncio.wait_for`` deadline that passed during a sync policy
   call, a handler that never awaits, or output validation) fire and cancel the task.
   A fast call does not yield, so an asyncio deadline is honoured to within that much.
@@ -47,6 +48,7 @@ __all__ = [
     "honour_cancellation",
     "is_own_close",
     "must_propagate",
+    "must_yield",
     "run_sync_to_completion",
 ]
 
@@ -129,21 +131,28 @@ def is_own_close(exc: BaseException) -> bool:
     return tb is None or tb.tb_next is None
 
 
-async def honour_cancellation(started: float) -> None:
-    """Deliver a pending cancellation of the calling task (see the module docstring).
+def must_yield(started: float) -> bool:
+    """Whether the check should yield to the event loop (see the module docstring).
 
-    ``started`` is the ``time.monotonic()`` reading when the call began. Raises the
-    task's cancellation if one is pending; otherwise returns.
+    True on asyncio when a cancellation of the calling task was requested (it may be
+    pending: the yield delivers it) or when the call began ``YIELD_AFTER`` seconds or
+    more ago (``started`` is its ``time.monotonic()`` reading): asyncio timers that fell
+    due meanwhile get to fire. Cheap and synchronous, so the usual fast call pays no
+    coroutine for it.
     """
     task = _asyncio_task()
     if task is None:
-        return
-    if task.cancelling():
-        # A cancellation was requested; a checkpoint delivers it if still pending
-        # (an anyio shield keeps anyio's own cancellations out, as anyio intends).
-        await asyncio.sleep(0)
-    if time.monotonic() - started >= YIELD_AFTER:
-        await _let_due_timers_fire()
+        return False
+    return task.cancelling() > 0 or time.monotonic() - started >= YIELD_AFTER
+
+
+async def honour_cancellation() -> None:
+    """Yield so that due timers fire and a pending cancellation reaches this task.
+
+    Raises the calling task's cancellation if one is pending; otherwise returns.
+    An anyio shield keeps anyio's own cancellations out, as anyio intends.
+    """
+    await _let_due_timers_fire()
 
 
 async def _let_due_timers_fire() -> None:

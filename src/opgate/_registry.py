@@ -33,6 +33,7 @@ from ._execution import (
     honour_cancellation,
     is_own_close,
     must_propagate,
+    must_yield,
     run_sync_to_completion,
 )
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
@@ -167,14 +168,16 @@ class _Call:
         cancelled), delivers a pending cancellation of the calling task (asyncio
         deadlines included: see ``_execution.honour_cancellation``), and refuses a
         closed serving lifetime. ``fresh`` reads anyio's scopes again instead of the
-        deadline read at the start: after the handler, a scope may have been
-        cancelled while a worker thread or a shielded section kept anyio from
-        delivering it (1.8 µs, paid once per call).
+        deadline read at the start (1.8 µs): after a sync handler, whose worker thread
+        kept anyio from delivering a cancellation of the caller's scope. (An async
+        handler's awaits deliver it; what a shielded section held back is delivered
+        by the yield once the call has taken ``YIELD_AFTER``.)
         """
         deadline = anyio.current_effective_deadline() if fresh else self.deadline
         if deadline != math.inf and deadline <= anyio.current_time():
             raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
-        await honour_cancellation(self.started)
+        if must_yield(self.started):
+            await honour_cancellation()
         if self.serving.closed:
             raise Failure(FailureCode.EXPIRED, LIFETIME_CLOSED)
 
@@ -691,7 +694,7 @@ class Registry:
                     return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
                 return self._commit(call, chain, None, outcome, reservation)
             result = self._conclude(call.entry, outcome)
-            await call.checkpoint("before the result was returned", fresh=True)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             return result
         finally:
             if reservation is not None:
@@ -793,7 +796,7 @@ class Registry:
                 settled = isinstance(reply, Pending)
                 return reply
             result = self._conclude(call.entry, outcome)
-            await call.checkpoint("before the result was returned", fresh=True)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             if isinstance(result, Completed):
                 self._ledger.settle(record, Event.FINISHED, reservation)
                 settled = True
@@ -833,7 +836,7 @@ class Registry:
                     )
                 )
             result = self._conclude(call.entry, outcome)
-            await call.checkpoint("before the result was returned", fresh=True)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             recovered = isinstance(result, Completed)
             return result
         finally:
