@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opgate._cursor import CURSOR_LIFETIME, CursorBinding, CursorError, CursorSealer
+from opgate._cursor import (
+    CURSOR_CHARS,
+    CURSOR_LIFETIME,
+    MAX_POSITION,
+    CursorBinding,
+    CursorError,
+    CursorSealer,
+)
+from opgate._limits import Limits
 
 FAST = settings(max_examples=150, deadline=None)
 ALPHABET = string.ascii_letters + string.digits + "-_"
@@ -58,32 +66,34 @@ bindings = st.builds(
 
 
 @FAST
-@given(bound=bindings, tier=st.integers(0, 255), name=st.text(max_size=128))
-def test_round_trip(bound: CursorBinding, tier: int, name: str) -> None:
+@given(bound=bindings, tier=st.integers(0, 255), position=st.integers(0, MAX_POSITION))
+def test_round_trip(bound: CursorBinding, tier: int, position: int) -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(bound, (tier, name))
+    cursor = sealer.seal(bound, (tier, position))
     assert re.fullmatch(r"[A-Za-z0-9_-]+", cursor)
-    assert sealer.open(cursor, bound) == (tier, name)
+    assert len(cursor) == CURSOR_CHARS
+    assert sealer.open(cursor, bound) == (tier, position)
 
 
 def test_cursors_are_short_and_carry_no_plaintext() -> None:
     sealer = CursorSealer()
     secret_query = "needle-in-the-query"
     bound = binding(query=secret_query, group="needle-group")
-    ascii_cursor = sealer.seal(bound, (3, "n" * 128))
-    assert len(ascii_cursor) == 220
-    wide_cursor = sealer.seal(bound, (3, "\U0001f600" * 128))
-    assert len(wide_cursor) < 1024
-    for cursor in (ascii_cursor, wide_cursor):
+    # every cursor has one length, within the smallest token budget (issue 9, item 18)
+    assert CURSOR_CHARS == 55
+    assert Limits(token_bytes=64).token_bytes >= CURSOR_CHARS
+    for position in (0, 4660, MAX_POSITION):
+        cursor = sealer.seal(bound, (3, position))
+        assert len(cursor) == CURSOR_CHARS
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         assert b"needle" not in raw
-        assert b"n" * 16 not in raw  # the name is encrypted too
+        assert position.to_bytes(4, "big") not in raw  # the position is encrypted too
         assert "needle" not in cursor
 
 
 def test_each_cursor_has_a_fresh_nonce() -> None:
     sealer = CursorSealer(clock=Clock())
-    cursors = {sealer.seal(binding(), (0, "same")) for _ in range(50)}
+    cursors = {sealer.seal(binding(), (0, 7)) for _ in range(50)}
     assert len(cursors) == 50
     assert len({cursor[:16] for cursor in cursors}) == 50  # the nonce leads
 
@@ -105,21 +115,21 @@ def test_each_cursor_has_a_fresh_nonce() -> None:
 )
 def test_a_cursor_opens_only_for_its_own_binding(changed: dict[str, object]) -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(), (1, "orders.refund"))
+    cursor = sealer.seal(binding(), (1, 17))
     assert refused(sealer, cursor, binding(**changed)) == "unauthentic"
-    assert sealer.open(cursor, binding()) == (1, "orders.refund")
+    assert sealer.open(cursor, binding()) == (1, 17)
 
 
 def test_binding_fields_cannot_be_shifted_into_each_other() -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(query="ab", group="c"), (0, "x"))
+    cursor = sealer.seal(binding(query="ab", group="c"), (0, 1))
     assert refused(sealer, cursor, binding(query="a", group="bc")) == "unauthentic"
-    cursor = sealer.seal(binding(method="search", revision=""), (0, "x"))
+    cursor = sealer.seal(binding(method="search", revision=""), (0, 1))
     assert refused(sealer, cursor, binding(method="", revision="search")) == "unauthentic"
 
 
 def test_another_sealer_cannot_open_a_cursor() -> None:
-    cursor = CursorSealer().seal(binding(), (0, "a"))
+    cursor = CursorSealer().seal(binding(), (0, 2))
     assert refused(CursorSealer(), cursor) == "unauthentic"
 
 
@@ -127,9 +137,9 @@ def test_expiry_is_checked_with_the_injected_clock() -> None:
     clock = Clock()
     sealer = CursorSealer(clock=clock)
     sealed_at = clock.now
-    cursor = sealer.seal(binding(), (2, "a.b"))
+    cursor = sealer.seal(binding(), (2, 3))
     clock.now = sealed_at + CURSOR_LIFETIME - 0.001
-    assert sealer.open(cursor, binding()) == (2, "a.b")
+    assert sealer.open(cursor, binding()) == (2, 3)
     clock.now = sealed_at + CURSOR_LIFETIME  # at the expiry instant: expired
     assert refused(sealer, cursor) == "expired"
     clock.now = sealed_at + 10 * CURSOR_LIFETIME
@@ -140,9 +150,9 @@ def test_expiry_is_checked_with_the_injected_clock() -> None:
 def test_a_custom_lifetime_is_honoured_and_validated() -> None:
     clock = Clock(0.0)
     sealer = CursorSealer(lifetime=5, clock=clock)
-    cursor = sealer.seal(binding(), (0, "a"))
+    cursor = sealer.seal(binding(), (0, 2))
     clock.now = 4.999
-    assert sealer.open(cursor, binding()) == (0, "a")
+    assert sealer.open(cursor, binding()) == (0, 2)
     clock.now = 5.0
     assert refused(sealer, cursor) == "expired"
     for bad in (0, -1, float("inf"), float("nan")):
@@ -155,7 +165,7 @@ def test_a_custom_lifetime_is_honoured_and_validated() -> None:
 
 def test_every_altered_character_is_refused() -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(), (3, "billing.invoices.create_17"))
+    cursor = sealer.seal(binding(), (3, 17))
     for place, original in enumerate(cursor):
         for replacement in ALPHABET:
             if replacement != original:
@@ -165,7 +175,7 @@ def test_every_altered_character_is_refused() -> None:
 
 def test_every_altered_bit_is_refused() -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(), (0, "orders.refund"))
+    cursor = sealer.seal(binding(), (0, 9))
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     for place in range(len(raw)):
         for bit in range(8):
@@ -177,13 +187,13 @@ def test_every_altered_bit_is_refused() -> None:
 
 def test_truncated_and_extended_cursors_are_refused() -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(), (1, "x" * 20))
+    cursor = sealer.seal(binding(), (1, 20))
     for length in range(len(cursor)):
         assert refused(sealer, cursor[:length]) in ("unauthentic", "malformed")
     for extra in ALPHABET:
         assert refused(sealer, cursor + extra) in ("unauthentic", "malformed")
         assert refused(sealer, extra + cursor) in ("unauthentic", "malformed")
-    assert refused(sealer, cursor + cursor) == "unauthentic"
+    assert refused(sealer, cursor + cursor) == "malformed"  # every cursor has one length
 
 
 @pytest.mark.parametrize(
@@ -206,7 +216,7 @@ def test_truncated_and_extended_cursors_are_refused() -> None:
 )
 def test_other_alphabets_and_types_are_refused(spoil: object) -> None:
     sealer = CursorSealer()
-    cursor = sealer.seal(binding(), (1, "name"))
+    cursor = sealer.seal(binding(), (1, 5))
     assert refused(sealer, spoil(cursor)) == "malformed"  # type: ignore[operator]
 
 
@@ -216,8 +226,8 @@ BASE64 = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
 
 def test_non_canonical_base64_is_refused() -> None:
     sealer = CursorSealer()
-    for length in range(3):  # the last group then has 2, 3 and 4 characters
-        cursor = sealer.seal(binding(), (0, "n" * length))
+    for position in range(3):
+        cursor = sealer.seal(binding(), (0, position))
         unused_bits = {2: 4, 3: 2, 0: 0}[len(cursor) % 4]
         value = BASE64.index(cursor[-1])
         assert value & ((1 << unused_bits) - 1) == 0
@@ -230,9 +240,10 @@ def test_seal_validates_the_position() -> None:
     sealer = CursorSealer()
     for tier in (-1, 256, True, 1.0, "1"):
         with pytest.raises(ValueError, match="tier"):
-            sealer.seal(binding(), (tier, "x"))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="name"):
-        sealer.seal(binding(), (0, b"x"))  # type: ignore[arg-type]
+            sealer.seal(binding(), (tier, 1))  # type: ignore[arg-type]
+    for position in (-1, MAX_POSITION + 1, True, 1.0, "x", b"x"):
+        with pytest.raises(ValueError, match="position"):
+            sealer.seal(binding(), (0, position))  # type: ignore[arg-type]
 
 
 def test_binding_validates_its_fields() -> None:
@@ -251,4 +262,4 @@ def test_the_key_never_shows() -> None:
     assert not hasattr(sealer, "__dict__")
     with pytest.raises(TypeError, match="pickled"):
         pickle.dumps(sealer)
-    assert refused(sealer, "A" * 60) == "unauthentic"  # well-formed, but not sealed here
+    assert refused(sealer, "A" * CURSOR_CHARS) == "unauthentic"  # well-formed, not sealed here

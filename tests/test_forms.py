@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import socket
 from decimal import Decimal
 from typing import Any
@@ -449,6 +450,9 @@ def number_props(draw: st.DrawFn) -> dict[str, Any]:
         prop["minimum"] = low
     if draw(st.booleans()):
         prop["maximum"] = high
+    if kind == "integer" and "minimum" in prop and "maximum" in prop:
+        # the bounds must admit an integer (issue 9, item 13)
+        prop["maximum"] = max(high, math.ceil(low))
     if kind == "number" and draw(st.booleans()):
         prop["default"] = low
     return prop
@@ -474,11 +478,12 @@ def choice_props(draw: st.DrawFn) -> dict[str, Any]:
     prop["type"] = "array"
     prop["items"] = {"type": "string", "enum": choices} if shape == "multi" else {"anyOf": titled}
     low, high = sorted(draw(st.lists(st.integers(0, 10), min_size=2, max_size=2)))
+    low = min(low, len(choices))  # answers cannot repeat a choice (issue 9, item 13)
     prop["maxItems"] = draw(st.one_of(st.just(high), counts.filter(lambda n: n >= high)))
     if draw(st.booleans()):
         prop["minItems"] = low
     if draw(st.booleans()):
-        prop["default"] = [choices[0]] * low
+        prop["default"] = choices[:low]
     return prop
 
 

@@ -528,8 +528,8 @@ async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
 
     small: dict[str, int] = {
         "argument_bytes": 256,
-        "form_schema_bytes": 1024,
-        "state_bytes": 256,
+        "form_schema_bytes": 256,
+        "state_bytes": 64,
         "answer_bytes": 256,
     }
     probe, _ = make(Refund(rounds=1), **small)
@@ -544,6 +544,11 @@ async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
     first = await start(reg)
     calls = len(handler.calls)
     outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
+    assert code(outcome) is FailureCode.BUSY
+    # another principal finds the whole ledger full, too
+    outcome = await reg.invoke(
+        Ctx(principal="bob"), "orders.refund", ARGS, input_support=FORM_SUPPORT
+    )
     assert code(outcome) is FailureCode.BUSY
     assert len(handler.calls) == calls  # no handler effect
     # a plain call declares no input support and reserves nothing

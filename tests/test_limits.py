@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from opgate import ConfigurationError, Limits
-from opgate._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES
+from opgate._limits import CHAIN_FIXED_BYTES, PROMPT_OVERHEAD_BYTES, RECORD_FIXED_BYTES
 
 
 def test_zero_means_default() -> None:
@@ -20,8 +20,9 @@ def test_zero_means_default() -> None:
     assert limits.answer_bytes == 16 * 1024
     assert limits.state_bytes == 8 * 1024
     assert limits.form_schema_bytes == 16 * 1024
-    assert limits.chain_bytes == 256 * 1024
+    assert limits.chain_bytes == 512 * 1024
     assert limits.ledger_bytes == 32 * 1024 * 1024
+    assert limits.principal_bytes == 8 * 1024 * 1024
     assert limits.max_prompts == 10
     assert limits.input_lifetime == timedelta(minutes=10)
     assert Limits(result_bytes=0) == limits
@@ -67,7 +68,7 @@ def test_wrong_types() -> None:
 
 def test_inline_cannot_exceed_result() -> None:
     with pytest.raises(ConfigurationError, match="inline_bytes"):
-        Limits(result_bytes=16 * 1024)  # default inline 48 KiB is not silently lowered
+        Limits(result_bytes=16 * 1024, inline_bytes=16 * 1024 + 1)
     assert Limits(result_bytes=16 * 1024, inline_bytes=16 * 1024).inline_bytes == 16 * 1024
 
 
@@ -85,7 +86,8 @@ def test_chain_must_hold_one_maximum_transition() -> None:
         "state_bytes": 64,
         "answer_bytes": 256,
     }
-    needed = 256 + 256 + 64 + 256 + CHAIN_FIXED_BYTES + RECORD_FIXED_BYTES
+    prompt = RECORD_FIXED_BYTES + 256 + 64
+    needed = CHAIN_FIXED_BYTES + 256 + prompt + 256 + prompt
     assert Limits(**small, chain_bytes=needed).chain_floor() == needed
     with pytest.raises(ConfigurationError, match=str(needed)):
         Limits(**small, chain_bytes=needed - 1)
@@ -106,6 +108,7 @@ FIELDS = (
     "chain_bytes",
     "ledger_bytes",
     "max_prompts",
+    "principal_bytes",
 )
 
 
@@ -121,9 +124,12 @@ def test_limits_either_hold_every_rule_or_say_which_field_breaks_one(
     if limits is None:
         assert any(field in problem for field in FIELDS)
         return
+    derived = {"inline_bytes", "form_schema_bytes", "principal_bytes"}
     for field, value in values.items():
-        assert getattr(limits, field) == (value or getattr(Limits(), field))
+        if value or field not in derived:
+            assert getattr(limits, field) == (value or getattr(Limits(), field))
     assert limits.inline_bytes <= limits.result_bytes
+    assert limits.form_schema_bytes + PROMPT_OVERHEAD_BYTES <= limits.result_bytes
     assert limits.chain_bytes >= limits.chain_floor()
-    assert limits.ledger_bytes >= limits.chain_bytes
+    assert limits.chain_bytes <= limits.principal_bytes <= limits.ledger_bytes
     assert limits.result_bytes >= 16 * 1024

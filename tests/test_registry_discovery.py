@@ -519,8 +519,7 @@ async def test_inspect_without_schemas() -> None:
     assert spec.output_schema is None
 
 
-def test_token_bytes_must_hold_every_cursor() -> None:
+def test_the_smallest_token_budget_holds_cursors_for_any_name() -> None:
+    # cursors carry a catalog position, not a name (issue 9, item 18)
     registry([op("a" * 10)], limits=Limits(token_bytes=64))
-    with pytest.raises(ConfigurationError, match="token_bytes"):
-        registry([op("a" * 128)], limits=Limits(token_bytes=64))
-    registry([op("a" * 128)], limits=Limits(token_bytes=256))
+    registry([op("a" * 128)], limits=Limits(token_bytes=64))

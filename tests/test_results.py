@@ -21,6 +21,7 @@ from opgate._results import (
     MAX_LINK_SIZE,
     MAX_MIME_TYPE_CHARS,
     MEMBER_OVERHEAD,
+    NO_STRUCTURED,
     Audio,
     ContentBlock,
     EmbeddedResource,
@@ -343,8 +344,9 @@ def test_embedded_resource_checks_types_and_uri() -> None:
 
 def test_result_defaults_to_empty() -> None:
     result = Result()
-    assert (result.content, result.structured, result.meta) == ((), None, None)
+    assert (result.content, result.structured, result.meta) == ((), NO_STRUCTURED, None)
     assert (result.structured_json, result.meta_json) == (None, None)
+    assert not result.has_structured
     assert result_size(result) == ResultSize(0, 0)
 
 

@@ -17,9 +17,19 @@ from ._policy import Discover, Execute, Policy
 from ._progress import ProgressUpdate
 from ._registry import Registry, SearchPage, Summary
 from ._responses import InputAction, InputResponse
-from ._results import Audio, EmbeddedResource, Image, ResourceLink, Result, Text
+from ._results import (
+    NO_STRUCTURED,
+    Audio,
+    EmbeddedResource,
+    Image,
+    NoStructured,
+    ResourceLink,
+    Result,
+    Text,
+)
 
 __all__ = [
+    "NO_STRUCTURED",
     "Audio",
     "Completed",
     "ConfigurationError",
@@ -38,6 +48,7 @@ __all__ = [
     "Invocation",
     "Lifetime",
     "Limits",
+    "NoStructured",
     "Operation",
     "OperationSpec",
     "Pending",

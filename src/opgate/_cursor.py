@@ -1,21 +1,22 @@
 """Sealed search cursors.
 
-A cursor carries a keyset position — the last ``(tier, name)`` placed on a page —
-sealed with AES-256-GCM under a key made fresh for each ``CursorSealer`` (one per
+A cursor carries a keyset position — the last ``(tier, position)`` placed on a
+page, where ``position`` is the operation's index in the registry's name-sorted
+catalog — sealed with AES-256-GCM under a key made fresh for each ``CursorSealer`` (one per
 registry) and never exposed. What the cursor is bound to is authenticated, not
 carried: the method, the registry revision, the whitespace-normalized query
 (casing kept: exact names are case-sensitive), the case-folded group and the hash
 of the caller's scope key go into the associated data, so a cursor stays short
 and reveals neither query nor group. The sealed payload holds the position and
-the expiry instant.
+the expiry instant. Because the revision is bound, a position is only ever read
+against the catalog it was issued for (a registry's catalog never changes), and
+every cursor has the same length, ``CURSOR_CHARS`` (55), whatever the names: the
+64-byte ``Limits.token_bytes`` floor always holds it.
 
 Layout (then unpadded URL-safe base64)::
 
     nonce (12 random bytes) || AES-GCM(key, nonce, payload, associated data)
-    payload = expiry (IEEE 754 double, big-endian) || tier (1 byte) || name (UTF-8)
-
-A 128-character ASCII name gives a 220-character cursor; even 128 four-byte
-characters stay under 750.
+    payload = expiry (IEEE 754 double, big-endian) || tier (1 byte) || position (4 bytes)
 
 ``open`` refuses, with the one ``CursorError``, every cursor that was altered
 (any byte), truncated, extended, written in another alphabet or non-canonical
@@ -40,7 +41,15 @@ from typing import NoReturn
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["CURSOR_LIFETIME", "SCOPE_HASH_BYTES", "CursorBinding", "CursorError", "CursorSealer"]
+__all__ = [
+    "CURSOR_CHARS",
+    "CURSOR_LIFETIME",
+    "MAX_POSITION",
+    "SCOPE_HASH_BYTES",
+    "CursorBinding",
+    "CursorError",
+    "CursorSealer",
+]
 
 #: Seconds a cursor stays valid (spec 003: cursors expire after ten minutes).
 CURSOR_LIFETIME = 600.0
@@ -61,17 +70,16 @@ _TAG_BYTES = 16
 #: Separates cursors from any other use of the key, and versions the layout.
 _DOMAIN = b"opgate/search-cursor/v1"
 
-_PAYLOAD = struct.Struct(">dB")  # expiry, tier
+_PAYLOAD = struct.Struct(">dBI")  # expiry, tier, catalog position
 
 #: Highest tier a payload can carry (one byte).
 _MAX_TIER = 255
 
-#: Longest text ``open`` decodes: far above any cursor ``seal`` makes; longer input
-#: is refused before any work.
-_MAX_CURSOR_CHARS = 4096
+#: Highest catalog position a payload can carry (four bytes).
+MAX_POSITION = 2**32 - 1
 
-#: Shortest possible cursor: nonce, tag and payload with an empty name, in base64.
-_MIN_CURSOR_CHARS = math.ceil((_NONCE_BYTES + _TAG_BYTES + _PAYLOAD.size) * 4 / 3)
+#: Length of every cursor: nonce, tag and the fixed-size payload, in unpadded base64.
+CURSOR_CHARS = math.ceil((_NONCE_BYTES + _TAG_BYTES + _PAYLOAD.size) * 4 / 3)
 
 _ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -153,20 +161,20 @@ class CursorSealer:
     def __reduce__(self) -> NoReturn:
         raise TypeError("a CursorSealer cannot be pickled: its key never leaves the process")
 
-    def seal(self, binding: CursorBinding, position: tuple[int, str]) -> str:
-        """A URL-safe cursor for ``position`` (tier, name), bound to ``binding``."""
-        tier, name = position
-        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= _MAX_TIER:
-            raise ValueError(f"cursor tier must be an int in 0..{_MAX_TIER}")
-        if not isinstance(name, str):
-            raise TypeError("cursor position name must be a str")
+    def seal(self, binding: CursorBinding, position: tuple[int, int]) -> str:
+        """A URL-safe cursor of ``CURSOR_CHARS`` characters for ``position`` (tier,
+        catalog position), bound to ``binding``."""
+        tier, index = position
+        for label, value, highest in (("tier", tier, _MAX_TIER), ("position", index, MAX_POSITION)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= highest:
+                raise ValueError(f"cursor {label} must be an int in 0..{highest}")
         expiry = self._clock() + self._lifetime
-        payload = _PAYLOAD.pack(expiry, tier) + name.encode("utf-8", "surrogatepass")
+        payload = _PAYLOAD.pack(expiry, tier, index)
         nonce = os.urandom(_NONCE_BYTES)
         sealed = self._aead.encrypt(nonce, payload, binding.associated_data())
         return base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
 
-    def open(self, cursor: str, binding: CursorBinding) -> tuple[int, str]:
+    def open(self, cursor: str, binding: CursorBinding) -> tuple[int, int]:
         """The position sealed in ``cursor``, if it is authentic, bound to ``binding``
         and not expired; otherwise ``CursorError``."""
         raw = _decode(cursor)
@@ -175,21 +183,19 @@ class CursorSealer:
             payload = self._aead.decrypt(nonce, sealed, binding.associated_data())
         except InvalidTag:
             _refuse("unauthentic")
-        expiry, tier = _PAYLOAD.unpack_from(payload)
-        try:
-            name = payload[_PAYLOAD.size :].decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:  # pragma: no cover - only this sealer's payloads get here
+        if len(payload) != _PAYLOAD.size:  # pragma: no cover - only this sealer's payloads
             _refuse("malformed")
+        expiry, tier, index = _PAYLOAD.unpack(payload)
         if not self._clock() < expiry:
             _refuse("expired")
-        return tier, name
+        return tier, index
 
 
 def _decode(cursor: object) -> bytes:
     """The bytes of a canonical, unpadded URL-safe base64 cursor, or ``CursorError``."""
     if not isinstance(cursor, str):
         _refuse("malformed")
-    if not _MIN_CURSOR_CHARS <= len(cursor) <= _MAX_CURSOR_CHARS or len(cursor) % 4 == 1:
+    if len(cursor) != CURSOR_CHARS:
         _refuse("malformed")
     if not _ALPHABET.fullmatch(cursor):
         _refuse("malformed")

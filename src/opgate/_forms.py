@@ -29,10 +29,16 @@ Anything else fails construction with a message naming the property: nested
 objects, arbitrary arrays, references, combinators (other than the two titled
 shapes), unknown keywords, ``additionalProperties: true``. Decisions beyond the
 MCP shape: choices must be nonempty and distinct; ``minLength``/``minItems``/
-``minimum`` may not exceed their maximum; a ``default`` must itself be a valid
-answer for its property (it stays schema data and is never inserted); property
-names are nonempty. Numbers obey the numeric work profile and counts are integers
-in 0..2,147,483,647, as for operation schemas.
+``minimum`` may not exceed their maximum; a multiselect may not require more items
+than it has choices, and its answers may not repeat a choice; an ``integer`` field's
+bounds must admit an integer; a ``default`` must itself be a valid answer for its
+property (it stays schema data and is never inserted); property names are nonempty.
+Numbers obey the numeric work profile and counts are integers in 0..2,147,483,647,
+as for operation schemas.
+
+``FormInput`` and ``URLInput`` are final: they cannot be subclassed, and the
+registry accepts only instances their own constructors completed
+(``is_genuine_prompt``), so every prompt that reaches a person passed these checks.
 
 State is private JSON kept for the handler (an intent or job key, never a
 credential); it never appears in the prompt, ``repr`` or ``form()``. Because a
@@ -43,12 +49,14 @@ credential); it never appears in the prompt, ``repr`` or ``form()``. Because a
 from __future__ import annotations
 
 import enum
+import ipaddress
+import math
 import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import ClassVar
+from typing import Any, ClassVar, Final, final
 from urllib.parse import urlsplit
 
 from ._failures import ConfigurationError, short_prefix
@@ -66,6 +74,7 @@ __all__ = [
     "StoredPrompt",
     "URLInput",
     "URLPrompt",
+    "is_genuine_prompt",
 ]
 
 #: The string formats MCP clients know; each is asserted on answers.
@@ -260,6 +269,16 @@ class _Profile:
             self.check_titled((*here, "oneOf"), prop["oneOf"])
         elif allowed is _NUMBER_KEYWORDS:
             self.check_bounds(here, prop, "minimum", "maximum", count=False)
+            if kind == "integer" and "minimum" in prop and "maximum" in prop:
+                low, high = prop["minimum"], prop["maximum"]
+                assert _is_number(low)
+                assert _is_number(high)
+                if math.ceil(low) > math.floor(high):  # type: ignore[arg-type]
+                    raise self.fail(
+                        (*here, "minimum"),
+                        "no integer lies between minimum and maximum; "
+                        "the field could never be answered",
+                    )
         elif allowed is _MULTISELECT_KEYWORDS:
             self.check_multiselect(here, prop)
 
@@ -292,7 +311,7 @@ class _Profile:
             seen.add(choice)
         return choices  # type: ignore[return-value]
 
-    def check_titled(self, path: tuple[str, ...], options: JSONValue) -> None:
+    def check_titled(self, path: tuple[str, ...], options: JSONValue) -> int:
         if not isinstance(options, list) or not options:
             raise self.fail(path, "titled choices must be a nonempty array of {const, title}")
         seen: set[str] = set()
@@ -310,6 +329,7 @@ class _Profile:
             if const in seen:
                 raise self.fail(where, f"choice {short_prefix(const)} repeats")
             seen.add(const)
+        return len(seen)
 
     def check_multiselect(self, here: tuple[str, ...], prop: dict[str, JSONValue]) -> None:
         if "maxItems" not in prop:
@@ -320,14 +340,22 @@ class _Profile:
         if not isinstance(items, dict):
             raise self.fail(where, _MULTISELECT_RULE)
         if items.keys() == {"type", "enum"} and items["type"] == "string":
-            self.check_choices((*where, "enum"), items["enum"])
+            choices = len(self.check_choices((*where, "enum"), items["enum"]))
         elif items.keys() == {"anyOf"}:
-            self.check_titled((*where, "anyOf"), items["anyOf"])
+            choices = self.check_titled((*where, "anyOf"), items["anyOf"])
         else:
             for keyword in items:
                 if keyword in _REFERENCES or keyword in _COMBINATORS - {"anyOf"}:
                     raise self.fail((*where, keyword), self.unsupported(keyword, "items"))
             raise self.fail(where, _MULTISELECT_RULE)
+        minimum = prop.get("minItems", 0)
+        assert isinstance(minimum, int | Decimal)
+        if minimum > choices:
+            raise self.fail(
+                (*here, "minItems"),
+                f"minItems ({minimum}) exceeds the {choices} choices; answers cannot repeat "
+                "a choice, so the field could never be answered",
+            )
 
 
 # --- values ---------------------------------------------------------------------------
@@ -415,7 +443,50 @@ class URLPrompt:
         return InputMode.URL
 
 
-class FormInput:
+# Set only at the end of the prompt constructors; an instance without it is a forgery.
+_SEAL: Final = object()
+
+
+def is_genuine_prompt(prompt: object) -> bool:
+    """Whether ``prompt`` is a ``FormInput`` or ``URLInput`` its constructor completed."""
+    return type(prompt) in (FormInput, URLInput) and getattr(prompt, "_seal", None) is _SEAL
+
+
+class _Prompt:
+    """Behaviour shared by the two prompt classes: final, immutable, copied as themselves."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        if cls.__module__ != __name__ or cls.__bases__ != (_Prompt,):
+            raise TypeError(
+                f"{cls.__name__}: FormInput and URLInput cannot be subclassed; "
+                "construct them and let their checks run"
+            )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Any:
+        return self
+
+    def _arguments(self) -> tuple[object, ...]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if not is_genuine_prompt(self):
+            raise TypeError(f"an unconstructed {type(self).__name__} cannot be copied")
+        return (type(self), self._arguments())  # rebuilt through the constructor's checks
+
+
+@final
+class FormInput(_Prompt):
     """Ask a person to fill a form, keeping private JSON ``state`` for the handler.
 
     ``FormInput(message, schema, state)``:
@@ -431,7 +502,8 @@ class FormInput:
 
     The constructor snapshots all three, so later changes to the caller's objects
     have no effect. It raises ``TypeError`` for a wrong type and ``ConfigurationError``
-    for anything outside the profile, naming the property and the rule.
+    for anything outside the profile, naming the property and the rule. The class is
+    final; copies are the object itself and pickles rebuild it through the constructor.
     """
 
     __slots__ = (
@@ -440,6 +512,7 @@ class FormInput:
         "_message",
         "_required",
         "_schema_bytes",
+        "_seal",
         "_state",
         "_state_bytes",
     )
@@ -489,14 +562,14 @@ class FormInput:
         object.__setattr__(self, "_state", state_value)
         object.__setattr__(self, "_state_bytes", canonical_bytes(state_value))
         object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "_seal", _SEAL)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
+    def _arguments(self) -> tuple[object, ...]:
+        return (self._message, self._schema_bytes, self._state_bytes)
 
     def __repr__(self) -> str:
+        if not is_genuine_prompt(self):
+            return "FormInput(<not constructed>)"
         return (
             f"FormInput(message={short_prefix(self._message)}, schema=<{self.schema_size} bytes>)"
         )
@@ -550,6 +623,8 @@ class FormInput:
         message = violation.message
         if violation.keyword in ("oneOf", "anyOf"):  # only the titled choice shapes use them
             message = "is not one of the allowed choices"
+        elif violation.keyword == "uniqueItems":  # only multiselects have it (added by _compile)
+            message = "repeats a choice; each choice may be selected once"
         return _describe(violation.pointer, message)
 
 
@@ -563,7 +638,16 @@ def _describe(where: str, message: str) -> str:
 
 
 def _compile(schema: dict[str, JSONValue]) -> CompiledSchema:
-    return compile_schema(schema, role=SchemaRole.FORM, where="form schema")
+    """The answer check for a profile-valid form: the schema, with every multiselect
+    also requiring distinct items (the public schema is unchanged)."""
+    checked = detach(schema)
+    assert isinstance(checked, dict)
+    properties = checked.get("properties")
+    if isinstance(properties, dict):
+        for prop in properties.values():
+            if isinstance(prop, dict) and prop.get("type") == "array":
+                prop["uniqueItems"] = True
+    return compile_schema(checked, role=SchemaRole.FORM, where="form schema")
 
 
 def _check_defaults(schema: dict[str, JSONValue]) -> None:
@@ -626,10 +710,47 @@ def _url_problem(url: str) -> str | None:
         return "the URL has no host"
     if port is None and parts.netloc.endswith(":"):
         return "the URL has an empty port"
+    if port == 0:
+        return "the URL's port must be 1 to 65535"
+    return _host_problem(parts.netloc, parts.hostname)
+
+
+#: One DNS label as RFC 1123 allows it in a host name (lower case: urlsplit folds it).
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+#: Longest host name in characters (RFC 1035: 255 octets on the wire).
+_MAX_HOST_CHARS = 253
+
+
+def _host_problem(netloc: str, host: str) -> str | None:
+    """Why ``host`` (from ``netloc``) is not a host name or IP literal, or None."""
+    if netloc.startswith("[") or netloc.rpartition("@")[2].startswith("["):
+        if "%" in host:
+            return "the URL's IPv6 host must not carry a zone (%25...)"
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "the URL's bracketed host is not an IPv6 address"
+        return None
+    labels = host.split(".")
+    if labels[-1].isdigit():  # a numeric top label can only be an IPv4 address
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return "the URL's host is neither a host name nor a dotted-quad IPv4 address"
+        return None
+    if len(host) > _MAX_HOST_CHARS:
+        return f"the URL's host is longer than {_MAX_HOST_CHARS} characters"
+    for label in labels:
+        if _LABEL.fullmatch(label) is None:
+            return (
+                "the URL's host is not a valid host name (labels of 1 to 63 letters, digits "
+                "and inner hyphens; punycode for international names)"
+            )
     return None
 
 
-class URLInput:
+@final
+class URLInput(_Prompt):
     """Ask a person to open an HTTPS URL of the application (consent to navigate).
 
     ``URLInput(message, url)``: ``message`` is a nonblank ``str``; ``url`` is an absolute
@@ -638,9 +759,13 @@ class URLInput:
     included. The library never opens, fetches or redirects to the URL; acceptance
     means the person consented to navigate, and the application must verify the
     outcome of its own external flow. ``url()`` exposes only the message and the URL.
+    The host must be a DNS host name (letters, digits and inner hyphens, labels of at
+    most 63 characters, 253 in all; write internationalized names in punycode), a
+    dotted-quad IPv4 address or a bracketed IPv6 address without a zone; a port, if
+    given, is 1 to 65535. The class is final, like ``FormInput``.
     """
 
-    __slots__ = ("_message", "_url")
+    __slots__ = ("_message", "_seal", "_url")
 
     mode: ClassVar[InputMode] = InputMode.URL
 
@@ -656,14 +781,14 @@ class URLInput:
             raise ConfigurationError(f"URLInput url {short_prefix(url)}: {problem}")
         object.__setattr__(self, "_message", message)
         object.__setattr__(self, "_url", str.__str__(url))
+        object.__setattr__(self, "_seal", _SEAL)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
+    def _arguments(self) -> tuple[object, ...]:
+        return (self._message, self._url)
 
     def __repr__(self) -> str:
+        if not is_genuine_prompt(self):
+            return "URLInput(<not constructed>)"
         return f"URLInput(message={short_prefix(self._message)}, url={short_prefix(self._url)})"
 
     @property
@@ -726,16 +851,34 @@ class StoredPrompt:
 #: Distinct forms whose compiled answer checks are kept; a miss recompiles the form.
 FORM_CHECKS_CACHED = 256
 
+#: Canonical schema bytes whose compiled checks are kept at most. A compiled form holds
+#: about ten times its JSON in Python objects (a 15 KiB form: 157 KiB), so this bounds
+#: the cache near 10 MiB however large the forms, outside the ledger's budget.
+FORM_CHECKS_BYTES = 1024 * 1024
+
 
 class FormChecks:
-    """Answer checks for stored forms, compiled once per distinct schema (LRU, thread-safe)."""
+    """Answer checks for stored forms, compiled once per distinct schema (LRU, thread-safe).
 
-    __slots__ = ("_capacity", "_forms", "_lock")
+    Bounded both in forms (``capacity``) and in their canonical schema bytes
+    (``max_bytes``), so large forms cannot make the cache hold more than its share.
+    """
 
-    def __init__(self, capacity: int = FORM_CHECKS_CACHED) -> None:
+    __slots__ = ("_bytes", "_capacity", "_forms", "_lock", "_max_bytes")
+
+    def __init__(
+        self, capacity: int = FORM_CHECKS_CACHED, max_bytes: int = FORM_CHECKS_BYTES
+    ) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._forms: dict[bytes, FormInput] = {}
         self._lock = threading.Lock()
+
+    @property
+    def cached_bytes(self) -> int:
+        """Canonical schema bytes of the forms currently cached."""
+        return self._bytes
 
     def validate(self, schema_bytes: bytes, answers: JSONValue) -> str | None:
         """``FormInput.validate_answers`` for the form whose canonical schema is given."""
@@ -746,7 +889,13 @@ class FormChecks:
         if form is None:
             form = FormInput("stored form", schema_bytes, "null")
             with self._lock:
-                self._forms[schema_bytes] = form
-                while len(self._forms) > self._capacity:
-                    del self._forms[next(iter(self._forms))]
+                if schema_bytes not in self._forms:
+                    self._forms[schema_bytes] = form
+                    self._bytes += len(schema_bytes)
+                while self._forms and (
+                    len(self._forms) > self._capacity or self._bytes > self._max_bytes
+                ):
+                    oldest = next(iter(self._forms))
+                    del self._forms[oldest]
+                    self._bytes -= len(oldest)
         return form.validate_answers(answers)

@@ -27,10 +27,18 @@ Tokens are 256 random bits (``secrets.token_urlsafe(32)``, 43 characters). Recor
 are keyed by a SHA-256 hash of the token; a parent keeps its child's token (it must
 hand it out again on an identical replay), never in a ``repr``.
 
-Capacity: every byte the ledger retains is charged against ``Limits.ledger_bytes``
-(and the chain's against ``Limits.chain_bytes``) through reservations taken before
-a handler runs; unused reservation is released when the call returns. When a
-reservation cannot be had the request gets ``busy`` and nothing is evicted.
+Capacity: every byte the ledger retains is charged against ``Limits.ledger_bytes``,
+the principal's share ``Limits.principal_bytes`` (per scope-key hash) and the
+chain's ``Limits.chain_bytes``, through reservations taken before a handler runs;
+unused reservation is released when the call returns. When a reservation cannot be
+had the request gets ``interaction_limit`` (its chain is full) or ``busy`` (its
+principal's share or the ledger is full) and nothing is evicted.
+
+Memory follows the accounting: a record that leaves the ledger (expiry, a closed
+lifetime, settling after either) is referenced by nothing the ledger keeps. The
+expiry heap holds record *keys*, not records, and is rebuilt whenever stale keys
+outnumber live records (``HEAP_SLACK``); a parent drops its link to a child that
+leaves, and a removed record drops its own.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._failures import Failure, FailureCode
-from ._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES, Limits
+from ._limits import CHAIN_FIXED_BYTES, Limits
 
 __all__ = [
     "TOKEN_LENGTH",
@@ -66,6 +74,10 @@ __all__ = [
 #: Length of a continuation token: 32 random bytes in unpadded URL-safe base64.
 TOKEN_LENGTH = 43
 _TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
+
+#: Stale expiry-heap entries tolerated beyond the live records before a rebuild; the
+#: heap never holds more than ``2 * live + HEAP_SLACK`` keys (32-byte hashes, no records).
+HEAP_SLACK = 64
 
 
 class RecordState(enum.Enum):
@@ -197,6 +209,7 @@ class Record:
     answer_charge: int = 0
     child: Record | None = field(default=None, repr=False)
     child_token: str | None = field(default=None, repr=False)
+    parent_key: bytes | None = field(default=None, repr=False)
     removed: bool = False
 
     def move(self, event: Event) -> None:
@@ -205,14 +218,16 @@ class Record:
 
 
 class Reservation:
-    """Bytes set aside in the ledger (and optionally a chain) until settled or released."""
+    """Bytes set aside in the ledger, a principal's share (and optionally a chain)
+    until settled or released."""
 
-    __slots__ = ("_ledger", "chain", "nbytes")
+    __slots__ = ("_ledger", "chain", "nbytes", "scope")
 
-    def __init__(self, ledger: Ledger, nbytes: int, chain: Chain | None) -> None:
+    def __init__(self, ledger: Ledger, nbytes: int, chain: Chain | None, scope: bytes) -> None:
         self._ledger = ledger
         self.nbytes = nbytes
         self.chain = chain
+        self.scope = scope
 
     def release(self) -> None:
         """Give back whatever is still reserved; idempotent."""
@@ -228,27 +243,48 @@ class Ledger:
         self.used = 0  # bytes retained or reserved
         self._lock = threading.Lock()
         self._records: dict[bytes, Record] = {}
-        self._expiry: list[tuple[float, int, Record]] = []
+        self._by_scope: dict[bytes, int] = {}  # bytes retained or reserved per principal
+        self._expiry: list[tuple[float, int, bytes]] = []  # (deadline, sequence, record key)
         self._sequence = itertools.count()
         self.default_lifetime = Lifetime(self)
 
     # -- capacity ----------------------------------------------------------------
 
-    def reserve(self, nbytes: int, chain: Chain | None = None) -> Reservation:
-        """Reserve ``nbytes`` (and charge ``chain``); ``Failure(BUSY)`` if over budget."""
+    def reserve(
+        self, nbytes: int, chain: Chain | None = None, *, scope: bytes | None = None
+    ) -> Reservation:
+        """Reserve ``nbytes`` for the principal ``scope`` (a scope-key hash; the chain's
+        own when ``chain`` is given) and charge ``chain``.
+
+        Raises ``Failure(INTERACTION_LIMIT)`` when the chain is full, ``Failure(BUSY)``
+        when the principal's share or the whole ledger is.
+        """
+        if chain is not None:
+            scope = chain.binding.scope_hash
+        if scope is None:
+            raise TypeError("reserve needs the principal's scope hash or a chain")
+        limits = self.limits
         with self._lock:
             self._sweep(self.clock())
-            if chain is not None and chain.retained + nbytes > self.limits.chain_bytes:
+            if chain is not None and chain.retained + nbytes > limits.chain_bytes:
                 raise Failure(
                     FailureCode.INTERACTION_LIMIT,
                     "this operation's input prompts reached their retained-data limit",
                 )
-            if self.used + nbytes > self.limits.ledger_bytes:
+            held = self._by_scope.get(scope, 0)
+            if held + nbytes > limits.principal_bytes:
+                raise Failure(
+                    FailureCode.BUSY,
+                    "busy: you have too many pending inputs; answer or abandon some, "
+                    "then try again",
+                )
+            if self.used + nbytes > limits.ledger_bytes:
                 raise Failure(FailureCode.BUSY, "busy: too many pending inputs; try again later")
             self.used += nbytes
+            self._by_scope[scope] = held + nbytes
             if chain is not None:
                 chain.retained += nbytes
-            return Reservation(self, nbytes, chain)
+            return Reservation(self, nbytes, chain, scope)
 
     def release(self, reservation: Reservation) -> None:
         """Return a reservation's remaining bytes."""
@@ -256,10 +292,21 @@ class Ledger:
             self._release(reservation)
 
     def _release(self, reservation: Reservation) -> None:
-        self.used -= reservation.nbytes
+        self._uncharge(reservation.scope, reservation.nbytes)
         if reservation.chain is not None:
             reservation.chain.retained -= reservation.nbytes
         reservation.nbytes = 0
+
+    def _uncharge(self, scope: bytes, nbytes: int) -> None:
+        """Return ``nbytes`` to the ledger and to the principal ``scope``."""
+        if nbytes == 0:
+            return
+        self.used -= nbytes
+        held = self._by_scope[scope] - nbytes
+        if held:
+            self._by_scope[scope] = held
+        else:
+            del self._by_scope[scope]  # no bookkeeping is kept for principals without data
 
     @staticmethod
     def initial_charge(arguments_bytes: int, limits: Limits) -> int:
@@ -269,7 +316,7 @@ class Ledger:
     @staticmethod
     def max_prompt_charge(limits: Limits) -> int:
         """The charge of the largest prompt a handler may issue."""
-        return RECORD_FIXED_BYTES + limits.form_schema_bytes + limits.state_bytes
+        return limits.max_prompt_charge()
 
     # -- records -----------------------------------------------------------------
 
@@ -314,6 +361,7 @@ class Ledger:
                 prompt=prompt,
                 expires_at=expires_at,
                 charge=prompt_charge,
+                parent_key=None if parent is None else parent.key,
             )
             reservation.nbytes -= prompt_charge  # now retained by the record
             if parent is None:
@@ -322,7 +370,8 @@ class Ledger:
             chain.prompts += 1
             chain.live_records += 1
             self._records[record.key] = record
-            heapq.heappush(self._expiry, (expires_at, next(self._sequence), record))
+            heapq.heappush(self._expiry, (expires_at, next(self._sequence), record.key))
+            self._compact()
             if parent is not None:
                 # The accepted answer is retained with its record from now on.
                 reservation.nbytes -= parent.answer_charge
@@ -399,24 +448,49 @@ class Ledger:
     # -- expiry ------------------------------------------------------------------
 
     def _sweep(self, now: float) -> None:
+        # self._expiry is re-read each time: a removal may rebuild it (_compact)
         while self._expiry and self._expiry[0][0] <= now:
-            _, _, record = heapq.heappop(self._expiry)
+            record = self._records.get(heapq.heappop(self._expiry)[2])
+            if record is None:
+                continue  # already left the ledger (closed lifetime, settled)
             if record.state in IN_FLIGHT:
                 continue  # charged until its handler returns; settle() removes it
             self._remove(record)
 
+    def _compact(self) -> None:
+        """Rebuild the expiry heap once stale keys outnumber the live records.
+
+        Amortized constant time: a rebuild of ``n`` entries follows at least
+        ``n / 2`` removals or insertions since the last one.
+        """
+        if len(self._expiry) > 2 * len(self._records) + HEAP_SLACK:
+            records = self._records
+            self._expiry = [entry for entry in self._expiry if entry[2] in records]
+            heapq.heapify(self._expiry)
+
     def _remove(self, record: Record) -> None:
+        """Take ``record`` out of the ledger: its charge, and every reference kept to it."""
         if record.removed:
             return
         record.removed = True
         self._records.pop(record.key, None)
-        self.used -= record.charge
         chain = record.chain
+        scope = chain.binding.scope_hash
+        self._uncharge(scope, record.charge)
         chain.retained -= record.charge
         chain.live_records -= 1
         if chain.live_records == 0:
-            self.used -= chain.arguments_charge
+            self._uncharge(scope, chain.arguments_charge)
             chain.retained -= chain.arguments_charge
+        # Nothing the ledger keeps may hold a removed record (or its token) alive.
+        record.child = None
+        record.child_token = None
+        if record.parent_key is not None:
+            parent = self._records.get(record.parent_key)
+            if parent is not None and parent.child is record:
+                parent.child = None
+                parent.child_token = None
+        self._compact()
 
     def close_lifetime(self, lifetime: Lifetime) -> None:
         """Expire every record committed under ``lifetime`` that is not in flight."""

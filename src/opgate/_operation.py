@@ -14,6 +14,7 @@ from typing import Any
 
 from ._failures import ConfigurationError
 from ._json import JSONValue, detach
+from ._limits import QUERY_BYTES
 
 __all__ = ["NAME_PATTERN", "Operation", "OperationSpec", "check_name"]
 
@@ -54,7 +55,8 @@ class Operation:
     * ``handler``: sync or async callable taking an ``Invocation`` and returning
       ``finish(...)``, ``fail(...)`` or ``await_input(...)``.
     * ``description``, ``group``, ``examples`` (strings), ``source``: documentation,
-      all searched; ``group`` is also a search filter.
+      all searched; ``group`` is also a search filter, so it is at most 256 UTF-8
+      bytes (the longest group a search accepts).
     * ``input_schema``: JSON Schema (a JSON object given as a mapping or JSON text)
       for the argument object; ``None`` accepts any object. ``output_schema``: JSON
       Schema for the structured result; ``None`` means results are not validated.
@@ -80,7 +82,13 @@ class Operation:
         if not callable(self.handler):
             raise TypeError(f"{where} handler must be callable")
         object.__setattr__(self, "description", _text(self.description, f"{where} description"))
-        object.__setattr__(self, "group", _text(self.group, f"{where} group"))
+        group = _text(self.group, f"{where} group")
+        if len(group.encode("utf-8")) > QUERY_BYTES:
+            raise ConfigurationError(
+                f"{where} group is {len(group.encode('utf-8'))} UTF-8 bytes; a search filter "
+                f"accepts at most {QUERY_BYTES}, so it could never be searched"
+            )
+        object.__setattr__(self, "group", group)
         object.__setattr__(self, "source", _text(self.source, f"{where} source"))
         examples = self.examples
         if isinstance(examples, str) or not isinstance(examples, Sequence):

@@ -37,7 +37,7 @@ from ._execution import (
     run_sync_to_completion,
 )
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
-from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput
+from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
 from ._ledger import (
@@ -55,6 +55,7 @@ from ._limits import (
     DEFAULT_LIMITS,
     PAGE_BYTES,
     PAGE_RESERVE_BYTES,
+    PROMPT_OVERHEAD_BYTES,
     QUERY_BYTES,
     RECORD_FIXED_BYTES,
     SEARCH_DEFAULT_LIMIT,
@@ -81,8 +82,9 @@ from ._responses import (
     InputResponse,
     check_response_shape,
     decode_answers_canonical,
+    is_genuine_response,
 )
-from ._results import Result, check_result_budget, is_constructed
+from ._results import Result, check_result_budget, is_constructed, json_string_size
 from ._schema import CompiledSchema, SchemaCompiler, SchemaRole
 from ._search import IndexEntry, SearchIndex, fold_group, normalize_query
 
@@ -90,10 +92,6 @@ __all__ = ["Registry", "SearchPage", "Summary"]
 
 #: Accepted when an operation declares no input schema: any argument object.
 _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
-
-#: Public bytes a prompt reply adds beyond its message and schema or URL: the token,
-#: the expiry timestamp and the failure envelope the adapter may have to send instead.
-PROMPT_OVERHEAD_BYTES = 512
 
 #: Collection types accepted for ``input_support`` without the slower ABC check.
 _PLAIN_COLLECTIONS = (frozenset, set, tuple, list)
@@ -254,20 +252,6 @@ class Registry:
         self._ledger = Ledger(limits, self._clock)
         self._form_checks = FormChecks()
         self._scope_hashes: dict[str, bytes] = {}
-        self._check_cursor_room()
-
-    def _check_cursor_room(self) -> None:
-        """Every cursor this registry can issue must fit ``Limits.token_bytes``."""
-        if not self._entries:
-            return
-        longest = max(self._entries, key=lambda entry: len(entry.name.encode())).name
-        probe = CursorBinding("search", self._revision, "", "", b"\0" * 32)
-        size = len(self._cursors.seal(probe, (3, longest)))
-        if size > self._limits.token_bytes:
-            raise ConfigurationError(
-                f"Limits.token_bytes ({self._limits.token_bytes}) cannot hold a search cursor "
-                f"for operation {longest!r} ({size} characters); raise token_bytes"
-            )
 
     def _snapshot(
         self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
@@ -408,9 +392,13 @@ class Registry:
             after: tuple[int, str] | None = None
             if cursor is not None:
                 try:
-                    after = self._cursors.open(cursor, binding)
+                    tier, position = self._cursors.open(cursor, binding)
                 except CursorError:
                     return Failed(Failure(FailureCode.INVALID_CURSOR))
+                if position >= len(self._entries):  # pragma: no cover - sealed by this revision
+                    return Failed(Failure(FailureCode.INVALID_CURSOR))
+                # the position is bound to this registry's revision, so its name is stable
+                after = (tier, self._entries[position].name)
             else:
                 exact = await self._exact(ctx, binding)
                 if exact is not None:
@@ -443,7 +431,7 @@ class Registry:
         entries = self._entries
         items: list[Summary] = []
         used = 0
-        last: tuple[int, str] | None = None
+        last: tuple[int, int] | None = None  # (tier, catalog position) of the last item
         unavailable_code = FailureCode.UNAVAILABLE
         for tier, position in self._index.ranked(binding.query, binding.group, after):
             entry = entries[position]
@@ -469,7 +457,7 @@ class Registry:
                     continue
             items.append(entry.summary_item)
             used += entry.item_bytes
-            last = (tier, entry.name)
+            last = (tier, position)
         return SearchPage(tuple(items))
 
     # -- inspect -----------------------------------------------------------------
@@ -684,7 +672,9 @@ class Registry:
         chain: Chain | None = None
         if bound is not None:
             binding, arguments_size = bound
-            reservation = self._ledger.reserve(Ledger.initial_charge(arguments_size, self._limits))
+            reservation = self._ledger.reserve(
+                Ledger.initial_charge(arguments_size, self._limits), scope=binding.scope_hash
+            )
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
             await call.checkpoint("before the operation started")
@@ -748,7 +738,7 @@ class Registry:
                 FailureCode.INVALID_REQUEST, "resume must be (continuation, InputResponse)"
             )
         token, response = resume
-        if not isinstance(response, InputResponse):
+        if not is_genuine_response(response):  # final class, completed constructor only
             raise Failure(FailureCode.INVALID_REQUEST, "resume must carry an InputResponse")
         if not isinstance(token, str) or len(token) > self._limits.token_bytes:
             raise Failure(FailureCode.INVALID_REQUEST, "malformed continuation")
@@ -910,7 +900,8 @@ class Registry:
         if not isinstance(message, str) or _has_surrogate(message):
             raise Failure(FailureCode.INVALID_RESULT, "fail(...) needs a str message")
         budget = self._limits.result_bytes - FAILURE_OVERHEAD_BYTES
-        if _utf8_size(message) > budget:
+        encoded = json_string_size(message)  # as JSON will carry it, escapes included
+        if encoded > budget:
             raise Failure(
                 FailureCode.INVALID_RESULT, "the failure message exceeds the result budget"
             )
@@ -926,10 +917,7 @@ class Registry:
                 and not entry.output_schema.is_valid(diagnostics)
             ):
                 diagnostics = None
-            if (
-                diagnostics is not None
-                and _utf8_size(message) + len(canonical_bytes(diagnostics)) > budget
-            ):
+            if diagnostics is not None and encoded + len(canonical_bytes(diagnostics)) > budget:
                 diagnostics = None
         return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
 
@@ -943,7 +931,7 @@ class Registry:
     ) -> Pending | Failed:
         """Check a prompt against the host's support and the budgets, then commit it."""
         prompt = outcome.payload
-        if not isinstance(prompt, FormInput | URLInput):
+        if not is_genuine_prompt(prompt):  # final classes, completed constructors only
             raise Failure(
                 FailureCode.INVALID_RESULT, "await_input(...) needs a FormInput or URLInput"
             )
@@ -961,10 +949,14 @@ class Registry:
         return Pending(stored.public(), token, _utc(record.expires_at))
 
     def _check_prompt(self, prompt: FormInput | URLInput) -> None:
-        """The prompt's state and public part must fit their budgets (else ``invalid_result``)."""
+        """The prompt's state and public part must fit their budgets (else ``invalid_result``).
+
+        The public part is counted as JSON encodes it: the message's escapes count,
+        like a result's text (the schema's canonical bytes and the URL are already JSON).
+        """
         limits = self._limits
         if isinstance(prompt, FormInput):
-            public = _utf8_size(prompt.message) + prompt.schema_size
+            public = json_string_size(prompt.message) + prompt.schema_size
             state = len(prompt.state_bytes)
             if state > limits.state_bytes:
                 raise Failure(
@@ -973,7 +965,7 @@ class Registry:
                     f"({limits.state_bytes})",
                 )
         else:
-            public = _utf8_size(prompt.message) + _utf8_size(prompt.url().url)
+            public = json_string_size(prompt.message) + _utf8_size(prompt.url().url)
             state = 0
         if public > limits.form_schema_bytes:
             raise Failure(

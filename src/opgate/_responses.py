@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Any, Final, final
 
 from ._failures import ConfigurationError
 from ._forms import InputMode
@@ -29,6 +30,7 @@ __all__ = [
     "check_response_shape",
     "decode_answers",
     "decode_answers_canonical",
+    "is_genuine_response",
 ]
 
 
@@ -51,6 +53,16 @@ class AnswerError(ValueError):
 _Raw = bytes | dict[str, JSONValue] | None
 
 
+# Set only at the end of the constructor; an instance without it is a forgery.
+_SEAL: Final = object()
+
+
+def is_genuine_response(response: object) -> bool:
+    """Whether ``response`` is an ``InputResponse`` its constructor completed."""
+    return type(response) is InputResponse and getattr(response, "_seal", None) is _SEAL
+
+
+@final
 class InputResponse:
     """A reply to a prompt; build it with ``accept``, ``decline`` or ``cancel``.
 
@@ -61,9 +73,11 @@ class InputResponse:
     Raises ``TypeError`` for a wrong type and ``ConfigurationError`` for a decline or
     cancel with answers, or a mapping that is not JSON (NaN, non-string keys, ...).
     ``repr`` shows the action and the size of the answers, never their content.
+    The class is final; copies are the object itself and pickles rebuild it through
+    the constructor. The registry refuses anything its constructor did not complete.
     """
 
-    __slots__ = ("_raw", "action")
+    __slots__ = ("_raw", "_seal", "action")
 
     action: InputAction
     _raw: _Raw
@@ -101,6 +115,21 @@ class InputResponse:
             )
         object.__setattr__(self, "action", action)
         object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "_seal", _SEAL)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        raise TypeError("InputResponse cannot be subclassed; use accept, decline or cancel")
+
+    def __copy__(self) -> InputResponse:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> InputResponse:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if not is_genuine_response(self):
+            raise TypeError("an unconstructed InputResponse cannot be copied")
+        return (InputResponse, (self.action, self._raw))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -129,6 +158,8 @@ class InputResponse:
         return self._raw is not None
 
     def __repr__(self) -> str:
+        if not is_genuine_response(self):
+            return "InputResponse(<not constructed>)"
         if self._raw is None:
             return f"InputResponse({self.action.value!r})"
         if isinstance(self._raw, bytes):

@@ -9,8 +9,9 @@ surrogates; binary data is given as raw bytes (``bytes``, ``bytearray`` or
 ``memoryview``, copied into ``bytes``); the adapter base64-encodes it. A
 ``ResourceLink`` is a reference the library never fetches.
 
-A ``Result`` holds a tuple of blocks, optional structured content (any JSON value;
-``None`` means absent) and optional metadata (a JSON object). Structured content
+A ``Result`` holds a tuple of blocks, optional structured content (any JSON value,
+JSON ``null`` included; the ``NO_STRUCTURED`` marker means absent) and optional
+metadata (a JSON object). Structured content
 and metadata are converted with ``_json.from_python`` (no numeric work profile:
 the registry applies it when an output schema validates the result), kept
 privately as canonical bytes plus a private value parsed back from them, and handed
@@ -46,11 +47,12 @@ wire envelope, compatibility copies and reserve (spec 003).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
-from typing import Any, Final, TypeAlias, TypeVar, final
+from typing import Any, Final, Literal, TypeAlias, TypeVar, final
 
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
@@ -60,10 +62,12 @@ __all__ = [
     "MAX_LINK_SIZE",
     "MAX_MIME_TYPE_CHARS",
     "MEMBER_OVERHEAD",
+    "NO_STRUCTURED",
     "Audio",
     "ContentBlock",
     "EmbeddedResource",
     "Image",
+    "NoStructured",
     "ResourceLink",
     "Result",
     "ResultSize",
@@ -71,6 +75,7 @@ __all__ = [
     "base64_length",
     "check_result_budget",
     "is_constructed",
+    "json_string_size",
     "result_size",
 ]
 
@@ -114,6 +119,20 @@ def base64_length(size: int) -> int:
     return (size + 2) // 3 * 4
 
 
+def json_string_size(text: str) -> int:
+    """UTF-8 bytes of ``text`` as the body of a JSON string, quotes excluded.
+
+    Escaped as canonical JSON escapes it: ``\\"``, ``\\\\``, the short escapes,
+    ``\\u00xx`` for the other control characters, everything else literal. Equal to the
+    UTF-8 length for text without quotes, backslashes or controls; escapes only add.
+    ``ValueError`` (``UnicodeEncodeError``) for a lone surrogate.
+    """
+    escaped = encode_basestring(text)
+    if escaped.isascii():
+        return len(escaped) - 2
+    return len(escaped.encode("utf-8")) - 2
+
+
 # --- validation helpers ---------------------------------------------------------------
 
 
@@ -125,11 +144,8 @@ def _string(value: object, where: str, *, optional: bool = False) -> tuple[str |
         expected = "a str or None" if optional else "a str"
         raise TypeError(f"{where} must be {expected}, not {type(value).__name__}")
     text = str.__str__(value)
-    escaped = encode_basestring(text)
-    if escaped.isascii():
-        return text, len(escaped) - 2
     try:
-        return text, len(escaped.encode("utf-8")) - 2
+        return text, json_string_size(text)
     except UnicodeEncodeError:
         found = _SURROGATE.search(text)
         index = found.start() if found else 0
@@ -399,6 +415,25 @@ _BLOCK_TYPES: Final = (Text, Image, Audio, ResourceLink, EmbeddedResource)
 # --- Result ---------------------------------------------------------------------------
 
 
+class NoStructured(enum.Enum):
+    """The type of ``NO_STRUCTURED``, the marker for "no structured content".
+
+    ``Result(structured=None)`` is structured content whose value is JSON ``null``;
+    ``Result()`` (or ``Result(structured=NO_STRUCTURED)``) has none. Compare with
+    ``is``; the marker is a singleton that survives copying and pickling.
+    """
+
+    NO_STRUCTURED = "NO_STRUCTURED"
+
+    def __repr__(self) -> str:
+        return "NO_STRUCTURED"
+
+
+#: "No structured content": the default of ``Result(structured=...)``, and what
+#: ``Result.structured`` returns when there is none (``None`` is JSON ``null``).
+NO_STRUCTURED: Final = NoStructured.NO_STRUCTURED
+
+
 @dataclass(frozen=True, slots=True)
 class ResultSize:
     """A result's encoded size in bytes: ``total`` includes ``inline`` (inline media)."""
@@ -465,14 +500,17 @@ class Result:
     * ``content``: a list or tuple of ``Text``, ``Image``, ``Audio``, ``ResourceLink``
       and ``EmbeddedResource`` blocks, stored as a tuple;
     * ``structured``: any JSON value (``int``, ``Decimal``, ``float`` by its shortest
-      repr, ``str``, ``bool``, lists, ``str``-keyed mappings); ``None`` means absent,
-      so JSON ``null`` cannot be structured content;
+      repr, ``str``, ``bool``, lists, ``str``-keyed mappings, and ``None`` for JSON
+      ``null``), or ``NO_STRUCTURED`` (the default) for no structured content;
     * ``meta``: a mapping of MCP ``_meta`` keys (not under a reserved MCP prefix) to
       JSON values, or ``None``.
 
     ``structured`` and ``meta`` return fresh detached copies in canonical numeric
-    form; ``structured_json`` and ``meta_json`` their canonical bytes. Results are
-    immutable, cannot be subclassed, and compare by value.
+    form (``structured`` returns ``NO_STRUCTURED`` when there is none);
+    ``structured_json`` and ``meta_json`` their canonical bytes, or ``None`` when
+    absent (``b"null"`` for JSON ``null``); ``has_structured`` says whether there is
+    structured content. Results are immutable, cannot be subclassed, and compare by
+    value.
     """
 
     __slots__ = (
@@ -486,7 +524,7 @@ class Result:
     )
 
     _content: tuple[ContentBlock, ...]
-    _structured: JSONValue
+    _structured: JSONValue | NoStructured
     _structured_json: bytes | None
     _meta: JSONValue
     _meta_json: bytes | None
@@ -496,15 +534,15 @@ class Result:
     def __init__(
         self,
         content: Sequence[ContentBlock] = (),
-        structured: object = None,
+        structured: object = NO_STRUCTURED,
         meta: Mapping[str, object] | None = None,
     ) -> None:
         blocks = _content(content)
         total = sum(block._size for block in blocks)
         inline = sum(block._inline for block in blocks)
-        structured_value: JSONValue = None
+        structured_value: JSONValue | NoStructured = NO_STRUCTURED
         structured_json = None
-        if structured is not None:
+        if structured is not NO_STRUCTURED:
             structured_value, structured_json = _json_member(structured, "Result.structured")
             total += MEMBER_OVERHEAD + len(structured_json)
         meta_value: JSONValue = None
@@ -533,13 +571,24 @@ class Result:
         return self._content
 
     @property
-    def structured(self) -> JSONValue:
-        """The structured content (a fresh detached copy), or ``None`` when absent."""
-        return detach(self._structured)
+    def structured(self) -> JSONValue | Literal[NoStructured.NO_STRUCTURED]:
+        """The structured content (a fresh detached copy; ``None`` is JSON ``null``), or
+        ``NO_STRUCTURED`` when there is none."""
+        value = self._structured
+        if value is NO_STRUCTURED:
+            return NO_STRUCTURED
+        assert not isinstance(value, NoStructured)
+        return detach(value)
+
+    @property
+    def has_structured(self) -> bool:
+        """Whether the result carries structured content (JSON ``null`` counts)."""
+        return self._structured_json is not None
 
     @property
     def structured_json(self) -> bytes | None:
-        """The canonical JSON bytes of the structured content, or ``None`` when absent."""
+        """The canonical JSON bytes of the structured content (``b"null"`` for JSON
+        ``null``), or ``None`` when there is none."""
         return self._structured_json
 
     @property

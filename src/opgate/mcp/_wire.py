@@ -28,7 +28,7 @@ from .._failures import ConfigurationError, Failure, FailureCode
 from .._forms import FormPrompt, InputMode, URLPrompt
 from .._json import JSONValue, parse
 from .._responses import InputResponse
-from .._results import Audio, EmbeddedResource, Image, ResourceLink, Result, Text
+from .._results import Audio, EmbeddedResource, Image, NoStructured, ResourceLink, Result, Text
 
 __all__ = [
     "ENVELOPE_BYTES",
@@ -109,6 +109,7 @@ def tool_result(result: Result, *, objects_only: bool) -> types.CallToolResult:
     structured: Any = None
     if structured_json is not None:
         value = result.structured
+        assert not isinstance(value, NoStructured)  # present: JSON (None is JSON null)
         if not any(isinstance(block, Text) for block in result.content):
             content.append(types.TextContent(type="text", text=structured_json.decode("utf-8")))
         if isinstance(value, dict) or not objects_only:

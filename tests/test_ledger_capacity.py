@@ -1,0 +1,331 @@
+"""Ledger capacity (issue 9, items 7-9): memory follows the accounting, per-principal
+shares, and chain budgets that can carry what they promise."""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from opgate import (
+    Completed,
+    ConfigurationError,
+    Failed,
+    FailureCode,
+    FormInput,
+    InputMode,
+    InputResponse,
+    Invocation,
+    Limits,
+    Operation,
+    Pending,
+    Registry,
+    Result,
+    Text,
+    await_input,
+    finish,
+)
+from opgate._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES
+
+from conftest import Ctx, TeamPolicy
+
+pytestmark = pytest.mark.anyio
+
+FORM_SUPPORT = {InputMode.FORM}
+KIB = 1024
+MIB = 1024 * KIB
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def padded_object(size: int, key: str = "p") -> str:
+    """A JSON object ``{"key": "xxx…"}`` whose canonical (and raw) encoding is ``size`` bytes."""
+    text = json.dumps({key: "x" * (size - len(key) - 7)}, separators=(",", ":"))
+    assert len(text) == size
+    return text
+
+
+def maximal_form(public_bytes: int) -> tuple[str, dict[str, Any]]:
+    """A message and form whose public part (message + canonical schema) is exactly the budget."""
+    schema = {"type": "object", "properties": {"n": {"type": "string", "maxLength": 1 << 20}}}
+    from opgate._json import canonical_bytes, from_python
+
+    schema_size = len(canonical_bytes(from_python(schema)))
+    return "m" * (public_bytes - schema_size), schema
+
+
+class MaxPrompts:
+    """Issues ``rounds`` prompts whose message+schema, state and answers are maximal."""
+
+    def __init__(self, limits: Limits, rounds: int) -> None:
+        self.limits = limits
+        self.rounds = rounds
+        self.calls = 0
+
+    async def __call__(self, inv: Invocation) -> Any:
+        self.calls += 1
+        round_ = 0 if inv.resume is None else inv.resume.state["p"].count("r")
+        if round_ >= self.rounds:
+            return finish(Result([Text("done")]))
+        message, schema = maximal_form(self.limits.form_schema_bytes)
+        # state: a canonical object of exactly state_bytes; its "r"s count the rounds
+        state_size = self.limits.state_bytes
+        body = "r" * (round_ + 1)
+        state = json.dumps({"p": body + "x" * (state_size - 8 - len(body))}, separators=(",", ":"))
+        assert len(state) == state_size
+        return await_input(FormInput(message, schema, state))
+
+
+def max_answer(limits: Limits) -> InputResponse:
+    return InputResponse.accept(padded_object(limits.answer_bytes, "n"))
+
+
+async def drive_max_chain(limits: Limits, rounds: int) -> tuple[Any, MaxPrompts]:
+    handler = MaxPrompts(limits, rounds)
+    reg = Registry([Operation("long.chain", "A long chain", handler)], TeamPolicy(), limits=limits)
+    arguments = padded_object(limits.argument_bytes)
+    outcome: Any = await reg.invoke(Ctx(), "long.chain", arguments, input_support=FORM_SUPPORT)
+    prompts = 0
+    while isinstance(outcome, Pending):
+        prompts += 1
+        outcome = await reg.invoke(
+            Ctx(),
+            "long.chain",
+            arguments,
+            input_support=FORM_SUPPORT,
+            resume=(outcome.continuation, max_answer(limits)),
+        )
+    assert prompts == rounds or not isinstance(outcome, Completed)
+    return outcome, handler
+
+
+# --- item 9: the chain budget ------------------------------------------------------------
+
+
+SMALL = {"argument_bytes": 256, "form_schema_bytes": 256, "state_bytes": 64, "answer_bytes": 256}
+
+
+async def test_the_smallest_accepted_chain_budget_completes_a_maximum_transition() -> None:
+    floor = Limits(**SMALL).chain_floor()
+    with pytest.raises(ConfigurationError, match="chain_bytes"):
+        Limits(**SMALL, chain_bytes=floor - 1)
+    limits = Limits(**SMALL, chain_bytes=floor, max_prompts=2)
+    # answer the first maximal prompt with a maximal answer: the handler prompts again
+    outcome, handler = await drive_max_chain(limits, rounds=1)
+    assert isinstance(outcome, Completed), outcome
+    # ... and the answer that leads to a second maximal prompt commits it too
+    handler = MaxPrompts(limits, rounds=2)
+    reg = Registry([Operation("long.chain", "A long chain", handler)], TeamPolicy(), limits=limits)
+    arguments = padded_object(limits.argument_bytes)
+    first = await reg.invoke(Ctx(), "long.chain", arguments, input_support=FORM_SUPPORT)
+    assert isinstance(first, Pending)
+    second = await reg.invoke(
+        Ctx(),
+        "long.chain",
+        arguments,
+        input_support=FORM_SUPPORT,
+        resume=(first.continuation, max_answer(limits)),
+    )
+    assert isinstance(second, Pending), second
+
+
+def test_the_chain_floor_counts_everything_a_transition_reserves() -> None:
+    limits = Limits(**SMALL, chain_bytes=64 * KIB)
+    prompt = RECORD_FIXED_BYTES + 256 + 64
+    # the chain, its arguments and first prompt, the answer, and the next maximum prompt
+    assert limits.chain_floor() == CHAIN_FIXED_BYTES + 256 + prompt + 256 + prompt
+
+
+async def test_default_limits_carry_ten_maximum_prompts_and_the_tenth_answer_finishes() -> None:
+    limits = Limits()
+    outcome, handler = await drive_max_chain(limits, rounds=10)
+    assert isinstance(outcome, Completed), outcome
+    assert handler.calls == 11
+    # an eleventh prompt still fails interaction_limit
+    outcome, _ = await drive_max_chain(limits, rounds=11)
+    assert isinstance(outcome, Failed)
+    assert outcome.failure.code is FailureCode.INTERACTION_LIMIT
+
+
+# --- item 7: memory follows the accounting ---------------------------------------------------
+
+
+async def test_closed_lifetimes_free_their_memory_not_only_their_accounting() -> None:
+    ledger_bytes = MIB
+    limits = Limits(ledger_bytes=ledger_bytes)  # seven principals can fill it
+    counter = iter(range(10**9))
+
+    async def prompt(inv: Invocation) -> Any:
+        # a distinct 7 KiB state per prompt, so nothing is shared or interned
+        n = next(counter)
+        return await_input(
+            FormInput("ok?", {"type": "object", "properties": {}}, [f"{n:07d}" * 1000])
+        )
+
+    clock = Clock()
+    reg = Registry(
+        [Operation("fill", "Fill the ledger", prompt)], TeamPolicy(), limits=limits, clock=clock
+    )
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        for _ in range(8):
+            serving = reg.open_lifetime()
+            for index in range(10_000):
+                outcome = await reg.invoke(
+                    Ctx(principal=f"p{index % 7}"),
+                    "fill",
+                    "{}",
+                    input_support=FORM_SUPPORT,
+                    lifetime=serving,
+                )
+                if isinstance(outcome, Failed):
+                    assert outcome.failure.code is FailureCode.BUSY
+                    break
+            assert index > 100  # the ledger really filled
+            await serving.close()
+            assert reg._ledger.used == 0
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    assert retained < ledger_bytes // 2, retained  # nothing live: far under one ledger
+
+
+async def test_an_expired_child_is_not_kept_alive_by_its_answered_parent() -> None:
+    from datetime import timedelta
+
+    clock = Clock()
+
+    async def twice(inv: Invocation) -> Any:
+        if inv.resume is not None and inv.resume.state == 2:
+            return finish(Result([Text("done")]))
+        round_ = 1 if inv.resume is None else 2
+        return await_input(FormInput("ok?", {"type": "object", "properties": {}}, round_))
+
+    reg = Registry([Operation("two", "Two prompts", twice)], TeamPolicy(), clock=clock)
+    first = await reg.invoke(Ctx(), "two", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(first, Pending)
+    second = await reg.invoke(
+        Ctx(),
+        "two",
+        "{}",
+        input_support=FORM_SUPPORT,
+        resume=(first.continuation, InputResponse.accept({})),
+        input_expiry=timedelta(seconds=5),
+    )
+    assert isinstance(second, Pending)
+    parent = next(r for r in reg._ledger._records.values() if r.round == 1)
+    clock.now += 6
+    reg._ledger.sweep()
+    assert parent.child is None
+    assert parent.child_token is None
+    replay = await reg.invoke(
+        Ctx(),
+        "two",
+        "{}",
+        input_support=FORM_SUPPORT,
+        resume=(first.continuation, InputResponse.accept({})),
+    )
+    assert isinstance(replay, Failed)
+    assert replay.failure.code is FailureCode.EXPIRED
+
+
+async def test_the_expiry_heap_never_outgrows_the_live_records() -> None:
+    clock = Clock()
+
+    async def prompt(inv: Invocation) -> Any:
+        return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
+
+    reg = Registry([Operation("p", "Prompt", prompt)], TeamPolicy(), clock=clock)
+    keep = await reg.invoke(Ctx(), "p", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(keep, Pending)
+    for _ in range(50):
+        serving = reg.open_lifetime()
+        for _ in range(20):
+            await reg.invoke(Ctx(), "p", "{}", input_support=FORM_SUPPORT, lifetime=serving)
+        await serving.close()
+        assert len(reg._ledger._expiry) <= 2 * reg._ledger.live + 64
+    assert reg._ledger.live == 1
+
+
+# --- item 8: per-principal share -----------------------------------------------------------
+
+
+async def flood(reg: Registry, principal: str, limit: int = 100_000) -> int:
+    """Prompts made by ``principal`` until it gets ``busy``."""
+    for made in range(limit):
+        outcome = await reg.invoke(Ctx(principal=principal), "p", "{}", input_support=FORM_SUPPORT)
+        if isinstance(outcome, Failed):
+            assert outcome.failure.code is FailureCode.BUSY, outcome
+            assert principal not in outcome.failure.message
+            return made
+    raise AssertionError("never busy")
+
+
+def tiny_prompts(limits: Limits) -> Registry:
+    async def prompt(inv: Invocation) -> Any:
+        return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
+
+    return Registry([Operation("p", "Prompt", prompt)], TeamPolicy(), limits=limits)
+
+
+async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
+    limits = Limits(ledger_bytes=2 * MIB)
+    assert limits.principal_bytes == MIB // 2  # a quarter of the ledger by default
+    reg = tiny_prompts(limits)
+    flooded = await flood(reg, "mallory")
+    assert flooded > 0
+    assert reg._ledger.used <= limits.principal_bytes
+    # the flooder is busy, everybody else is not
+    for other in ("alice", "bob", "carol"):
+        outcome = await reg.invoke(Ctx(principal=other), "p", "{}", input_support=FORM_SUPPORT)
+        assert isinstance(outcome, Pending), outcome
+    # three more flooders still cannot push out a fourth principal entirely
+    for principal in ("m2", "m3"):
+        await flood(reg, principal)
+    outcome = await reg.invoke(Ctx(principal="dave"), "p", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(outcome, Pending), outcome
+
+
+async def test_the_principal_share_frees_with_its_prompts() -> None:
+    reg = tiny_prompts(Limits(ledger_bytes=2 * MIB))
+    made = await flood(reg, "mallory")
+    serving_used = reg._ledger.used
+    assert serving_used > 0
+    await reg._ledger.default_lifetime.close()
+    assert reg._ledger.used == 0
+    assert reg._ledger._by_scope == {}  # no bookkeeping left for principals without data
+    assert made > 0
+
+
+async def test_the_share_is_configurable_and_can_cover_the_whole_ledger() -> None:
+    limits = Limits(ledger_bytes=MIB, principal_bytes=MIB)
+    reg = tiny_prompts(limits)
+    await flood(reg, "mallory")
+    assert reg._ledger.used > MIB * 3 // 4
+    outcome = await reg.invoke(Ctx(principal="alice"), "p", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(outcome, Failed)
+    assert outcome.failure.code is FailureCode.BUSY
+
+
+def test_principal_share_floor_and_ceiling() -> None:
+    chain = Limits().chain_bytes
+    with pytest.raises(ConfigurationError, match="principal_bytes"):
+        Limits(principal_bytes=chain - 1)
+    with pytest.raises(ConfigurationError, match="principal_bytes"):
+        Limits(ledger_bytes=4 * MIB, principal_bytes=4 * MIB + 1)
+    assert Limits(principal_bytes=chain).principal_bytes == chain
+    # the derived default never breaks the floor: a small ledger gives its principals a chain
+    assert Limits(ledger_bytes=chain).principal_bytes == chain
+    assert Limits(ledger_bytes=8 * chain).principal_bytes == 2 * chain
