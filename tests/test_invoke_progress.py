@@ -33,7 +33,8 @@ class Clock:
 
 
 def registry(handler: Any, clock: Clock | None = None) -> Registry:
-    return Registry([Operation("work", "does work", handler)], AllowAll(), clock=clock)
+    """``clock`` paces progress: it is the registry's monotonic clock."""
+    return Registry([Operation("work", "does work", handler)], AllowAll(), monotonic=clock)
 
 
 async def test_updates_are_throttled_and_validated_without_changing_outcome() -> None:

@@ -11,15 +11,26 @@ The exception tree::
 
 Public messages never contain a token, a scope key, an exception's text or a
 stack trace. The original exception of an ``internal`` failure is kept on
-``Failure.cause``, which is never part of ``str()``, ``repr()`` or any encoding.
+``Failure.cause``, which is never part of ``str()``, ``repr()``, a pickle or a copy.
+A failure a request returns holds no traceback frames (frames keep the locals of the
+call, argument values among them): neither its own traceback and chained exceptions
+nor its cause's, whose stack survives only as a text note (file, line, function).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+import traceback
+from typing import Any, Final
 
-__all__ = ["ConfigurationError", "Failure", "FailureCode", "short_prefix"]
+__all__ = [
+    "ConfigurationError",
+    "Failure",
+    "FailureCode",
+    "internal_failure",
+    "returned",
+    "short_prefix",
+]
 
 
 class FailureCode(enum.StrEnum):
@@ -118,12 +129,71 @@ class Failure(Exception):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles and copies keep code, message and diagnostics; never the private cause."""
+        return (Failure, (self.code.value, self.message), {"diagnostics": self.diagnostics})
+
+
+#: Frames of a cause's traceback kept as text (the innermost ones).
+CAUSE_FRAMES: Final = 32
+
+#: Exceptions of one cause's chain and groups whose frames are summarized.
+CAUSE_EXCEPTIONS: Final = 64
+
 
 def internal_failure(cause: BaseException | None = None) -> Failure:
-    """A sanitized ``internal`` failure that keeps ``cause`` privately."""
+    """A sanitized ``internal`` failure that keeps ``cause`` privately, without frames."""
     failure = Failure(FailureCode.INTERNAL)
+    if cause is not None:
+        _drop_frames(cause)
     failure.cause = cause
     return failure
+
+
+def returned(failure: Failure) -> Failure:
+    """``failure`` made fit to return: no traceback, no chained exceptions."""
+    failure.__traceback__ = None
+    failure.__context__ = None
+    failure.__cause__ = None
+    return failure
+
+
+# The base classes' own attribute descriptors (typeshed types them as plain values).
+_TRACEBACK: Any = BaseException.__dict__["__traceback__"]
+_CAUSE: Any = BaseException.__dict__["__cause__"]
+_CONTEXT: Any = BaseException.__dict__["__context__"]
+_GROUP_EXCEPTIONS: Any = BaseExceptionGroup.__dict__["exceptions"]
+
+
+def _drop_frames(cause: BaseException) -> None:
+    """Replace the tracebacks in ``cause``'s chain and groups by text notes.
+
+    The note is the stack as ``traceback`` prints it (file, line, function, source
+    line; never locals), so a host's log still shows where the error came from. Only
+    the base class's own accessors are used: an exception class that overrides them
+    cannot make this raise or keep its frames.
+    """
+    seen: set[int] = set()
+    todo = [cause]
+    while todo and len(seen) < CAUSE_EXCEPTIONS:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        tb = _TRACEBACK.__get__(exc)
+        if tb is not None:
+            _TRACEBACK.__set__(exc, None)
+            try:
+                stack = traceback.extract_tb(tb, limit=-CAUSE_FRAMES).format()
+                BaseException.add_note(
+                    exc, "Traceback (most recent call last):\n" + "".join(stack).rstrip()
+                )
+            except Exception:  # a note is a courtesy; the frames go regardless
+                pass
+            del tb
+        todo.extend(e for e in (_CAUSE.__get__(exc), _CONTEXT.__get__(exc)) if e is not None)
+        if issubclass(type(exc), BaseExceptionGroup):
+            todo.extend(_GROUP_EXCEPTIONS.__get__(exc))
 
 
 class ConfigurationError(ValueError):

@@ -7,9 +7,9 @@ mutate what it gets without touching what the registry keeps.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Generator, Set
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio.from_thread
 
@@ -82,6 +82,9 @@ class Invocation:
     * ``await report_progress(completed, total=None, message="")``: advisory progress;
       invalid updates and sink problems never raise here (they go to diagnostics).
       Sync handlers (which run in a worker thread) use ``report_progress_sync``.
+      Misuse never changes the outcome either: a report that is never awaited, or
+      ``report_progress_sync`` called on the event loop (from an async handler), is
+      recorded in the diagnostics and otherwise ignored.
     """
 
     __slots__ = ("_arguments", "_channel", "_modes", "name", "resume")
@@ -117,14 +120,18 @@ class Invocation:
         """Whether the host declared it can show prompts of ``mode`` for this call."""
         return mode in self._modes
 
-    async def report_progress(
+    def report_progress(
         self,
         completed: int | float | Decimal,
         total: int | float | Decimal | None = None,
         message: str = "",
-    ) -> None:
-        """Report advisory progress (see the progress rules in the docs)."""
-        await self._channel.report(completed, total, message)
+    ) -> _Report:
+        """Report advisory progress: ``await`` the result (see the progress rules in the docs).
+
+        Forgetting to await it only records a diagnostic (no coroutine is left
+        un-awaited, so no warning either).
+        """
+        return _Report(self._channel, completed, total, message)
 
     def report_progress_sync(
         self,
@@ -132,11 +139,53 @@ class Invocation:
         total: int | float | Decimal | None = None,
         message: str = "",
     ) -> None:
-        """``report_progress`` for sync handlers running in the registry's worker thread."""
-        anyio.from_thread.run(self._channel.report, completed, total, message)
+        """``report_progress`` for sync handlers running in the registry's worker thread.
+
+        Called on the event loop thread (from an async handler), or from a thread anyio
+        did not start, it records a diagnostic and returns: it never blocks the loop
+        and never raises.
+        """
+        channel = self._channel
+        if channel.closed:
+            return
+        if channel.on_loop_thread():
+            channel.diagnostics.record(
+                "progress: report_progress_sync called on the event loop; "
+                "an async handler awaits report_progress"
+            )
+            return
+        try:
+            anyio.from_thread.run(channel.report, completed, total, message)
+        except RuntimeError:
+            channel.diagnostics.record(
+                "progress: report_progress_sync called outside the handler's worker thread"
+            )
 
     def __repr__(self) -> str:
         return f"Invocation(name={self.name!r}, resumed={self.resume is not None})"
+
+
+class _Report:
+    """The awaitable ``Invocation.report_progress`` returns; counts whether it was awaited."""
+
+    __slots__ = ("_args", "_awaited", "_channel")
+
+    def __init__(self, channel: ProgressChannel, *args: Any) -> None:
+        self._channel = channel
+        self._args = args
+        self._awaited = False
+        channel.made()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if self._awaited:
+            self._channel.diagnostics.record("progress: a report_progress(...) was awaited twice")
+            return
+        self._awaited = True
+        self._channel.awaited()
+        yield from self._channel.report(*self._args).__await__()
+
+    def __repr__(self) -> str:
+        return "<report_progress awaitable>"
 
 
 def new_invocation(

@@ -32,24 +32,44 @@ __all__ = [
 
 _MINT = object()  # only this module's constructors can make an Outcome
 
+#: The kinds the constructors make; any other kind is a forgery.
+KINDS = frozenset({"finish", "fail", "await_input"})
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Outcome:
-    """A handler's decision; build it with ``finish``, ``fail`` or ``await_input`` only."""
+    """A handler's decision; build it with ``finish``, ``fail`` or ``await_input`` only.
+
+    The mint that marks a genuine outcome is set after construction and is not an
+    ``__init__`` field, so ``dataclasses.replace`` (which rebuilds through
+    ``__init__``) makes a forgery, rejected as ``invalid_result``; so is an outcome
+    whose kind was altered afterwards.
+    """
 
     kind: str
     payload: Any = field(repr=False)
     message: str = ""
-    _mint: object = field(default=None, repr=False)
+    _mint: object = field(default=None, init=False, repr=False)
 
     def is_genuine(self) -> bool:
-        """Whether this outcome came from one of the constructor functions."""
-        return self._mint is _MINT and type(self) is Outcome
+        """Whether this outcome came from one of the constructor functions, unaltered."""
+        return (
+            self._mint is _MINT
+            and type(self) is Outcome
+            and type(self.kind) is str
+            and self.kind in KINDS
+        )
+
+
+def _minted(kind: str, payload: Any, message: str = "") -> Outcome:
+    outcome = Outcome(kind, payload, message)
+    object.__setattr__(outcome, "_mint", _MINT)
+    return outcome
 
 
 def finish(result: Result) -> Outcome:
     """Finish successfully with ``result`` (a ``Result`` built with its constructor)."""
-    return Outcome("finish", result, _mint=_MINT)
+    return _minted("finish", result)
 
 
 def fail(message: str, diagnostics: object = None) -> Outcome:
@@ -58,12 +78,12 @@ def fail(message: str, diagnostics: object = None) -> Outcome:
     With an output schema, diagnostics must match it, otherwise they are withheld
     (the failure is still returned, with its message).
     """
-    return Outcome("fail", diagnostics, message, _mint=_MINT)
+    return _minted("fail", diagnostics, message)
 
 
 def await_input(prompt: FormInput | URLInput) -> Outcome:
     """Stop and ask a person for input: a form (``FormInput``) or an HTTPS hand-off."""
-    return Outcome("await_input", prompt, _mint=_MINT)
+    return _minted("await_input", prompt)
 
 
 @dataclass(frozen=True, slots=True)

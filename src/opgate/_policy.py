@@ -10,9 +10,12 @@ A host's policy has two methods, each sync or async:
   arguments). Returning ``None`` allows; raising or returning
   ``Failure(FailureCode.UNAVAILABLE)`` denies.
 
-Anything else — another exception, another return value, a ``Failure`` of another
-code, an empty or non-string scope key — fails the request as ``internal`` with the
-original kept on ``Failure.cause``. A failing policy never yields a successful
+Anything else — another exception (a ``BaseException`` subclass, an exception group,
+``GeneratorExit`` or an ``asyncio.CancelledError`` of the policy's own included),
+another return value, a ``Failure`` of another code, an empty or non-string scope
+key — fails the request as ``internal`` with the original kept on ``Failure.cause``.
+``KeyboardInterrupt``, ``SystemExit`` and real cancellation of the calling task
+propagate (``_execution.must_propagate``). A failing policy never yields a successful
 authorization. Sync methods are called inline on the caller's thread (search asks
 for every item it places, so they must be fast); a policy that does I/O should be
 async.
@@ -24,6 +27,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
+from ._execution import is_own_close, must_propagate
 from ._failures import Failure, FailureCode, internal_failure
 from ._json import JSONValue
 
@@ -94,16 +98,19 @@ def _broken(cause: BaseException | None) -> PolicyError:
 
 
 async def scope_key(policy: Policy, ctx: Any) -> str:
-    """Call ``policy.scope_key``; raise ``PolicyError`` unless it gives a nonempty ``str``."""
+    """Call ``policy.scope_key``; raise ``PolicyError`` unless it gives a nonempty ``str``.
+
+    The key is returned as a plain ``str`` (a subclass's overrides never run later).
+    """
     try:
         key = policy.scope_key(ctx)
         if inspect.isawaitable(key):
             key = await key
-    except Exception as exc:
-        raise _broken(exc) from None
+    except BaseException as exc:
+        raise _broken(_callback_exception(exc)) from None
     if not isinstance(key, str) or not key:
         raise _broken(TypeError(f"scope_key returned {type(key).__name__}, not a nonempty str"))
-    return key
+    return str.__str__(key)
 
 
 async def authorize(policy: Policy, ctx: Any, request: PolicyRequest) -> bool:
@@ -112,9 +119,16 @@ async def authorize(policy: Policy, ctx: Any, request: PolicyRequest) -> bool:
         verdict = policy.authorize(ctx, request)
         if verdict is not None and inspect.isawaitable(verdict):
             verdict = await verdict
-    except Exception as exc:
-        return judge_exception(exc)
+    except BaseException as exc:
+        return judge_exception(_callback_exception(exc))
     return verdict is None or judge_verdict(verdict)
+
+
+def _callback_exception(exc: BaseException) -> BaseException:
+    """``exc`` if it is the callback's to judge; re-raise what must propagate."""
+    if must_propagate(exc) or is_own_close(exc):
+        raise exc
+    return exc
 
 
 def judge_verdict(verdict: object) -> bool:
@@ -129,8 +143,13 @@ def judge_verdict(verdict: object) -> bool:
     raise _broken(TypeError(f"authorize returned {type(verdict).__name__}, not None"))
 
 
-def judge_exception(exc: Exception) -> bool:
-    """Judge what ``authorize`` raised: ``Failure(UNAVAILABLE)`` denies, anything else breaks."""
+def judge_exception(exc: BaseException) -> bool:
+    """Judge what ``authorize`` raised: ``Failure(UNAVAILABLE)`` denies, anything else breaks.
+
+    ``KeyboardInterrupt``, ``SystemExit`` and real cancellation are re-raised as they are.
+    """
     if isinstance(exc, Failure) and exc.code is FailureCode.UNAVAILABLE:
         return False
+    if must_propagate(exc):
+        raise exc
     raise _broken(exc) from None

@@ -17,18 +17,26 @@ The rules (spec 000, "Progress"), as this module applies them to one invocation:
 * Delivery is synchronous in the reporting task: a sync sink is called inline, an
   async sink is awaited. The first valid update is delivered at once; after that,
   a delivery starts only when at least ``interval`` (100 ms) has passed, on the
-  injected clock, since the previous delivery started. Updates that arrive during
+  injected monotonic clock, since the previous delivery started (a clock reading
+  earlier than that start, as a stepped-back clock gives, also allows a delivery:
+  progress is never suppressed for the size of a clock step). Updates that arrive during
   a delivery (concurrent or reentrant) or inside the interval are suppressed, not
   queued: there is no timer and no guaranteed final update.
-* Invalid updates, sink exceptions and sinks returning a value are recorded in the
-  invocation's bounded ``Diagnostics`` and never change its outcome:
-  ``report`` raises only when the reporting task itself is cancelled (a sink must
-  honor cancellation; it is never shielded).
+* Invalid updates, sink exceptions (``BaseException`` subclasses included) and sinks
+  returning a value are recorded in the invocation's bounded ``Diagnostics`` and
+  never change its outcome: ``report`` raises only when the reporting task itself is
+  cancelled (a sink must honor cancellation; it is never shielded), and for
+  ``KeyboardInterrupt`` and ``SystemExit``.
+* Misuse is a diagnostic too: reporting from another thread or event loop than the
+  invocation's (``report_progress_sync`` from an async handler; ``report`` awaited
+  elsewhere), and reports that were made but never awaited (counted with
+  ``made``/``awaited`` and recorded at ``close``).
 * ``close`` stops new deliveries at once, then waits for one already running.
 
-``report`` and ``close`` run on the invocation's event loop; a handler in a worker
-thread reaches ``report`` through ``anyio.from_thread``. The state is guarded by a
-plain lock, never held while the sink runs.
+``report`` and ``close`` run on the invocation's event loop (the thread that built
+the channel); a handler in a worker thread reaches ``report`` through
+``anyio.from_thread``. The state is guarded by a plain lock, never held while the
+sink runs.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from typing import Final, TypeAlias
 
 import anyio
 
+from ._execution import is_own_close, must_propagate
 from ._failures import ConfigurationError
 from ._json import JSONError, check_profile
 
@@ -207,6 +216,7 @@ class ProgressChannel:
     """
 
     __slots__ = (
+        "_awaited",
         "_clock",
         "_closed",
         "_diagnostics",
@@ -214,8 +224,10 @@ class ProgressChannel:
         "_interval",
         "_last_start",
         "_lock",
+        "_made",
         "_running",
         "_sink",
+        "_thread",
     )
 
     def __init__(
@@ -245,6 +257,28 @@ class ProgressChannel:
         self._last_start: float | None = None
         self._running: anyio.Event | None = None
         self._closed = False
+        self._thread = threading.get_ident()  # the invocation's event loop thread
+        self._made = 0  # report_progress(...) awaitables handed out
+        self._awaited = 0  # ... and awaited
+
+    @property
+    def diagnostics(self) -> Diagnostics:
+        """The invocation's diagnostic slot."""
+        return self._diagnostics
+
+    def on_loop_thread(self) -> bool:
+        """Whether the caller runs on the invocation's event loop thread."""
+        return threading.get_ident() == self._thread
+
+    def made(self) -> None:
+        """Count a report awaitable handed to the handler."""
+        with self._lock:
+            self._made += 1
+
+    def awaited(self) -> None:
+        """Count a report awaitable that was awaited."""
+        with self._lock:
+            self._awaited += 1
 
     @property
     def closed(self) -> bool:
@@ -257,6 +291,12 @@ class ProgressChannel:
         Never raises for a bad update or a failing sink (both are recorded); only
         cancellation of the calling task propagates.
         """
+        if not self.on_loop_thread():
+            self._diagnostics.record(
+                "progress: update ignored: reported outside the invocation's event loop "
+                "(a worker thread uses report_progress_sync)"
+            )
+            return
         try:
             update = ProgressUpdate(completed, total, message)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
@@ -292,7 +332,9 @@ class ProgressChannel:
         """Whether a delivery may start now (called with the lock held)."""
         if self._closed or self._sink is None or self._running is not None:
             return False  # closed, nowhere to deliver, or suppressed during a delivery
-        return self._last_start is None or now - self._last_start >= self._interval
+        last = self._last_start
+        # A reading before the last start means the clock stepped back: deliver.
+        return last is None or now - last >= self._interval or now < last
 
     async def _deliver(self, update: ProgressUpdate) -> None:
         sink = self._sink
@@ -305,7 +347,9 @@ class ProgressChannel:
                 self._diagnostics.record(
                     f"progress: sink returned {type(returned).__name__}; sinks return None"
                 )
-        except Exception as exc:  # cancellation is a BaseException and propagates
+        except BaseException as exc:
+            if must_propagate(exc) or is_own_close(exc):
+                raise  # real cancellation, KeyboardInterrupt, SystemExit
             self._diagnostics.record(f"progress: sink raised {type(exc).__name__}")
 
     async def close(self) -> None:
@@ -314,7 +358,14 @@ class ProgressChannel:
         If the caller is cancelled while waiting, the channel stays closed.
         """
         with self._lock:
+            first = not self._closed
             self._closed = True
             running = self._running
+            missing = self._made - self._awaited
+        if first and missing > 0:
+            self._diagnostics.record(
+                f"progress: {missing} report_progress(...) call(s) were never awaited; "
+                "await them (a sync handler uses report_progress_sync)"
+            )
         if running is not None:
             await running.wait()

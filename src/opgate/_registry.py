@@ -4,7 +4,9 @@ The rules live in their own modules (``_json``, ``_schema``, ``_search``,
 ``_cursor``, ``_policy``, ``_results``, ``_forms``, ``_responses``, ``_ledger``,
 ``_progress``); this module only calls them in the order the spec requires and
 turns every request-level problem into a returned ``Failed``. Requests never raise
-for bad input; cancellation of the calling task propagates.
+for bad input, nor for anything a callback raises (``BaseException`` included);
+real cancellation of the calling task, ``KeyboardInterrupt`` and ``SystemExit``
+propagate (``_execution``). A returned failure holds no traceback frames.
 
 No lock is held while a policy, handler or progress callback runs.
 """
@@ -27,7 +29,14 @@ import anyio
 import anyio.to_thread
 
 from ._cursor import CursorBinding, CursorError, CursorSealer
-from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
+from ._execution import (
+    honour_cancellation,
+    is_own_close,
+    must_propagate,
+    must_yield,
+    run_sync_to_completion,
+)
+from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
@@ -93,6 +102,12 @@ SCOPE_HASHES_CACHED = 4096
 #: Bytes of framing charged for one failure message plus its diagnostics.
 FAILURE_OVERHEAD_BYTES = 256
 
+#: The public message for a call on a closed serving lifetime.
+LIFETIME_CLOSED = (
+    "the serving lifetime is closed: this server no longer accepts calls; "
+    "use the application's own intent or job key to find the outcome of earlier requests"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Summary:
@@ -139,13 +154,30 @@ class _Call:
     values: dict[str, JSONValue]  # validated; handed out only as detached copies
     modes: frozenset[InputMode]
     lifetime_seconds: float
+    serving: Lifetime
     channel: ProgressChannel
-    deadline: float  # the host's effective deadline, read once per call
+    deadline: float  # the host's effective anyio deadline, read once per call
+    started: float  # time.monotonic() when the call began
 
-    def check_deadline(self, when: str) -> None:
-        """Fail ``cancelled`` if the deadline has passed."""
-        if self.deadline != math.inf and self.deadline <= anyio.current_time():
+    async def checkpoint(self, when: str, *, fresh: bool = False) -> None:
+        """The check before dispatch and before returning a result.
+
+        Fails ``cancelled`` if the anyio deadline has passed (or the scope was
+        cancelled), delivers a pending cancellation of the calling task (asyncio
+        deadlines included: see ``_execution.honour_cancellation``), and refuses a
+        closed serving lifetime. ``fresh`` reads anyio's scopes again instead of the
+        deadline read at the start (1.8 µs): after a sync handler, whose worker thread
+        kept anyio from delivering a cancellation of the caller's scope. (An async
+        handler's awaits deliver it; what a shielded section held back is delivered
+        by the yield once the call has taken ``YIELD_AFTER``.)
+        """
+        deadline = anyio.current_effective_deadline() if fresh else self.deadline
+        if deadline != math.inf and deadline <= anyio.current_time():
             raise Failure(FailureCode.CANCELLED, f"the deadline passed {when}")
+        if must_yield(self.started):
+            await honour_cancellation()
+        if self.serving.closed:
+            raise Failure(FailureCode.EXPIRED, LIFETIME_CLOSED)
 
 
 def _utf8_size(text: str) -> int:
@@ -164,7 +196,10 @@ class Registry:
     snapshots every definition, validates names (unique), summaries, handlers and the
     definition budget, and compiles every schema before returning; it raises
     ``ConfigurationError`` (or ``TypeError``) naming the operation and field.
-    ``clock`` returns POSIX seconds (``time.time`` by default); tests inject one.
+    ``clock`` returns POSIX seconds (``time.time`` by default) for expiry times;
+    ``monotonic`` returns seconds on a monotonic scale (``time.monotonic`` by
+    default) and paces progress, so a wall-clock step never suppresses it. Tests
+    inject either.
 
     Schema patterns run on a linear-time regex engine, and a pattern that needs
     lookaround or backreferences fails construction. ``regex_backtrack_limit`` (an
@@ -184,6 +219,7 @@ class Registry:
         *,
         limits: Limits | None = None,
         clock: Callable[[], float] | None = None,
+        monotonic: Callable[[], float] | None = None,
         regex_backtrack_limit: int | None = None,
     ) -> None:
         if limits is None:
@@ -198,6 +234,9 @@ class Registry:
         self._limits = limits
         self._policy = policy
         self._clock = clock or time.time
+        self._monotonic = monotonic or time.monotonic
+        if not callable(self._clock) or not callable(self._monotonic):
+            raise TypeError("clock and monotonic must be callables returning seconds")
         compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
         default_input = compiler.compile(_ANY_OBJECT, role=SchemaRole.INPUT, where="default")
         entries: dict[str, _Entry] = {}
@@ -337,6 +376,14 @@ class Registry:
         ``group`` are at most 256 UTF-8 bytes. Continue with ``next_cursor`` and the
         same query and group (the limit may change).
         """
+        try:
+            return await self._search(ctx, query, group, limit, cursor)
+        except BaseException as exc:
+            return _failed(exc)
+
+    async def _search(
+        self, ctx: Any, query: str, group: str, limit: int | None, cursor: str | None
+    ) -> SearchPage | Failed:
         problem = _search_problem(query, group, limit, cursor, self._limits.token_bytes)
         if problem is not None:
             return Failed(Failure(FailureCode.INVALID_REQUEST, problem))
@@ -411,7 +458,9 @@ class Registry:
                         continue
             except PolicyError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:
+                if is_own_close(exc):
+                    raise
                 if not judge_exception(exc):
                     continue
             items.append(entry.summary_item)
@@ -426,8 +475,8 @@ class Registry:
         try:
             await scope_key(self._policy, ctx)
             entry = await self._discoverable(ctx, name)
-        except PolicyError as exc:
-            return Failed(exc.failure)
+        except BaseException as exc:
+            return _failed(exc)
         if entry is None:
             return Failed(unavailable())
         output = entry.output_schema
@@ -487,10 +536,8 @@ class Registry:
                 lifetime,
                 diagnostics,
             )
-        except PolicyError as exc:
-            return Failed(exc.failure, diagnostics.entries)
-        except Failure as failure:
-            return Failed(failure, diagnostics.entries)
+        except BaseException as exc:
+            return _failed(exc, diagnostics.entries)
 
     async def _invoke(
         self,
@@ -504,6 +551,7 @@ class Registry:
         lifetime: object,
         diagnostics: Diagnostics,
     ) -> InvokeOutcome:
+        started = time.monotonic()
         modes, lifetime_seconds, serving = self._options(
             input_support, progress, input_expiry, lifetime
         )
@@ -524,11 +572,13 @@ class Registry:
                 lifetime=serving,
             )
             bound = (binding, len(canonical))
-        channel = ProgressChannel(progress, diagnostics, clock=self._clock)  # type: ignore[arg-type]
+        channel = ProgressChannel(progress, diagnostics, clock=self._monotonic)  # type: ignore[arg-type]
         # The effective deadline of the host's cancel scopes, read once: it is
         # checked before dispatch and before a result is returned.
         deadline = anyio.current_effective_deadline()
-        call = _Call(ctx, entry, values, modes, lifetime_seconds, channel, deadline)
+        call = _Call(
+            ctx, entry, values, modes, lifetime_seconds, serving, channel, deadline, started
+        )
         try:
             if resume is not None:
                 assert bound is not None
@@ -569,6 +619,8 @@ class Registry:
                 FailureCode.INVALID_REQUEST,
                 "lifetime must come from this registry's open_lifetime()",
             )
+        if serving.closed:
+            raise Failure(FailureCode.EXPIRED, LIFETIME_CLOSED)
         return modes, seconds, serving
 
     def _arguments(
@@ -633,14 +685,15 @@ class Registry:
             )
             chain = self._ledger.new_chain(binding, reservation, arguments_size)
         try:
-            call.check_deadline("before the operation started")
+            await call.checkpoint("before the operation started")
             outcome = await self._dispatch(call, None)
             if outcome.kind == "await_input":
                 if chain is None or reservation is None:
                     return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
                 return self._commit(call, chain, None, outcome, reservation)
-            call.check_deadline("before the result was returned")
-            return self._conclude(call.entry, outcome)
+            result = self._conclude(call.entry, outcome)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
+            return result
         finally:
             if reservation is not None:
                 reservation.release()
@@ -666,16 +719,19 @@ class Registry:
             claimed = self._ledger.claim(record, answer_key, len(answer_bytes))
             if isinstance(claimed, Failure):
                 return Failed(claimed)
-            if claimed is Event.ANSWER and reservation is None:
-                try:
+            # From here the record is in flight: whatever happens before the handler
+            # takes it over (a failed reservation, an exception of any kind) gives it
+            # back, so it can never stay busy.
+            try:
+                if claimed is Event.ANSWER and reservation is None:
                     reservation = self._ledger.reserve(charge, record.chain)
-                except Failure:
-                    self._ledger.settle(record, Event.REVERT)
-                    raise
-            state = prompt.state_value()
+                state = prompt.state_value()
+                verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
+            except BaseException:
+                self._ledger.settle(record, _GIVE_BACK[claimed])
+                raise
             if claimed is Event.REPLAY:
                 return await self._replay(call, record)
-            verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
             if claimed is Event.RECOVER:
                 return await self._recover(call, record, verified)
             assert reservation is not None
@@ -721,7 +777,7 @@ class Registry:
         """A new answer: authorize, dispatch, then record what became of it."""
         try:
             allowed = await self._may_execute(call)
-            call.check_deadline("before the operation started")
+            await call.checkpoint("before the operation started")
         except BaseException:
             self._ledger.settle(record, Event.REVERT)
             raise
@@ -737,8 +793,8 @@ class Registry:
                 reply = self._commit(call, record.chain, record, outcome, reservation)
                 settled = isinstance(reply, Pending)
                 return reply
-            call.check_deadline("before the result was returned")
             result = self._conclude(call.entry, outcome)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             if isinstance(result, Completed):
                 self._ledger.settle(record, Event.FINISHED, reservation)
                 settled = True
@@ -768,7 +824,7 @@ class Registry:
         try:
             if not await self._may_execute(call):
                 return Failed(unavailable())
-            call.check_deadline("before the operation started")
+            await call.checkpoint("before the operation started")
             outcome = await self._dispatch(call, verified)
             if outcome.kind == "await_input":
                 return Failed(
@@ -777,39 +833,48 @@ class Registry:
                         "a recovery call may only finish; it cannot ask for more input",
                     )
                 )
-            call.check_deadline("before the result was returned")
             result = self._conclude(call.entry, outcome)
+            await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             recovered = isinstance(result, Completed)
             return result
         finally:
             self._ledger.settle(record, Event.RECOVERED if recovered else Event.BROKEN)
 
     async def _dispatch(self, call: _Call, verified: Resume | None) -> Outcome:
-        """Call the handler; an exception becomes a sanitized ``internal`` failure."""
+        """Call the handler and return its genuine outcome.
+
+        Anything it raises (``BaseException`` included) becomes a sanitized
+        ``internal`` failure, except what ``must_propagate``. A sync handler runs in
+        a worker thread that is waited for even if the caller is cancelled, so this
+        returns (or raises) only once the handler has really returned.
+        """
         entry = call.entry
         invocation = new_invocation(
             entry.name, _detached(call.values), call.modes, verified, call.channel
         )
         try:
             if entry.is_async:
-                returned = await entry.handler(invocation)
+                outcome = await entry.handler(invocation)
             else:
-                returned = await anyio.to_thread.run_sync(entry.handler, invocation)
-            if inspect.isawaitable(returned):
-                returned = await returned
-        except Exception as exc:
+                outcome = await run_sync_to_completion(entry.handler, invocation)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except BaseException as exc:
+            if must_propagate(exc) or is_own_close(exc):
+                raise
             raise internal_failure(exc) from None
-        if not isinstance(returned, Outcome) or not returned.is_genuine():
+        if not isinstance(outcome, Outcome) or not outcome.is_genuine():
             raise Failure(
                 FailureCode.INVALID_RESULT,
                 "the operation returned neither finish(...), fail(...) nor await_input(...)",
             )
-        return returned
+        return outcome
 
     def _conclude(self, entry: _Entry, outcome: Outcome) -> Completed | Failed:
         """Check a finish or fail outcome against the output schema and result budgets."""
         if outcome.kind == "fail":
             return Failed(self._operation_failure(entry, outcome))
+        assert outcome.kind == "finish"  # genuine outcomes only (_dispatch)
         result = outcome.payload
         if not isinstance(result, Result) or not is_constructed(result):
             raise Failure(
@@ -924,6 +989,30 @@ class Registry:
             )
         if public + PROMPT_OVERHEAD_BYTES > limits.result_bytes:
             raise Failure(FailureCode.INVALID_RESULT, "the prompt does not fit the result budget")
+
+
+#: How a claimed record is given back when its request stops before the hand-over.
+_GIVE_BACK = {Event.ANSWER: Event.REVERT, Event.REPLAY: Event.REPLAYED, Event.RECOVER: Event.BROKEN}
+
+
+def _failed(exc: BaseException, diagnostics: tuple[str, ...] = ()) -> Failed:
+    """What a request returns for an exception that reached its top level.
+
+    Request-level failures are returned as they are, policy breakage as its failure,
+    anything else as a sanitized ``internal`` failure; ``KeyboardInterrupt``,
+    ``SystemExit``, real cancellation and the closing of the request's own coroutine
+    are re-raised. The failure is returned without traceback frames.
+    """
+    kind = type(exc)  # never exc's own (overridable) attributes: this must not raise
+    if kind is PolicyError:
+        failure = exc.failure  # type: ignore[attr-defined]
+    elif kind is Failure:  # the registry's own; a callback's subclass is unexpected
+        failure = exc
+    elif must_propagate(exc) or issubclass(kind, GeneratorExit):
+        raise exc
+    else:
+        failure = internal_failure(exc)
+    return Failed(returned(failure), diagnostics)
 
 
 def _search_problem(
