@@ -620,3 +620,16 @@ async def test_input_request_keys_name_the_prompt_of_an_operation() -> None:
     assert done.structured_content == {"id": 6}
     with pytest.raises(ConfigurationError, match="unknown operation"):
         GatewayServer(build_registry(), input_request_keys={"no.such": "x"})
+
+
+async def test_an_on_failure_hook_that_raises_never_changes_the_reply() -> None:
+    class HookBoom(BaseException):
+        pass
+
+    def hook(ctx: CallContext, tool: str, failure: Any) -> None:
+        raise HookBoom("secret")
+
+    server = GatewayServer(build_registry(), on_failure=hook)
+    async with connect(server, "legacy") as client:
+        result = await client.call_tool("invoke", {"name": "util.refuse"})
+    assert error_of(result)[0] == "operation_failed"

@@ -117,5 +117,19 @@ class Pending:
     expires_at: datetime
     diagnostics: tuple[str, ...] = ()
 
+    def __reduce__(self) -> Any:
+        # A continuation is a bearer secret: it never travels inside a pickle by
+        # accident. A host that persists one stores ``pending.continuation`` itself.
+        raise TypeError(
+            "a Pending carries a bearer continuation and is not pickled; "
+            "store pending.continuation deliberately if you must"
+        )
+
+    def __copy__(self) -> Pending:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Pending:
+        return self
+
 
 InvokeOutcome: TypeAlias = Completed | Failed | Pending

@@ -457,7 +457,9 @@ class GatewayServer:
         if self._on_failure is not None:
             try:
                 self._on_failure(call_ctx, tool, failure)
-            except Exception as exc:  # a host hook must not change the reply
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # a host hook must not change the reply
                 logger.error("on_failure hook raised %s", type(exc).__name__)
         result = failure_result(failure)
         if wire_size(result) > self._registry.limits.result_bytes:
