@@ -231,6 +231,7 @@ class Registry:
         )
         from . import __version__
 
+        self._scope_hashes: dict[str, bytes] = {}
         self._revision = definitions_revision(
             (
                 Definition(
@@ -247,28 +248,44 @@ class Registry:
             ),
             __version__,
         )
+        self._form_checks = FormChecks()
+        self._bind_state(secret, ledger)
+
+    def _bind_state(self, secret: bytes | None, ledger: LedgerFactory | None) -> None:
+        """Derive the keys from ``secret`` and open the continuation ledger."""
         try:
             keys = RegistryKeys.from_secret(secret)
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         self._secret = keys.scope
         self._cursors = CursorSealer(clock=self._clock, key=keys.cursor)
+        self._scope_hashes = {}
         self._ledger: LedgerBackend[Any, Any]
         if ledger is None:
-            self._ledger = Ledger(limits, self._clock)
-        else:
-            if not callable(getattr(ledger, "bind", None)):
-                raise TypeError("ledger must be a shared ledger such as opgate.redis.RedisLedger")
-            if not keys.shared:
-                raise ConfigurationError(
-                    "a shared ledger needs a shared secret: pass secret= (the same on "
-                    "every replica)"
-                )
-            self._ledger = ledger.bind(
-                limits=limits, clock=self._clock, keys=keys, revision=self._revision
+            self._ledger = Ledger(self._limits, self._clock)
+            return
+        if not callable(getattr(ledger, "bind", None)):
+            raise TypeError("ledger must be a shared ledger such as opgate.redis.RedisLedger")
+        if not keys.shared:
+            raise ConfigurationError(
+                "a shared ledger needs a shared secret: pass secret= (the same on every replica)"
             )
-        self._form_checks = FormChecks()
-        self._scope_hashes: dict[str, bytes] = {}
+        self._ledger = ledger.bind(
+            limits=self._limits, clock=self._clock, keys=keys, revision=self._revision
+        )
+
+    def _with_state(self, *, secret: bytes | None, ledger: LedgerFactory | None) -> Registry:
+        """A copy serving the same compiled catalog with another secret and ledger
+        (how ``opgate serve`` applies ``OPGATE_SECRET`` and ``--ledger`` to a built
+        registry); the copy has no continuations."""
+        copy = object.__new__(Registry)
+        copy.__dict__.update(self.__dict__)
+        copy._bind_state(secret, ledger)
+        return copy
+
+    async def aclose(self) -> None:
+        """Close a shared ledger's connections (a later call reconnects); idempotent."""
+        await self._ledger.aclose()
 
     def _snapshot(
         self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
