@@ -51,7 +51,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError, RedisError
 
 from .._failures import Failure, FailureCode
 from .._forms import InputMode, StoredPrompt
@@ -244,10 +244,15 @@ class RedisBackend:
     async def _run(self, op: str, now_ms: int, *args: str | int | bytes) -> list[Any]:
         """One shielded, bounded script run; ``RedisError`` for an unreachable store."""
         script = self._connection()
+        keys, argv = [self._key_prefix], [op, now_ms, *self._limit_args, *args]
         with anyio.CancelScope(shield=True), anyio.fail_after(CALL_TIMEOUT):
-            reply = await script(
-                keys=[self._key_prefix], args=[op, now_ms, *self._limit_args, *args]
-            )
+            try:
+                reply = await script(keys=keys, args=argv)
+            except ConnectionError:
+                # A pooled connection the server closed (a Redis restart): once more,
+                # on a fresh connection. Should the first run have happened after all,
+                # what it took is held by a lease nobody renews and comes back.
+                reply = await script(keys=keys, args=argv)
         assert isinstance(reply, list)
         reply[0] = reply[0].decode("ascii")
         return reply
