@@ -3,6 +3,8 @@
 Directly: ``.venv/bin/python benchmarks/run_all.py [--quick] [--no-compare] [--output FILE]``.
 The full run (10,000 and 100,000 operations, comparisons included) takes a few
 minutes on two cores; ``--quick`` measures 10,000 operations only, with fewer runs.
+MCP round trips are always measured at 10,000 operations (FastMCP's round trips
+take about a second each, so they get few runs).
 ``--output`` also writes the tables to a file. Results depend on the machine and on
 whatever else runs on it: compare numbers from one run only.
 """
@@ -19,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_interaction
 import bench_invoke
+import bench_mcp
+import bench_openapi
 import bench_registry
 from common import Table, format_table, machine_info
 
@@ -48,10 +52,20 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         )
         section("Invoke", bench_invoke.run(runs=5_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=1_000, pending=10_000))
+        section(
+            "MCP round trips",
+            bench_mcp.run(10_000, runs=300, fastmcp_runs=5, compare=compare, profile_calls=200),
+        )
+        section("OpenAPI", bench_openapi.run(runs=3))
     else:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=5_000, pending=10_000))
+        section(
+            "MCP round trips",
+            bench_mcp.run(10_000, runs=1_000, fastmcp_runs=15, compare=compare, profile_calls=500),
+        )
+        section("OpenAPI", bench_openapi.run(runs=5))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

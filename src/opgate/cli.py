@@ -10,6 +10,15 @@ Several replicas serve one catalog when they share a secret (``OPGATE_SECRET``, 
 ``--secret-file PATH``; never a command-line value, which other users of the
 machine could read) and a continuation ledger (``--ledger redis://HOST:PORT/DB``);
 see docs/deployment.md.
+
+``opgate serve --openapi SPEC --base-url URL [--header NAME=ENVVAR ...]
+[--confirm METHODS]`` serves every operation of an OpenAPI 3.0/3.1 file instead
+(``opgate.openapi``): each ``--header`` sends the value of environment variable
+``ENVVAR`` as header ``NAME`` on every call (credentials never appear on the command
+line); ``--confirm`` lists the methods a person must confirm (default
+``POST,PUT,PATCH,DELETE``; ``none`` for none). Every MCP principal is allowed every
+operation: put an authenticating proxy or ``--token-verifier`` in front, and give
+the upstream credentials only the rights the agents may use.
 """
 
 from __future__ import annotations
@@ -57,9 +66,34 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
-        description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one).",
+        description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one), "
+        "or the operations of an OpenAPI document (--openapi SPEC --base-url URL).",
     )
-    serve.add_argument("target", metavar="MODULE:ATTR")
+    serve.add_argument("target", metavar="MODULE:ATTR", nargs="?")
+    serve.add_argument(
+        "--openapi",
+        metavar="SPEC",
+        help="serve the operations of this OpenAPI 3.0/3.1 file (JSON or YAML) instead",
+    )
+    serve.add_argument("--base-url", metavar="URL", help="with --openapi: where calls go")
+    serve.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=ENVVAR",
+        help="with --openapi: send header NAME with the value of $ENVVAR (repeatable)",
+    )
+    serve.add_argument(
+        "--confirm",
+        metavar="METHODS",
+        default="POST,PUT,PATCH,DELETE",
+        help="with --openapi: methods a person confirms before sending (or 'none')",
+    )
+    serve.add_argument(
+        "--output-schemas",
+        action="store_true",
+        help="with --openapi: declare output schemas from the JSON success responses",
+    )
     serve.add_argument(
         "--http",
         metavar="[HOST:]PORT",
@@ -198,6 +232,55 @@ def _ledger(arguments: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
 
 
+class _ServePolicy:
+    """``opgate serve --openapi``: every principal may use every operation."""
+
+    def scope_key(self, ctx: Any) -> str:
+        return str(getattr(ctx, "scope_key", "local"))
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
+
+
+def _openapi_registry(arguments: argparse.Namespace) -> Any:
+    """The registry of ``--openapi SPEC`` (the report goes to stderr)."""
+    from pathlib import Path
+
+    from .openapi import DocumentError, build_catalog
+
+    if arguments.target:
+        raise UsageError("give either MODULE:ATTR or --openapi SPEC, not both")
+    if not arguments.base_url:
+        raise UsageError("--openapi needs --base-url URL (where the API's calls go)")
+    headers: dict[str, str] = {}
+    for item in arguments.header:
+        name, separator, variable = item.partition("=")
+        if not separator or not name or not variable:
+            raise UsageError(f"--header needs NAME=ENVVAR, got {item!r}")
+        if variable not in os.environ:
+            raise UsageError(f"--header {name}: environment variable {variable} is not set")
+        headers[name] = os.environ[variable]
+    confirm = arguments.confirm.strip()
+    methods = [] if confirm.lower() == "none" else [m for m in confirm.split(",") if m.strip()]
+    try:
+        catalog = build_catalog(
+            Path(arguments.openapi),
+            base_url=arguments.base_url,
+            headers=headers,
+            confirm=[m.strip() for m in methods],
+            output_schemas=arguments.output_schemas,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot read {arguments.openapi}: {exc.strerror}") from None
+    except (DocumentError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    registry = catalog.registry(_ServePolicy())
+    print(f"opgate: {catalog.report.summary()}", file=sys.stderr, flush=True)
+    for issue in catalog.report.skipped:
+        logging.getLogger("opgate.openapi").info("skipped %s", issue)
+    return registry
+
+
 def _gateway(arguments: argparse.Namespace) -> Any:
     from . import Registry
     from .mcp import GatewayServer
@@ -208,7 +291,12 @@ def _gateway(arguments: argparse.Namespace) -> Any:
         raise UsageError(
             f"--ledger needs the shared secret: set {SECRET_ENV} or pass --secret-file"
         )
-    target = _load(arguments.target, "the target")
+    if arguments.openapi:
+        target = _openapi_registry(arguments)
+    elif not arguments.target:
+        raise UsageError("give MODULE:ATTR (a registry) or --openapi SPEC --base-url URL")
+    else:
+        target = _load(arguments.target, "the target")
     if not isinstance(target, Registry | GatewayServer) and callable(target):
         target = target()
     if isinstance(target, Registry):

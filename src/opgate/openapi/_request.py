@@ -1,0 +1,240 @@
+"""Arguments to an HTTP request: path substitution, query, headers and body.
+
+``prepare(plan, arguments)`` turns validated arguments into a ``PreparedRequest``
+or raises ``ArgumentProblem`` with a message for the caller. It never decides the
+host: the request holds only the path (already percent-encoded), the query pairs,
+the headers that come from parameters, and the body bytes; the handler joins the
+path to the host's base URL.
+
+Path safety: every path parameter value is percent-encoded with no safe characters
+(``/``, ``?``, ``#``, ``%`` and ``\\`` included), so a value can never add a segment,
+a query or a fragment; a value that would make a whole segment empty, ``.`` or ``..``
+is refused, so a value can never climb out of the operation's path either.
+
+Serialization follows OpenAPI's ``style``/``explode`` rules: path ``simple``,
+``label`` and ``matrix``; query ``form`` (exploded or not), ``spaceDelimited``,
+``pipeDelimited`` and ``deepObject``; header ``simple``. Parameters described by
+JSON ``content`` are sent as compact JSON text. Numbers are written exactly
+(``Decimal`` in positional notation), booleans as ``true``/``false``; a ``null``
+query or header value is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ._operations import OperationPlan, ParamPlan
+
+__all__ = ["ArgumentProblem", "PreparedRequest", "json_bytes", "prepare"]
+
+_TEMPLATE = re.compile(r"{([^{}]*)}")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+
+
+class ArgumentProblem(ValueError):
+    """Arguments that passed the schema but cannot be sent (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRequest:
+    """The parts of a request that come from the arguments (never the host)."""
+
+    method: str
+    path: str  # percent-encoded, starting with "/"
+    query: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...]
+    content: bytes | None
+    content_type: str | None
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact JSON with exact numbers (``Decimal`` written as it is)."""
+    return _json(value).encode("utf-8")
+
+
+def _json(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        return (
+            "{"
+            + ",".join(
+                f"{json.dumps(str(k), ensure_ascii=False)}:{_json(v)}" for k, v in value.items()
+            )
+            + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_json(v) for v in value) + "]"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    return _json(value)  # nested objects and arrays inside a simple value
+
+
+def prepare(plan: OperationPlan, arguments: Mapping[str, Any]) -> PreparedRequest:
+    """Build the argument-derived parts of ``plan``'s request (see the module docstring)."""
+    path_values: dict[str, str] = {}
+    query: list[tuple[str, str]] = []
+    headers: list[tuple[str, str]] = []
+    for param in plan.params:
+        if param.key not in arguments:
+            continue
+        value = arguments[param.key]
+        if param.location == "path":
+            path_values[param.name] = _path_value(param, value)
+        elif param.location == "query":
+            if value is not None:
+                query.extend(_query_pairs(param, value))
+        elif value is not None:
+            headers.append((param.name, _header_value(param, value)))
+    path = _substitute(plan.path, path_values)
+    content: bytes | None = None
+    content_type: str | None = None
+    if plan.body is not None and plan.body.key in arguments:
+        body = arguments[plan.body.key]
+        content_type = plan.body.media_type
+        if plan.body.form:
+            if not isinstance(body, Mapping):
+                raise ArgumentProblem("a form-encoded body must be an object")
+            content = urlencode(_form_pairs(body)).encode("ascii")
+        else:
+            content = json_bytes(body)
+    return PreparedRequest(plan.method, path, tuple(query), tuple(headers), content, content_type)
+
+
+def _encode(text: str) -> str:
+    return quote(text, safe="")
+
+
+def _path_value(param: ParamPlan, value: Any) -> str:
+    name = _encode(param.name)
+    if param.as_json:
+        return _encode(_json(value))
+    if isinstance(value, list):
+        items = [_encode(_scalar(v)) for v in value]
+        if param.style == "label":
+            return "." + ("." if param.explode else ",").join(items)
+        if param.style == "matrix":
+            if param.explode:
+                return "".join(f";{name}={item}" for item in items)
+            return f";{name}=" + ",".join(items)
+        return ",".join(items)
+    if isinstance(value, Mapping):
+        pairs = [(_encode(str(k)), _encode(_scalar(v))) for k, v in value.items()]
+        if param.explode:
+            joined = [f"{k}={v}" for k, v in pairs]
+        else:
+            joined = [part for pair in pairs for part in pair]
+        if param.style == "label":
+            return "." + ("." if param.explode else ",").join(joined)
+        if param.style == "matrix":
+            if param.explode:
+                return "".join(f";{item}" for item in joined)
+            return f";{name}=" + ",".join(joined)
+        return ",".join(joined)
+    text = _encode(_scalar(value))
+    if param.style == "label":
+        return "." + text
+    if param.style == "matrix":
+        return f";{name}={text}"
+    return text
+
+
+def _substitute(template: str, values: Mapping[str, str]) -> str:
+    """Fill the template; refuse a segment a parameter made empty, ``.`` or ``..``."""
+    segments = template.split("/")
+    built: list[str] = []
+    for segment in segments:
+        if "{" not in segment:
+            built.append(segment)
+            continue
+        filled = _TEMPLATE.sub(lambda m: values.get(m.group(1), m.group(0)), segment)
+        if filled in ("", ".", ".."):
+            names = ", ".join(_TEMPLATE.findall(segment))
+            raise ArgumentProblem(
+                f"path parameter {names} must not make a path segment empty, '.' or '..'"
+            )
+        built.append(filled)
+    return "/".join(built)
+
+
+def _query_pairs(param: ParamPlan, value: Any) -> list[tuple[str, str]]:
+    name = param.name
+    if param.as_json:
+        return [(name, _json(value))]
+    if isinstance(value, list):
+        items = [_scalar(v) for v in value]
+        if param.explode and param.style in ("form", "spaceDelimited", "pipeDelimited"):
+            return [(name, item) for item in items]
+        separator = {"spaceDelimited": " ", "pipeDelimited": "|"}.get(param.style, ",")
+        return [(name, separator.join(items))]
+    if isinstance(value, Mapping):
+        if param.style == "deepObject":
+            return [(f"{name}[{k}]", _scalar(v)) for k, v in value.items() if v is not None]
+        if param.explode:
+            return [(str(k), _scalar(v)) for k, v in value.items() if v is not None]
+        flat = [part for k, v in value.items() for part in (str(k), _scalar(v))]
+        return [(name, ",".join(flat))]
+    return [(name, _scalar(value))]
+
+
+def _header_value(param: ParamPlan, value: Any) -> str:
+    if param.as_json:
+        text = _json(value)
+    elif isinstance(value, list):
+        text = ",".join(_scalar(v) for v in value)
+    elif isinstance(value, Mapping):
+        if param.explode:
+            text = ",".join(f"{k}={_scalar(v)}" for k, v in value.items())
+        else:
+            text = ",".join(part for k, v in value.items() for part in (str(k), _scalar(v)))
+    else:
+        text = _scalar(value)
+    if _HEADER_VALUE.fullmatch(text) is None:
+        raise ArgumentProblem(
+            f"header {param.name[:60]!r} may hold only printable ASCII characters"
+        )
+    return text
+
+
+def _form_pairs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for key, value in body.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            pairs.extend((str(key), _scalar(v)) for v in value)
+        else:
+            pairs.append((str(key), _scalar(value)))
+    return pairs

@@ -1,0 +1,109 @@
+"""opgate.openapi request building: OpenAPI serialization styles, exact numbers, path safety,
+and the bounded record of confirmed sends."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from opgate import Result, Text
+from opgate.openapi._confirm import SentLog
+from opgate.openapi._operations import BodyPlan, OperationPlan, ParamPlan
+from opgate.openapi._request import ArgumentProblem, prepare
+
+
+def plan(path: str, *params: ParamPlan, body: BodyPlan | None = None) -> OperationPlan:
+    return OperationPlan("op", "GET", path, "", "s", "", params, body, {}, None)
+
+
+def param(
+    key: str, location: str, style: str, explode: bool, *, as_json: bool = False
+) -> ParamPlan:
+    return ParamPlan(key, key, location, style, explode, as_json, False)
+
+
+@pytest.mark.parametrize(
+    ("style", "explode", "value", "segment"),
+    [
+        ("simple", False, 5, "5"),
+        ("simple", False, ["a", "b/c"], "a,b%2Fc"),
+        ("simple", False, {"x": 1, "y": 2}, "x,1,y,2"),
+        ("simple", True, {"x": 1, "y": 2}, "x=1,y=2"),
+        ("label", False, "v", ".v"),
+        ("label", True, ["a", "b"], ".a.b"),
+        ("matrix", False, "v", ";id=v"),
+        ("matrix", True, ["a", "b"], ";id=a;id=b"),
+        ("matrix", False, ["a", "b"], ";id=a,b"),
+        ("simple", False, Decimal("0.10"), "0.10"),
+        ("simple", False, True, "true"),
+    ],
+)
+def test_path_styles(style: str, explode: bool, value: Any, segment: str) -> None:
+    prepared = prepare(plan("/x/{id}", param("id", "path", style, explode)), {"id": value})
+    assert prepared.path == f"/x/{segment}"
+
+
+@pytest.mark.parametrize(
+    ("style", "explode", "value", "pairs"),
+    [
+        ("form", True, ["a", "b"], [("q", "a"), ("q", "b")]),
+        ("form", False, ["a", "b"], [("q", "a,b")]),
+        ("spaceDelimited", False, ["a", "b"], [("q", "a b")]),
+        ("pipeDelimited", False, ["a", "b"], [("q", "a|b")]),
+        ("form", True, {"k": 1, "n": None}, [("k", "1")]),
+        ("form", False, {"k": 1}, [("q", "k,1")]),
+        ("deepObject", True, {"k": 1, "m": "x"}, [("q[k]", "1"), ("q[m]", "x")]),
+        ("form", True, Decimal("1E+2"), [("q", "100")]),
+    ],
+)
+def test_query_styles(style: str, explode: bool, value: Any, pairs: list[tuple[str, str]]) -> None:
+    prepared = prepare(plan("/x", param("q", "query", style, explode)), {"q": value})
+    assert list(prepared.query) == pairs
+
+
+def test_json_content_parameters_bodies_and_headers() -> None:
+    body = BodyPlan("body", "application/json", False, True)
+    prepared = prepare(
+        plan(
+            "/x",
+            param("filter", "query", "form", True, as_json=True),
+            param("X-Ids", "header", "simple", False),
+            body=body,
+        ),
+        {"filter": {"a": [1, Decimal("0.1")]}, "X-Ids": [1, 2], "body": {"n": Decimal("1.50")}},
+    )
+    assert prepared.query == (("filter", '{"a":[1,0.1]}'),)
+    assert prepared.headers == (("X-Ids", "1,2"),)
+    assert prepared.content == b'{"n":1.50}'
+    assert prepared.content_type == "application/json"
+    form = prepare(
+        plan("/x", body=BodyPlan("body", "application/x-www-form-urlencoded", True, True)),
+        {"body": {"a": "x y", "b": [1, 2], "c": None}},
+    )
+    assert form.content == b"a=x+y&b=1&b=2"
+
+
+def test_header_injection_is_refused() -> None:
+    header = plan("/x", param("X-A", "header", "simple", False))
+    with pytest.raises(ArgumentProblem, match="printable ASCII"):
+        prepare(header, {"X-A": "a\r\nEvil: 1"})
+
+
+@pytest.mark.parametrize("value", ["", ".", ".."])
+def test_dot_and_empty_segments_are_refused(value: str) -> None:
+    with pytest.raises(ArgumentProblem, match="must not make a path segment"):
+        prepare(plan("/x/{id}/y", param("id", "path", "simple", False)), {"id": value})
+    assert prepare(plan("/x/{id}.json", param("id", "path", "simple", False)), {"id": ".."})
+
+
+def test_the_send_record_is_bounded_and_never_sends_twice() -> None:
+    log = SentLog(capacity=2)
+    assert log.claim("a")
+    assert not log.claim("a")
+    log.record("a", Result([Text("done")]))
+    assert "not sent again" in log.replay("a", "POST", "/x").payload.content[0].text
+    assert log.claim("b")
+    assert log.claim("c")  # evicts "a"
+    assert log.claim("a")  # a forgotten key can be claimed, but only by a fresh confirmation
