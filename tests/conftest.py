@@ -115,3 +115,76 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.kill()
             process.wait()
         log.close()
+
+
+# -- a real Redis, and the ledger contract suite's two backends ----------------------
+
+#: The shared secret of every test registry that uses a shared ledger.
+SECRET = b"opgate tests: a shared secret of 32+ bytes"
+
+#: The ledgers the contract suite runs against.
+LEDGER_KINDS = ("memory", "redis")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A ``redis-server`` on a free loopback port for the whole session (see redis_server.py)."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class LedgerChoice:
+    """Registry options for one ledger kind; each shared-ledger registry gets its own prefix
+    (its own deployment) unless ``prefix`` is given, and is closed after the test."""
+
+    _counter = 0
+
+    def __init__(self, kind: str, url: str | None = None) -> None:
+        self.kind = kind
+        self.url = url
+        self.registries: list[Any] = []
+
+    def options(self, prefix: str | None = None, **ledger: Any) -> dict[str, Any]:
+        if self.kind == "memory":
+            return {}
+        from opgate.redis import RedisLedger
+
+        if prefix is None:
+            LedgerChoice._counter += 1
+            prefix = f"t{os.getpid()}-{LedgerChoice._counter}"
+        assert self.url is not None
+        return {"secret": SECRET, "ledger": RedisLedger(self.url, prefix=prefix, **ledger)}
+
+    def track(self, registry: Any) -> Any:
+        self.registries.append(registry)
+        return registry
+
+    async def close(self) -> None:
+        for registry in self.registries:
+            await registry._ledger.aclose()
+
+
+#: The choice in force for module-level helpers (``make``) of the contract suite.
+CURRENT_LEDGER: list[LedgerChoice] = [LedgerChoice("memory")]
+
+
+def ledger_choice(request: pytest.FixtureRequest) -> LedgerChoice:
+    kind = request.param
+    url = request.getfixturevalue("redis_server").url if kind == "redis" else None
+    return LedgerChoice(kind, url)
+
+
+async def ledger_stats(registry: Any) -> Any:
+    """The registry's ledger statistics after a sweep (either backend)."""
+    from opgate._ledger import Ledger
+
+    ledger = registry._ledger
+    if isinstance(ledger, Ledger):
+        ledger.sweep()
+    return await ledger.statistics()

@@ -1,4 +1,9 @@
-"""Human input: prompts, continuations, replay, recovery, expiry and capacity (issue 5)."""
+"""Human input: prompts, continuations, replay, recovery, expiry and capacity (issue 5).
+
+This is the ledger contract suite: every test runs against the in-memory ledger and
+against the shared Redis ledger (``opgate.redis``, on a real ``redis-server``), except
+the few marked ``memory_only`` whose subject is the in-memory lifetime or threads.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +37,40 @@ from opgate import (
     finish,
 )
 
-from conftest import Ctx, TeamPolicy
+from conftest import (
+    CURRENT_LEDGER,
+    LEDGER_KINDS,
+    Ctx,
+    LedgerChoice,
+    TeamPolicy,
+    ledger_choice,
+    ledger_stats,
+)
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=LEDGER_KINDS)
+async def ledger(request: pytest.FixtureRequest) -> Any:
+    """Runs each test against both ledgers; ``make`` builds registries on this one."""
+    if request.param == "redis" and request.node.get_closest_marker("memory_only"):
+        pytest.skip("about the in-memory ledger only")
+    choice = ledger_choice(request)
+    CURRENT_LEDGER.append(choice)
+    try:
+        yield choice
+    finally:
+        CURRENT_LEDGER.pop()
+        await choice.close()
+
+
+async def used(reg: Registry) -> int:
+    return int((await ledger_stats(reg)).used)
+
+
+async def live(reg: Registry) -> int:
+    return int((await ledger_stats(reg)).live)
+
 
 FORM = {
     "type": "object",
@@ -83,13 +119,15 @@ def make(
     handler: Any = None, policy: Any = None, clock: Clock | None = None, **limits: Any
 ) -> tuple[Registry, Any]:
     handler = handler or Refund()
+    choice: LedgerChoice = CURRENT_LEDGER[-1]
     reg = Registry(
         [Operation("orders.refund", "Refund an order", handler)],
         policy or TeamPolicy(),
         limits=Limits(**limits) if limits else None,
         clock=clock,
+        **choice.options(),
     )
-    return reg, handler
+    return choice.track(reg), handler
 
 
 async def start(reg: Registry, ctx: Ctx | None = None, **kwargs: Any) -> Pending:
@@ -155,7 +193,7 @@ async def test_form_prompt_and_resume() -> None:
         {"round": 1, "job": "j-1"},
         False,
     )
-    assert reg._ledger.live == 1  # completed record kept for recovery until it expires
+    assert await live(reg) == 1  # completed record kept for recovery until it expires
 
 
 async def test_resume_detaches_answers_and_state() -> None:
@@ -262,7 +300,7 @@ async def test_unsupported_prompt_mode_needs_confirmation() -> None:
     reg, _ = make(pay)
     outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
     assert code(outcome) is FailureCode.CONFIRMATION_REQUIRED
-    assert reg._ledger.used == 0
+    assert await used(reg) == 0
 
 
 # --- binding -------------------------------------------------------------------------------
@@ -455,7 +493,7 @@ async def test_expiry_boundaries_default_lifetime() -> None:
     outcome = await answer(reg, pending)
     assert code(outcome) is FailureCode.EXPIRED
     assert "intent or job key" in outcome.failure.message
-    assert reg._ledger.used == 0
+    assert await used(reg) == 0
 
     pending = await start(reg)
     clock.now += 599.999
@@ -488,6 +526,7 @@ async def test_child_may_expire_before_parent_and_is_not_resurrected() -> None:
     assert len(handler.calls) == 2
 
 
+@pytest.mark.memory_only
 async def test_lifetime_close_expires_only_its_continuations() -> None:
     reg, _ = make()
     serving = reg.open_lifetime()
@@ -534,7 +573,7 @@ async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
     }
     probe, _ = make(Refund(rounds=1), **small)
     await start(probe)
-    retained = probe._ledger.used  # one live prompt
+    retained = await used(probe)  # one live prompt
     answer_room = len(b'{"ok":true}') + Ledger.max_prompt_charge(probe.limits)
     initial = Ledger.initial_charge(len(b'{"order":7}'), probe.limits)
     assert answer_room < initial  # room to answer, no room for a second chain
@@ -562,21 +601,20 @@ async def test_reservations_released_and_accounting_returns_to_zero() -> None:
     reg, _ = make(Refund(rounds=3), clock=clock)
     outcome = await drive(reg, 3)
     assert isinstance(outcome, Completed)
-    assert reg._ledger.used > 0
+    assert await used(reg) > 0
     clock.now += 601
-    reg._ledger.sweep()
-    assert reg._ledger.used == 0
-    assert reg._ledger.live == 0
+    assert await used(reg) == 0
+    assert await live(reg) == 0
 
 
 async def test_accounting_counts_schema_state_answer_and_arguments() -> None:
     reg, _ = make()
     pending = await start(reg)
-    used = reg._ledger.used
+    before = await used(reg)
     prompt = FormInput("Confirm step 1?", FORM, {"round": 1, "job": "j-1"})
-    assert used >= len(ARGS) + len(prompt.form()) + len(prompt.state_bytes)
+    assert before >= len(ARGS) + len(prompt.form()) + len(prompt.state_bytes)
     assert isinstance(await answer(reg, pending, InputResponse.accept({"ok": True})), Completed)
-    assert reg._ledger.used >= used + len(b'{"ok":true}')
+    assert await used(reg) >= before + len(b'{"ok":true}')
 
 
 # --- concurrency -----------------------------------------------------------------------------
@@ -648,7 +686,7 @@ async def test_prompt_state_and_public_size_are_bounded() -> None:
     outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
     assert code(outcome) is FailureCode.INVALID_RESULT
     assert "state_bytes" in outcome.failure.message
-    assert reg._ledger.used == 0
+    assert await used(reg) == 0
 
     async def big_message(inv: Invocation) -> Any:
         return await_input(FormInput("m" * 2000, FORM, "null"))
@@ -656,7 +694,7 @@ async def test_prompt_state_and_public_size_are_bounded() -> None:
     reg, _ = make(big_message, form_schema_bytes=1024)
     outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
     assert code(outcome) is FailureCode.INVALID_RESULT
-    assert reg._ledger.used == 0
+    assert await used(reg) == 0
 
 
 async def test_private_state_counts_only_toward_the_ledger() -> None:
@@ -668,7 +706,7 @@ async def test_private_state_counts_only_toward_the_ledger() -> None:
     reg, _ = make(state_heavy)
     pending = await start(reg)
     assert "yyyy" not in repr(pending)
-    assert reg._ledger.used > 7000
+    assert await used(reg) > 7000
     assert isinstance(await answer(reg, pending), Completed)
 
 
@@ -686,6 +724,7 @@ async def test_json_null_state_round_trips() -> None:
     assert states == [None]
 
 
+@pytest.mark.memory_only
 async def test_closing_a_lifetime_stops_a_running_handlers_prompt_from_committing() -> None:
     running = anyio.Event()
     release = anyio.Event()
@@ -708,14 +747,15 @@ async def test_closing_a_lifetime_stops_a_running_handlers_prompt_from_committin
             )
         )
         await running.wait()
-        assert reg._ledger.used > 0  # the running handler stays charged
+        assert await used(reg) > 0  # the running handler stays charged
         await serving.close()
         release.set()
     assert code(results[0]) is FailureCode.EXPIRED
-    assert reg._ledger.used == 0
+    assert await used(reg) == 0
 
 
-def test_registry_is_shared_safely_between_threads() -> None:
+@pytest.mark.memory_only
+async def test_registry_is_shared_safely_between_threads() -> None:
     import threading
 
     clock = Clock()
@@ -741,16 +781,20 @@ def test_registry_is_shared_safely_between_threads() -> None:
             failures.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+
+    def run_all() -> None:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    await anyio.to_thread.run_sync(run_all)
     assert failures == []
     assert len(handler.calls) == 4 * 25 * 2
     clock.now += 601
-    reg._ledger.sweep()
-    assert reg._ledger.used == 0
-    assert reg._ledger.live == 0
+    reg._ledger.sweep()  # type: ignore[attr-defined]
+    assert reg._ledger.used == 0  # type: ignore[attr-defined]
+    assert reg._ledger.live == 0  # type: ignore[attr-defined]
 
 
 async def test_no_registry_lock_is_held_while_callbacks_run() -> None:

@@ -30,9 +30,38 @@ from opgate import (
 )
 from opgate._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES
 
-from conftest import Ctx, TeamPolicy
+from conftest import (
+    CURRENT_LEDGER,
+    LEDGER_KINDS,
+    Ctx,
+    TeamPolicy,
+    ledger_choice,
+    ledger_stats,
+)
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=LEDGER_KINDS)
+async def ledger(request: pytest.FixtureRequest) -> Any:
+    """Part of the ledger contract suite: each test runs on both ledgers unless
+    ``memory_only`` (in-memory internals: heaps, lifetimes, tracemalloc)."""
+    if request.param == "redis" and request.node.get_closest_marker("memory_only"):
+        pytest.skip("about the in-memory ledger only")
+    choice = ledger_choice(request)
+    CURRENT_LEDGER.append(choice)
+    try:
+        yield choice
+    finally:
+        CURRENT_LEDGER.pop()
+        await choice.close()
+
+
+def registry(operations: list[Operation], **kwargs: Any) -> Registry:
+    """A registry on the ledger under test."""
+    choice = CURRENT_LEDGER[-1]
+    return choice.track(Registry(operations, TeamPolicy(), **kwargs, **choice.options()))
+
 
 FORM_SUPPORT = {InputMode.FORM}
 KIB = 1024
@@ -91,7 +120,7 @@ def max_answer(limits: Limits) -> InputResponse:
 
 async def drive_max_chain(limits: Limits, rounds: int) -> tuple[Any, MaxPrompts]:
     handler = MaxPrompts(limits, rounds)
-    reg = Registry([Operation("long.chain", "A long chain", handler)], TeamPolicy(), limits=limits)
+    reg = registry([Operation("long.chain", "A long chain", handler)], limits=limits)
     arguments = padded_object(limits.argument_bytes)
     outcome: Any = await reg.invoke(Ctx(), "long.chain", arguments, input_support=FORM_SUPPORT)
     prompts = 0
@@ -124,7 +153,7 @@ async def test_the_smallest_accepted_chain_budget_completes_a_maximum_transition
     assert isinstance(outcome, Completed), outcome
     # ... and the answer that leads to a second maximal prompt commits it too
     handler = MaxPrompts(limits, rounds=2)
-    reg = Registry([Operation("long.chain", "A long chain", handler)], TeamPolicy(), limits=limits)
+    reg = registry([Operation("long.chain", "A long chain", handler)], limits=limits)
     arguments = padded_object(limits.argument_bytes)
     first = await reg.invoke(Ctx(), "long.chain", arguments, input_support=FORM_SUPPORT)
     assert isinstance(first, Pending)
@@ -138,7 +167,7 @@ async def test_the_smallest_accepted_chain_budget_completes_a_maximum_transition
     assert isinstance(second, Pending), second
 
 
-def test_the_chain_floor_counts_everything_a_transition_reserves() -> None:
+async def test_the_chain_floor_counts_everything_a_transition_reserves() -> None:
     limits = Limits(**SMALL, chain_bytes=64 * KIB)
     prompt = RECORD_FIXED_BYTES + 256 + 64
     # the chain, its arguments and first prompt, the answer, and the next maximum prompt
@@ -159,6 +188,7 @@ async def test_default_limits_carry_ten_maximum_prompts_and_the_tenth_answer_fin
 # --- item 7: memory follows the accounting ---------------------------------------------------
 
 
+@pytest.mark.memory_only
 async def test_closed_lifetimes_free_their_memory_not_only_their_accounting() -> None:
     ledger_bytes = MIB
     limits = Limits(ledger_bytes=ledger_bytes)  # seven principals can fill it
@@ -202,6 +232,7 @@ async def test_closed_lifetimes_free_their_memory_not_only_their_accounting() ->
     assert retained < ledger_bytes // 2, retained  # nothing live: far under one ledger
 
 
+@pytest.mark.memory_only
 async def test_an_expired_child_is_not_kept_alive_by_its_answered_parent() -> None:
     from datetime import timedelta
 
@@ -241,6 +272,7 @@ async def test_an_expired_child_is_not_kept_alive_by_its_answered_parent() -> No
     assert replay.failure.code is FailureCode.EXPIRED
 
 
+@pytest.mark.memory_only
 async def test_the_expiry_heap_never_outgrows_the_live_records() -> None:
     clock = Clock()
 
@@ -277,7 +309,7 @@ def tiny_prompts(limits: Limits) -> Registry:
     async def prompt(inv: Invocation) -> Any:
         return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
 
-    return Registry([Operation("p", "Prompt", prompt)], TeamPolicy(), limits=limits)
+    return registry([Operation("p", "Prompt", prompt)], limits=limits)
 
 
 async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
@@ -286,7 +318,7 @@ async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
     reg = tiny_prompts(limits)
     flooded = await flood(reg, "mallory")
     assert flooded > 0
-    assert reg._ledger.used <= limits.principal_bytes
+    assert (await ledger_stats(reg)).used <= limits.principal_bytes
     # the flooder is busy, everybody else is not
     for other in ("alice", "bob", "carol"):
         outcome = await reg.invoke(Ctx(principal=other), "p", "{}", input_support=FORM_SUPPORT)
@@ -298,6 +330,7 @@ async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
     assert isinstance(outcome, Pending), outcome
 
 
+@pytest.mark.memory_only
 async def test_the_principal_share_frees_with_its_prompts() -> None:
     reg = tiny_prompts(Limits(ledger_bytes=2 * MIB))
     made = await flood(reg, "mallory")
@@ -313,13 +346,13 @@ async def test_the_share_is_configurable_and_can_cover_the_whole_ledger() -> Non
     limits = Limits(ledger_bytes=MIB, principal_bytes=MIB)
     reg = tiny_prompts(limits)
     await flood(reg, "mallory")
-    assert reg._ledger.used > MIB * 3 // 4
+    assert (await ledger_stats(reg)).used > MIB * 3 // 4
     outcome = await reg.invoke(Ctx(principal="alice"), "p", "{}", input_support=FORM_SUPPORT)
     assert isinstance(outcome, Failed)
     assert outcome.failure.code is FailureCode.BUSY
 
 
-def test_principal_share_floor_and_ceiling() -> None:
+async def test_principal_share_floor_and_ceiling() -> None:
     chain = Limits().chain_bytes
     with pytest.raises(ConfigurationError, match="principal_bytes"):
         Limits(principal_bytes=chain - 1)

@@ -2,8 +2,9 @@
 
 A cursor carries a keyset position — the last ``(tier, position)`` placed on a
 page, where ``position`` is the operation's index in the registry's name-sorted
-catalog — sealed with AES-256-GCM under a key made fresh for each ``CursorSealer`` (one per
-registry) and never exposed. What the cursor is bound to is authenticated, not
+catalog — sealed with AES-256-GCM under a key made fresh for each ``CursorSealer``
+(one per registry), or derived from the registry's shared secret (``_keys``), and
+never exposed. What the cursor is bound to is authenticated, not
 carried: the method, the registry revision, the whitespace-normalized query
 (casing kept: exact names are case-sensitive), the case-folded group and the hash
 of the caller's scope key go into the associated data, so a cursor stays short
@@ -105,7 +106,7 @@ def _refuse(reason: str) -> NoReturn:
 class CursorBinding:
     """Everything a cursor is bound to.
 
-    ``method`` (``"search"``), ``revision`` (the registry's random revision),
+    ``method`` (``"search"``), ``revision`` (the hash of the registry's definitions),
     ``query`` (whitespace-normalized, casing kept), ``group`` (case-folded) and
     ``scope_hash`` (the 32-byte hash of the caller's scope key, left out of
     ``repr``).
@@ -135,23 +136,33 @@ class CursorBinding:
 
 
 class CursorSealer:
-    """Seals and opens search cursors under a fresh random key.
+    """Seals and opens search cursors under a fresh random key, or ``key``.
 
     ``lifetime`` is in seconds (positive, finite); ``clock`` returns the current
-    time in seconds (``time.time`` unless a test injects one). The key lives only
-    inside the AEAD object: it is never returned, printed or pickled.
+    time in seconds (``time.time`` unless a test injects one); ``key`` is a 32-byte
+    AES key derived from a registry's shared secret (replicas that share it open
+    each other's cursors). The key lives only inside the AEAD object: it is never
+    returned, printed or pickled.
     """
 
     __slots__ = ("_aead", "_clock", "_lifetime")
 
     def __init__(
-        self, *, lifetime: float = CURSOR_LIFETIME, clock: Callable[[], float] = time.time
+        self,
+        *,
+        lifetime: float = CURSOR_LIFETIME,
+        clock: Callable[[], float] = time.time,
+        key: bytes | None = None,
     ) -> None:
         if isinstance(lifetime, bool) or not isinstance(lifetime, int | float):
             raise TypeError("cursor lifetime must be a number of seconds")
         if not (math.isfinite(lifetime) and lifetime > 0):
             raise ValueError("cursor lifetime must be positive and finite")
-        self._aead = AESGCM(AESGCM.generate_key(bit_length=_KEY_BITS))
+        if key is None:
+            key = AESGCM.generate_key(bit_length=_KEY_BITS)
+        elif not isinstance(key, bytes) or len(key) * 8 != _KEY_BITS:
+            raise ValueError(f"a cursor key must be {_KEY_BITS // 8} bytes")
+        self._aead = AESGCM(key)
         self._clock = clock
         self._lifetime = float(lifetime)
 

@@ -52,6 +52,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 from ._failures import Failure, FailureCode
 from ._limits import CHAIN_FIXED_BYTES, Limits
@@ -63,7 +64,10 @@ __all__ = [
     "Chain",
     "Event",
     "Ledger",
+    "LedgerBackend",
+    "LedgerRecord",
     "LedgerStateError",
+    "LedgerStatistics",
     "Lifetime",
     "Record",
     "RecordState",
@@ -74,6 +78,12 @@ __all__ = [
 #: Length of a continuation token: 32 random bytes in unpadded URL-safe base64.
 TOKEN_LENGTH = 43
 _TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
+
+#: Public messages shared by every backend.
+PRINCIPAL_FULL = "busy: you have too many pending inputs; answer or abandon some, then try again"
+LEDGER_FULL = "busy: too many pending inputs; try again later"
+RECORD_BUSY = "busy: this input is being processed; try again"
+ANSWER_DIFFERS = "this prompt was already answered differently; an answer cannot be changed"
 
 #: Stale expiry-heap entries tolerated beyond the live records before a rebuild; the
 #: heap never holds more than ``2 * live + HEAP_SLACK`` keys (32-byte hashes, no records).
@@ -154,19 +164,26 @@ def is_token_shaped(token: object) -> bool:
 class Lifetime:
     """A serving lifetime (one per MCP server); ``close()`` expires its continuations.
 
-    Closing expires every continuation committed under this lifetime and stops new
-    pending replies from committing; other lifetimes and direct calls are untouched.
-    Handlers already running stay charged until they return.
+    With the in-memory ledger, closing expires every continuation committed under
+    this lifetime and stops new pending replies from committing; other lifetimes
+    and direct calls are untouched. Handlers already running stay charged until
+    they return.
+
+    With a shared ledger (``opgate.redis``) every replica's lifetime stands for the
+    same *deployment* lifetime (``id``): a prompt issued by one replica is answerable
+    on all of them, and closing one replica's lifetime only stops that replica from
+    committing new prompts; it expires nothing its peers can still answer.
     """
 
-    __slots__ = ("_ledger", "closed")
+    __slots__ = ("_ledger", "closed", "id")
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerBackend[Any, Any], id: bytes = b"") -> None:
         self._ledger = ledger
         self.closed = False
+        self.id = id
 
     async def close(self) -> None:
-        """Expire this lifetime's continuations; idempotent."""
+        """Expire this lifetime's continuations (in memory; see above); idempotent."""
         self._ledger.close_lifetime(self)
 
     def __repr__(self) -> str:
@@ -217,6 +234,81 @@ class Record:
         self.state = transition(self.state, event)
 
 
+R = TypeVar("R")  # a backend's record
+V = TypeVar("V")  # a backend's reservation
+
+
+class LedgerRecord(Protocol):
+    """What the registry reads of a record a backend returns."""
+
+    @property
+    def prompt(self) -> object: ...  # StoredPrompt
+    @property
+    def round(self) -> int: ...
+    @property
+    def expires_at(self) -> float: ...
+
+
+class LedgerBackend(Protocol, Generic[R, V]):
+    """The seam between the registry and a continuation store.
+
+    The registry awaits every call; the in-memory ``Ledger`` never suspends (its
+    calls are plain bookkeeping under a lock), a shared store (``opgate.redis``)
+    makes one atomic server-side step per call. Every call is one transition of the
+    table above, or a read; none holds anything across a callback. A backend's
+    settling calls (``settle``, ``release``, ``commit``) complete even when the
+    calling task is being cancelled.
+
+    * ``begin``: reserve a chain and a maximum prompt for an initial call with input
+      support (``Failure(BUSY)`` when the principal's share or the ledger is full).
+    * ``commit``: commit the next prompt of the reservation's chain (``parent`` is
+      the answered record, or ``None``), then release whatever the reservation has
+      left; returns the record and its token, or ``Failure(EXPIRED)`` (the
+      reservation untouched).
+    * ``find``: the live record for a token under a binding, else ``None``.
+    * ``claim``: take a record for an answer: ``(ANSWER, reservation)`` with
+      ``charge`` reserved for the answer and the next prompt, ``(REPLAY, None)``,
+      ``(RECOVER, None)``, or a ``Failure`` (``busy``, ``expired``,
+      ``invalid_request`` for a different answer); raises ``Failure`` when the
+      reservation cannot be had.
+    * ``settle``: apply ``REVERT``/``FINISHED``/``BROKEN``/``REPLAYED``/``RECOVERED``
+      to a claimed record; with a reservation, move the accepted answer's charge
+      onto the record and release the rest.
+    * ``child_of``: the live next prompt of an answered record, and its token.
+    * ``release``: give back what a reservation still holds; idempotent.
+    * ``statistics``: a ``LedgerStatistics`` snapshot; ``aclose``: drop connections
+      (a later call reconnects).
+    """
+
+    default_lifetime: Lifetime
+
+    def open_lifetime(self) -> Lifetime: ...
+    def close_lifetime(self, lifetime: Lifetime) -> None: ...
+    async def begin(self, binding: Binding, arguments_bytes: int) -> V: ...
+    async def commit(
+        self, reservation: V, parent: R | None, prompt: object, charge: int, seconds: float
+    ) -> tuple[R, str] | Failure: ...
+    async def find(self, token: str, binding: Binding) -> R | None: ...
+    async def claim(
+        self, record: R, answer_key: bytes, answer_charge: int, charge: int
+    ) -> tuple[Event, V | None] | Failure: ...
+    async def settle(self, record: R, event: Event, reservation: V | None = None) -> None: ...
+    async def child_of(self, record: R) -> tuple[R, str] | None: ...
+    async def release(self, reservation: V) -> None: ...
+    async def statistics(self) -> LedgerStatistics: ...
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerStatistics:
+    """A snapshot of a ledger: ``used`` bytes (retained and reserved), ``live`` prompt
+    records, ``principals`` holding bytes."""
+
+    used: int
+    live: int
+    principals: int
+
+
 class Reservation:
     """Bytes set aside in the ledger, a principal's share (and optionally a chain)
     until settled or released."""
@@ -229,13 +321,12 @@ class Reservation:
         self.chain = chain
         self.scope = scope
 
-    def release(self) -> None:
-        """Give back whatever is still reserved; idempotent."""
-        self._ledger.release(self)
-
 
 class Ledger:
-    """The private store of continuations of one registry. Thread-safe."""
+    """The in-memory store of continuations of one registry (the default backend).
+
+    Thread-safe; its ``LedgerBackend`` calls are coroutines that never suspend.
+    """
 
     def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
         self.limits = limits
@@ -248,48 +339,41 @@ class Ledger:
         self._sequence = itertools.count()
         self.default_lifetime = Lifetime(self)
 
+    def open_lifetime(self) -> Lifetime:
+        """A new serving lifetime; closing it expires only its own continuations."""
+        return Lifetime(self)
+
     # -- capacity ----------------------------------------------------------------
 
-    def reserve(
-        self, nbytes: int, chain: Chain | None = None, *, scope: bytes | None = None
-    ) -> Reservation:
-        """Reserve ``nbytes`` for the principal ``scope`` (a scope-key hash; the chain's
-        own when ``chain`` is given) and charge ``chain``.
+    def _reserve(self, nbytes: int, chain: Chain | None, scope: bytes) -> Reservation:
+        """Reserve ``nbytes`` for the principal ``scope`` and charge ``chain`` (locked).
 
         Raises ``Failure(INTERACTION_LIMIT)`` when the chain is full, ``Failure(BUSY)``
         when the principal's share or the whole ledger is.
         """
-        if chain is not None:
-            scope = chain.binding.scope_hash
-        if scope is None:
-            raise TypeError("reserve needs the principal's scope hash or a chain")
         limits = self.limits
-        with self._lock:
-            self._sweep(self.clock())
-            if chain is not None and chain.retained + nbytes > limits.chain_bytes:
-                raise Failure(
-                    FailureCode.INTERACTION_LIMIT,
-                    "this operation's input prompts reached their retained-data limit",
-                )
-            held = self._by_scope.get(scope, 0)
-            if held + nbytes > limits.principal_bytes:
-                raise Failure(
-                    FailureCode.BUSY,
-                    "busy: you have too many pending inputs; answer or abandon some, "
-                    "then try again",
-                )
-            if self.used + nbytes > limits.ledger_bytes:
-                raise Failure(FailureCode.BUSY, "busy: too many pending inputs; try again later")
-            self.used += nbytes
-            self._by_scope[scope] = held + nbytes
-            if chain is not None:
-                chain.retained += nbytes
-            return Reservation(self, nbytes, chain, scope)
+        self._sweep(self.clock())
+        if chain is not None and chain.retained + nbytes > limits.chain_bytes:
+            raise Failure(
+                FailureCode.INTERACTION_LIMIT,
+                "this operation's input prompts reached their retained-data limit",
+            )
+        held = self._by_scope.get(scope, 0)
+        if held + nbytes > limits.principal_bytes:
+            raise Failure(FailureCode.BUSY, PRINCIPAL_FULL)
+        if self.used + nbytes > limits.ledger_bytes:
+            raise Failure(FailureCode.BUSY, LEDGER_FULL)
+        self.used += nbytes
+        self._by_scope[scope] = held + nbytes
+        if chain is not None:
+            chain.retained += nbytes
+        return Reservation(self, nbytes, chain, scope)
 
-    def release(self, reservation: Reservation) -> None:
-        """Return a reservation's remaining bytes."""
-        with self._lock:
-            self._release(reservation)
+    async def release(self, reservation: Reservation) -> None:
+        """Return a reservation's remaining bytes; idempotent."""
+        if reservation.nbytes:
+            with self._lock:
+                self._release(reservation)
 
     def _release(self, reservation: Reservation) -> None:
         self._uncharge(reservation.scope, reservation.nbytes)
@@ -320,15 +404,39 @@ class Ledger:
 
     # -- records -----------------------------------------------------------------
 
-    def new_chain(self, binding: Binding, reservation: Reservation, arguments_bytes: int) -> Chain:
-        """A chain for an initial call, taking over ``reservation`` as its charge."""
+    async def begin(self, binding: Binding, arguments_bytes: int) -> Reservation:
+        """Reserve a chain and a maximum prompt for an initial call with input support."""
+        nbytes = self.initial_charge(arguments_bytes, self.limits)
         with self._lock:
-            chain = Chain(binding, retained=reservation.nbytes)
+            reservation = self._reserve(nbytes, None, binding.scope_hash)
+            chain = Chain(binding, retained=nbytes)
             chain.arguments_charge = CHAIN_FIXED_BYTES + arguments_bytes
             reservation.chain = chain
-            return chain
+            return reservation
 
-    def commit_prompt(
+    async def commit(
+        self,
+        reservation: Reservation,
+        parent: Record | None,
+        prompt: object,
+        charge: int,
+        seconds: float,
+    ) -> tuple[Record, str] | Failure:
+        """Commit the next prompt of the reservation's chain, paid from it.
+
+        Returns the record and its token, or a ``Failure`` (``expired`` when the
+        lifetime closed or the deadline already passed). Once committed, whatever the
+        reservation has left is released; after a failure it is left as it was.
+        """
+        chain = reservation.chain
+        assert chain is not None
+        with self._lock:
+            committed = self._commit(chain, parent, prompt, charge, seconds, reservation)
+            if not isinstance(committed, Failure):
+                self._release(reservation)
+            return committed
+
+    def _commit(
         self,
         chain: Chain,
         parent: Record | None,
@@ -337,51 +445,44 @@ class Ledger:
         lifetime_seconds: float,
         reservation: Reservation,
     ) -> tuple[Record, str] | Failure:
-        """Commit the next prompt of ``chain``, paid from ``reservation``.
+        now = self.clock()
+        self._sweep(now)
+        expires_at = now + lifetime_seconds
+        if parent is not None:
+            expires_at = min(expires_at, parent.expires_at)
+        if chain.binding.lifetime.closed or expires_at <= now:
+            return Failure(FailureCode.EXPIRED)
+        if prompt_charge > reservation.nbytes:  # pragma: no cover - checked by the caller
+            return Failure(FailureCode.INVALID_RESULT, "the prompt exceeds its budget")
+        token = secrets.token_urlsafe(32)
+        record = Record(
+            key=token_hash(token),
+            chain=chain,
+            round=chain.prompts + 1,
+            prompt=prompt,
+            expires_at=expires_at,
+            charge=prompt_charge,
+            parent_key=None if parent is None else parent.key,
+        )
+        reservation.nbytes -= prompt_charge  # now retained by the record
+        if parent is None:
+            # The chain's own charge (fixed + arguments) moves from the reservation too.
+            reservation.nbytes -= chain.arguments_charge
+        chain.prompts += 1
+        chain.live_records += 1
+        self._records[record.key] = record
+        heapq.heappush(self._expiry, (expires_at, next(self._sequence), record.key))
+        self._compact()
+        if parent is not None:
+            # The accepted answer is retained with its record from now on.
+            reservation.nbytes -= parent.answer_charge
+            parent.charge += parent.answer_charge
+            parent.child = record
+            parent.child_token = token
+            parent.move(Event.PROMPTED)
+        return record, token
 
-        Returns the record and its token, or a ``Failure`` (``expired`` when the
-        lifetime closed or the deadline already passed). The reservation keeps
-        whatever it had beyond the charge; the caller releases it.
-        """
-        with self._lock:
-            now = self.clock()
-            self._sweep(now)
-            expires_at = now + lifetime_seconds
-            if parent is not None:
-                expires_at = min(expires_at, parent.expires_at)
-            if chain.binding.lifetime.closed or expires_at <= now:
-                return Failure(FailureCode.EXPIRED)
-            if prompt_charge > reservation.nbytes:  # pragma: no cover - checked by the caller
-                return Failure(FailureCode.INVALID_RESULT, "the prompt exceeds its budget")
-            token = secrets.token_urlsafe(32)
-            record = Record(
-                key=token_hash(token),
-                chain=chain,
-                round=chain.prompts + 1,
-                prompt=prompt,
-                expires_at=expires_at,
-                charge=prompt_charge,
-                parent_key=None if parent is None else parent.key,
-            )
-            reservation.nbytes -= prompt_charge  # now retained by the record
-            if parent is None:
-                # The chain's own charge (fixed + arguments) moves from the reservation too.
-                reservation.nbytes -= chain.arguments_charge
-            chain.prompts += 1
-            chain.live_records += 1
-            self._records[record.key] = record
-            heapq.heappush(self._expiry, (expires_at, next(self._sequence), record.key))
-            self._compact()
-            if parent is not None:
-                # The accepted answer is retained with its record from now on.
-                reservation.nbytes -= parent.answer_charge
-                parent.charge += parent.answer_charge
-                parent.child = record
-                parent.child_token = token
-                parent.move(Event.PROMPTED)
-            return record, token
-
-    def find(self, token: str, binding: Binding) -> Record | None:
+    async def find(self, token: str, binding: Binding) -> Record | None:
         """The live record for ``token`` under ``binding``, else ``None`` (one answer for all)."""
         key = token_hash(token)
         with self._lock:
@@ -391,50 +492,56 @@ class Ledger:
                 return None
             return record
 
-    def claim(self, record: Record, answer_key: bytes, answer_charge: int) -> Event | Failure:
+    async def claim(
+        self, record: Record, answer_key: bytes, answer_charge: int, charge: int
+    ) -> tuple[Event, Reservation | None] | Failure:
         """Take ``record`` for a request answering it with ``answer_key``.
 
-        Returns the event applied (``ANSWER``, ``REPLAY`` or ``RECOVER``) or the
-        failure to return: ``busy`` while another request holds it, ``expired``
-        once it left the ledger, ``invalid_request`` for an answer that differs
-        from the one already accepted (a chain never forks).
+        Returns the event applied (``ANSWER`` with a reservation of ``charge`` bytes,
+        ``REPLAY`` or ``RECOVER``) or the failure to return: ``busy`` while another
+        request holds it, ``expired`` once it left the ledger, ``invalid_request``
+        for an answer that differs from the one already accepted (a chain never
+        forks). Raises ``Failure`` when a new answer's reservation cannot be had.
         """
         with self._lock:
             if record.removed or record.expires_at <= self.clock():
                 return Failure(FailureCode.EXPIRED)
             if record.state in IN_FLIGHT:
-                return Failure(FailureCode.BUSY, "busy: this input is being processed; try again")
+                return Failure(FailureCode.BUSY, RECORD_BUSY)
             if record.state is RecordState.PENDING:
+                reservation = self._reserve(charge, record.chain, record.chain.binding.scope_hash)
                 record.answer_key = answer_key
                 record.answer_charge = answer_charge
                 record.move(Event.ANSWER)
-                return Event.ANSWER
+                return Event.ANSWER, reservation
             if record.answer_key != answer_key:
-                return Failure(
-                    FailureCode.INVALID_REQUEST,
-                    "this prompt was already answered differently; an answer cannot be changed",
-                )
+                return Failure(FailureCode.INVALID_REQUEST, ANSWER_DIFFERS)
             event = Event.REPLAY if record.state is RecordState.ANSWERED else Event.RECOVER
             record.move(event)
-            return event
+            return event, None
 
-    def settle(self, record: Record, event: Event, answer: Reservation | None = None) -> None:
-        """Apply ``event`` to a claimed record; move the answer's charge onto it."""
+    async def settle(
+        self, record: Record, event: Event, reservation: Reservation | None = None
+    ) -> None:
+        """Apply ``event`` to a claimed record; move the answer's charge onto it and
+        release the rest of ``reservation``."""
         with self._lock:
             if event is Event.REVERT:
                 record.answer_key = None
                 record.answer_charge = 0
-            elif answer is not None and record.state is RecordState.ANSWERING:
+            elif reservation is not None and record.state is RecordState.ANSWERING:
                 # FINISHED or BROKEN: the accepted answer stays for recovery.
-                answer.nbytes -= record.answer_charge
+                reservation.nbytes -= record.answer_charge
                 record.charge += record.answer_charge
             record.move(event)
+            if reservation is not None:
+                self._release(reservation)
             if record.removed:
                 return
             if record.expires_at <= self.clock() or record.chain.binding.lifetime.closed:
                 self._remove(record)
 
-    def child_of(self, record: Record) -> tuple[Record, str] | None:
+    async def child_of(self, record: Record) -> tuple[Record, str] | None:
         """The live child prompt of an answered record and its token, else ``None``."""
         with self._lock:
             child, token = record.child, record.child_token
@@ -504,6 +611,14 @@ class Ledger:
         """Remove expired records now."""
         with self._lock:
             self._sweep(self.clock())
+
+    async def statistics(self) -> LedgerStatistics:
+        """A snapshot of the accounting."""
+        with self._lock:
+            return LedgerStatistics(self.used, len(self._records), len(self._by_scope))
+
+    async def aclose(self) -> None:
+        """Nothing to close in memory."""
 
     @property
     def live(self) -> int:

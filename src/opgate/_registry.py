@@ -18,12 +18,11 @@ import hmac
 import inspect
 import json
 import math
-import secrets
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -40,15 +39,14 @@ from ._failures import ConfigurationError, Failure, FailureCode, internal_failur
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
+from ._keys import Definition, RegistryKeys, definitions_revision
 from ._ledger import (
     Binding,
-    Chain,
     Event,
     Ledger,
+    LedgerBackend,
+    LedgerRecord,
     Lifetime,
-    Record,
-    RecordState,
-    Reservation,
     is_token_shaped,
 )
 from ._limits import (
@@ -88,7 +86,22 @@ from ._results import Result, check_result_budget, is_constructed, json_string_s
 from ._schema import CompiledSchema, SchemaCompiler, SchemaRole, ViolationDetail
 from ._search import IndexEntry, SearchIndex, fold_group, normalize_query
 
-__all__ = ["Registry", "SearchPage", "Summary"]
+__all__ = ["LedgerFactory", "Registry", "SearchPage", "Summary"]
+
+
+class LedgerFactory(Protocol):
+    """A shared continuation store's configuration, bound to one registry when it is
+    built (``opgate.redis.RedisLedger``): ``bind`` returns the store's backend."""
+
+    def bind(
+        self,
+        *,
+        limits: Limits,
+        clock: Callable[[], float],
+        keys: RegistryKeys,
+        revision: str,
+    ) -> LedgerBackend[Any, Any]: ...
+
 
 #: Accepted when an operation declares no input schema: any argument object.
 _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
@@ -192,14 +205,14 @@ def _item_bytes(name: str, group: str, summary: str) -> int:
 class Registry:
     """A fixed catalog of operations behind search, inspect and invoke.
 
-    ``Registry(operations, policy, *, limits=None, clock=None, regex_backtrack_limit=None)``
-    snapshots every definition, validates names (unique), summaries, handlers and the
-    definition budget, and compiles every schema before returning; it raises
-    ``ConfigurationError`` (or ``TypeError``) naming the operation and field.
-    ``clock`` returns POSIX seconds (``time.time`` by default) for expiry times;
-    ``monotonic`` returns seconds on a monotonic scale (``time.monotonic`` by
-    default) and paces progress, so a wall-clock step never suppresses it. Tests
-    inject either.
+    ``Registry(operations, policy, *, limits=None, clock=None, monotonic=None,
+    regex_backtrack_limit=None, secret=None, ledger=None)`` snapshots every definition,
+    validates names (unique), summaries, handlers and the definition budget, and compiles
+    every schema before returning; it raises ``ConfigurationError`` (or ``TypeError``)
+    naming the operation and field. ``clock`` returns POSIX seconds (``time.time`` by
+    default) for expiry times; ``monotonic`` returns seconds on a monotonic scale
+    (``time.monotonic`` by default) and paces progress, so a wall-clock step never
+    suppresses it. Tests inject either.
 
     Schema patterns run on a linear-time regex engine, and a pattern that needs
     lookaround or backreferences fails construction. ``regex_backtrack_limit`` (an
@@ -207,6 +220,13 @@ class Registry:
     backtracking engine instead, each match attempt bounded by that many steps; see
     ``docs/security.md`` for the worst case. Form schemas never need it (their
     profile has no patterns).
+
+    ``secret`` (bytes, at least 32) is the key material replicas share: registries
+    built with the same secret and the same definitions (the same *revision*, a hash
+    of the definitions) open each other's cursors. Without it each registry makes a
+    random key. ``ledger`` selects a shared continuation store (for example
+    ``opgate.redis.RedisLedger(url)``, which needs ``secret``); by default
+    continuations live in this registry's memory.
 
     The registry is safe to share between asyncio tasks and threads. Search,
     inspect and invoke return a ``Failed`` for every request-level problem.
@@ -221,6 +241,8 @@ class Registry:
         clock: Callable[[], float] | None = None,
         monotonic: Callable[[], float] | None = None,
         regex_backtrack_limit: int | None = None,
+        secret: bytes | None = None,
+        ledger: LedgerFactory | None = None,
     ) -> None:
         if limits is None:
             limits = DEFAULT_LIMITS
@@ -254,12 +276,63 @@ class Registry:
                 for e in self._entries
             ]
         )
-        self._revision = secrets.token_hex(8)
-        self._secret = secrets.token_bytes(32)
-        self._cursors = CursorSealer(clock=self._clock)
-        self._ledger = Ledger(limits, self._clock)
-        self._form_checks = FormChecks()
+        from . import __version__
+
         self._scope_hashes: dict[str, bytes] = {}
+        self._revision = definitions_revision(
+            (
+                Definition(
+                    e.name,
+                    e.group,
+                    e.summary,
+                    e.description,
+                    e.examples,
+                    e.source,
+                    e.input_schema.canonical,
+                    None if e.output_schema is None else e.output_schema.canonical,
+                )
+                for e in self._entries
+            ),
+            __version__,
+        )
+        self._form_checks = FormChecks()
+        self._bind_state(secret, ledger)
+
+    def _bind_state(self, secret: bytes | None, ledger: LedgerFactory | None) -> None:
+        """Derive the keys from ``secret`` and open the continuation ledger."""
+        try:
+            keys = RegistryKeys.from_secret(secret)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self._secret = keys.scope
+        self._cursors = CursorSealer(clock=self._clock, key=keys.cursor)
+        self._scope_hashes = {}
+        self._ledger: LedgerBackend[Any, Any]
+        if ledger is None:
+            self._ledger = Ledger(self._limits, self._clock)
+            return
+        if not callable(getattr(ledger, "bind", None)):
+            raise TypeError("ledger must be a shared ledger such as opgate.redis.RedisLedger")
+        if not keys.shared:
+            raise ConfigurationError(
+                "a shared ledger needs a shared secret: pass secret= (the same on every replica)"
+            )
+        self._ledger = ledger.bind(
+            limits=self._limits, clock=self._clock, keys=keys, revision=self._revision
+        )
+
+    def _with_state(self, *, secret: bytes | None, ledger: LedgerFactory | None) -> Registry:
+        """A copy serving the same compiled catalog with another secret and ledger
+        (how ``opgate serve`` applies ``OPGATE_SECRET`` and ``--ledger`` to a built
+        registry); the copy has no continuations."""
+        copy = object.__new__(Registry)
+        copy.__dict__.update(self.__dict__)
+        copy._bind_state(secret, ledger)
+        return copy
+
+    async def aclose(self) -> None:
+        """Close a shared ledger's connections (a later call reconnects); idempotent."""
+        await self._ledger.aclose()
 
     def _snapshot(
         self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
@@ -341,9 +414,15 @@ class Registry:
     def __repr__(self) -> str:
         return f"<Registry: {len(self._entries)} operations>"
 
+    @property
+    def revision(self) -> str:
+        """The hash of the definitions (32 hex digits); replicas must agree on it."""
+        return self._revision
+
     def open_lifetime(self) -> Lifetime:
-        """A serving lifetime for one server; ``await lifetime.close()`` expires its prompts."""
-        return Lifetime(self._ledger)
+        """A serving lifetime for one server; ``await lifetime.close()`` expires its prompts
+        (with a shared ledger: stops this server committing new ones, see ``Lifetime``)."""
+        return self._ledger.open_lifetime()
 
     def _scope_hash(self, key: str) -> bytes:
         """The keyed hash that stands for a scope key in cursors and continuations."""
@@ -676,32 +755,27 @@ class Registry:
         """A call that answers no prompt; with input support it reserves a chain first."""
         if not await self._may_execute(call):
             return Failed(unavailable())
-        reservation: Reservation | None = None
-        chain: Chain | None = None
+        reservation: Any = None
         if bound is not None:
-            binding, arguments_size = bound
-            reservation = self._ledger.reserve(
-                Ledger.initial_charge(arguments_size, self._limits), scope=binding.scope_hash
-            )
-            chain = self._ledger.new_chain(binding, reservation, arguments_size)
+            reservation = await self._ledger.begin(*bound)
         try:
             await call.checkpoint("before the operation started")
             outcome = await self._dispatch(call, None)
             if outcome.kind == "await_input":
-                if chain is None or reservation is None:
+                if reservation is None:
                     return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
-                return self._commit(call, chain, None, outcome, reservation)
+                return await self._commit(call, None, outcome, reservation)
             result = self._conclude(call.entry, outcome)
             await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             return result
         finally:
             if reservation is not None:
-                reservation.release()
+                await self._ledger.release(reservation)
 
     async def _resume(self, call: _Call, binding: Binding, resume: object) -> InvokeOutcome:
         """A call answering a prompt: find, check and claim its record, then act on it."""
         token, response = self._resume_parts(resume)
-        record = self._ledger.find(token, binding)
+        record = await self._ledger.find(token, binding)
         if record is None:
             return Failed(Failure(FailureCode.EXPIRED))
         prompt = record.prompt
@@ -710,25 +784,20 @@ class Registry:
         answer_key = response.action.value.encode("ascii") + b"\0" + answer_bytes
         charge = len(answer_bytes) + Ledger.max_prompt_charge(self._limits)
         # Only a new answer needs room; replays and recoveries reuse the record.
-        reservation = (
-            self._ledger.reserve(charge, record.chain)
-            if record.state is RecordState.PENDING
-            else None
-        )
+        claim = await self._ledger.claim(record, answer_key, len(answer_bytes), charge)
+        if isinstance(claim, Failure):
+            return Failed(claim)
+        claimed, reservation = claim
         try:
-            claimed = self._ledger.claim(record, answer_key, len(answer_bytes))
-            if isinstance(claimed, Failure):
-                return Failed(claimed)
             # From here the record is in flight: whatever happens before the handler
-            # takes it over (a failed reservation, an exception of any kind) gives it
-            # back, so it can never stay busy.
+            # takes it over (an exception of any kind) gives it back, so it can never
+            # stay busy.
             try:
-                if claimed is Event.ANSWER and reservation is None:
-                    reservation = self._ledger.reserve(charge, record.chain)
                 state = prompt.state_value()
                 verified = new_resume(response.action, answers, state, claimed is Event.RECOVER)
             except BaseException:
-                self._ledger.settle(record, _GIVE_BACK[claimed])
+                with anyio.CancelScope(shield=True):
+                    await self._ledger.settle(record, _GIVE_BACK[claimed])
                 raise
             if claimed is Event.REPLAY:
                 return await self._replay(call, record)
@@ -738,7 +807,7 @@ class Registry:
             return await self._answer(call, record, verified, reservation)
         finally:
             if reservation is not None:
-                reservation.release()
+                await self._ledger.release(reservation)
 
     def _resume_parts(self, resume: object) -> tuple[str, InputResponse]:
         if not (isinstance(resume, tuple) and len(resume) == 2):
@@ -772,17 +841,17 @@ class Registry:
         return answers, canonical
 
     async def _answer(
-        self, call: _Call, record: Record, verified: Resume, reservation: Reservation
+        self, call: _Call, record: LedgerRecord, verified: Resume, reservation: Any
     ) -> InvokeOutcome:
         """A new answer: authorize, dispatch, then record what became of it."""
         try:
             allowed = await self._may_execute(call)
             await call.checkpoint("before the operation started")
         except BaseException:
-            self._ledger.settle(record, Event.REVERT)
+            await self._ledger.settle(record, Event.REVERT)
             raise
         if not allowed:
-            self._ledger.settle(record, Event.REVERT)
+            await self._ledger.settle(record, Event.REVERT)
             return Failed(unavailable())
         settled = False
         try:
@@ -790,25 +859,25 @@ class Registry:
             if outcome.kind == "await_input":
                 if record.round >= self._limits.max_prompts:
                     return Failed(Failure(FailureCode.INTERACTION_LIMIT))
-                reply = self._commit(call, record.chain, record, outcome, reservation)
+                reply = await self._commit(call, record, outcome, reservation)
                 settled = isinstance(reply, Pending)
                 return reply
             result = self._conclude(call.entry, outcome)
             await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)
             if isinstance(result, Completed):
-                self._ledger.settle(record, Event.FINISHED, reservation)
+                await self._ledger.settle(record, Event.FINISHED, reservation)
                 settled = True
             return result
         finally:
             if not settled:
-                self._ledger.settle(record, Event.BROKEN, reservation)
+                await self._ledger.settle(record, Event.BROKEN, reservation)
 
-    async def _replay(self, call: _Call, record: Record) -> InvokeOutcome:
+    async def _replay(self, call: _Call, record: LedgerRecord) -> InvokeOutcome:
         """An identical answer to an answered prompt: the same next prompt, re-authorized."""
         try:
             if not await self._may_execute(call):
                 return Failed(unavailable())
-            child = self._ledger.child_of(record)
+            child = await self._ledger.child_of(record)
             if child is None:
                 return Failed(Failure(FailureCode.EXPIRED))
             child_record, token = child
@@ -816,9 +885,9 @@ class Registry:
             assert isinstance(prompt, StoredPrompt)
             return Pending(prompt.public(), token, _utc(child_record.expires_at))
         finally:
-            self._ledger.settle(record, Event.REPLAYED)
+            await self._ledger.settle(record, Event.REPLAYED)
 
-    async def _recover(self, call: _Call, record: Record, verified: Resume) -> InvokeOutcome:
+    async def _recover(self, call: _Call, record: LedgerRecord, verified: Resume) -> InvokeOutcome:
         """An identical answer after completion or breakage: a recovery-only call."""
         recovered = False
         try:
@@ -838,7 +907,7 @@ class Registry:
             recovered = isinstance(result, Completed)
             return result
         finally:
-            self._ledger.settle(record, Event.RECOVERED if recovered else Event.BROKEN)
+            await self._ledger.settle(record, Event.RECOVERED if recovered else Event.BROKEN)
 
     async def _dispatch(self, call: _Call, verified: Resume | None) -> Outcome:
         """Call the handler and return its genuine outcome.
@@ -935,13 +1004,12 @@ class Registry:
                 diagnostics = None
         return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
 
-    def _commit(
+    async def _commit(
         self,
         call: _Call,
-        chain: Chain,
-        parent: Record | None,
+        parent: LedgerRecord | None,
         outcome: Outcome,
-        reservation: Reservation,
+        reservation: Any,
     ) -> Pending | Failed:
         """Check a prompt against the host's support and the budgets, then commit it."""
         prompt = outcome.payload
@@ -954,8 +1022,8 @@ class Registry:
         self._check_prompt(prompt)
         stored = StoredPrompt.of(prompt)
         charge = RECORD_FIXED_BYTES + stored.size
-        committed = self._ledger.commit_prompt(
-            chain, parent, stored, charge, call.lifetime_seconds, reservation
+        committed = await self._ledger.commit(
+            reservation, parent, stored, charge, call.lifetime_seconds
         )
         if isinstance(committed, Failure):
             return Failed(committed)

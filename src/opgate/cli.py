@@ -6,6 +6,11 @@ an ``opgate.Registry``, an ``opgate.mcp.GatewayServer``, or a callable taking no
 arguments that returns one of them. Over stdio nothing but MCP messages is
 written to stdout; logs go to stderr.
 
+Several replicas serve one catalog when they share a secret (``OPGATE_SECRET``, or
+``--secret-file PATH``; never a command-line value, which other users of the
+machine could read) and a continuation ledger (``--ledger redis://HOST:PORT/DB``);
+see docs/deployment.md.
+
 ``opgate serve --openapi SPEC --base-url URL [--header NAME=ENVVAR ...]
 [--confirm METHODS]`` serves every operation of an OpenAPI 3.0/3.1 file instead
 (``opgate.openapi``): each ``--header`` sends the value of environment variable
@@ -30,6 +35,9 @@ from typing import Any
 __all__ = ["main"]
 
 LOOPBACK = "127.0.0.1"
+
+#: The environment variable that carries the shared secret (its UTF-8 bytes).
+SECRET_ENV = "OPGATE_SECRET"
 
 
 class UsageError(Exception):
@@ -135,6 +143,29 @@ def _parser() -> argparse.ArgumentParser:
         help="allow --http on a non-loopback address without --token-verifier",
     )
     serve.add_argument(
+        "--secret-file",
+        metavar="PATH",
+        help=f"the shared secret (32+ bytes; one trailing newline ignored); default: ${SECRET_ENV}",
+    )
+    serve.add_argument(
+        "--ledger",
+        metavar="URL",
+        help="a shared continuation ledger, redis://HOST:PORT/DB (needs the shared secret)",
+    )
+    serve.add_argument(
+        "--ledger-prefix",
+        default="opgate",
+        metavar="NAME",
+        help="with --ledger: the deployment's key prefix in Redis (default opgate)",
+    )
+    serve.add_argument(
+        "--ledger-lease",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --ledger: how long a transition survives its replica (default 15)",
+    )
+    serve.add_argument(
         "--log-level",
         default=os.environ.get("OPGATE_LOG_LEVEL", "WARNING"),
         help="Python logging level for stderr (default WARNING)",
@@ -163,6 +194,42 @@ def _load(spec: str, what: str) -> Any:
         except AttributeError:
             raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None
     return value
+
+
+def _secret(arguments: argparse.Namespace) -> bytes | None:
+    """The shared secret from ``--secret-file`` or ``OPGATE_SECRET``, if any."""
+    if arguments.secret_file:
+        try:
+            with open(arguments.secret_file, "rb") as file:
+                secret = file.read(8192)
+        except OSError as exc:
+            raise UsageError(f"cannot read --secret-file: {exc.strerror}") from None
+        return secret[:-1] if secret.endswith(b"\n") else secret
+    value = os.environ.get(SECRET_ENV)
+    return value.encode("utf-8") if value else None
+
+
+def _ledger(arguments: argparse.Namespace) -> Any:
+    """The shared ledger ``--ledger`` names, if any."""
+    if arguments.ledger is None:
+        if arguments.ledger_lease is not None:
+            raise UsageError("--ledger-lease needs --ledger")
+        return None
+    if not arguments.ledger.startswith(("redis://", "rediss://", "unix://")):
+        raise UsageError("--ledger must be a redis://HOST:PORT/DB URL")
+    try:
+        from .redis import RedisLedger
+    except ImportError:
+        raise UsageError("--ledger needs the redis extra: pip install 'opgate[redis]'") from None
+    from datetime import timedelta
+
+    options: dict[str, Any] = {"prefix": arguments.ledger_prefix}
+    if arguments.ledger_lease is not None:
+        options["lease"] = timedelta(seconds=arguments.ledger_lease)
+    try:
+        return RedisLedger(arguments.ledger, **options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 class _ServePolicy:
@@ -218,6 +285,12 @@ def _gateway(arguments: argparse.Namespace) -> Any:
     from . import Registry
     from .mcp import GatewayServer
 
+    secret = _secret(arguments)
+    ledger = _ledger(arguments)
+    if ledger is not None and secret is None:
+        raise UsageError(
+            f"--ledger needs the shared secret: set {SECRET_ENV} or pass --secret-file"
+        )
     if arguments.openapi:
         target = _openapi_registry(arguments)
     elif not arguments.target:
@@ -227,10 +300,14 @@ def _gateway(arguments: argparse.Namespace) -> Any:
     if not isinstance(target, Registry | GatewayServer) and callable(target):
         target = target()
     if isinstance(target, Registry):
+        if secret is not None:
+            target = target._with_state(secret=secret, ledger=ledger)
         return GatewayServer(target, name=arguments.name, pinned=arguments.pin)
     if isinstance(target, GatewayServer):
         if arguments.pin:
             raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
+        if secret is not None:
+            target._registry = target.registry._with_state(secret=secret, ledger=ledger)
         return target
     raise UsageError(
         f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "

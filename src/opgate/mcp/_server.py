@@ -171,6 +171,7 @@ class GatewayServer:
         self._pin_order = pins
         self._on_failure = on_failure
         self._log_levels: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+        self._servings = 0  # serving runs open now
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from 2026-07-28 but is how 2025-11-25
             # clients ask for log notifications.
@@ -261,10 +262,14 @@ class GatewayServer:
     @asynccontextmanager
     async def _lifespan(self, _server: Server[_Serving]) -> AsyncIterator[_Serving]:
         lifetime = self._registry.open_lifetime()
+        self._servings += 1
         try:
             yield _Serving(lifetime)
         finally:
             await lifetime.close()
+            self._servings -= 1
+            if self._servings == 0:
+                await self._registry.aclose()  # a shared ledger's connections
 
     # -- context -----------------------------------------------------------------
 

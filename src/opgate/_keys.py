@@ -1,0 +1,122 @@
+"""The registry's secret, the keys derived from it, and the definitions revision.
+
+A registry has one master secret: ``Registry(..., secret=bytes)`` (at least
+``SECRET_MIN_BYTES``; replicas that share it, and the same definitions, open each
+other's cursors and continuations) or 32 random bytes made when it is built. Each
+use gets its own subkey, derived with HMAC-SHA256 over a fixed label, so no key
+serves two purposes::
+
+    cursor key   = HMAC(secret, "opgate/key/cursor/v1")   AES-256-GCM for search cursors
+    scope key    = HMAC(secret, "opgate/key/scope/v1")    HMAC of scope keys (cursors, ledger)
+    seal key     = HMAC(secret, "opgate/key/seal/v1")     AES-256-GCM for retained prompts, tokens
+    mac key      = HMAC(secret, "opgate/key/mac/v1")      HMAC of bindings and answers in a
+                                                          shared ledger
+
+The *revision* names a catalog: a SHA-256 over every definition as the registry
+compiled it, so two processes built from the same definitions compute the same
+revision, and any difference in what a caller can see or send makes another one.
+What counts, per operation in name order: name, group, summary, description,
+examples, source, the canonical input schema and the canonical output schema (or
+none); plus the opgate version, because the ranking and cursor layout belong to
+it. Handlers and policies are code and do not count; ``Limits`` do not count
+(cursors and continuations do not depend on them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+__all__ = ["SECRET_MIN_BYTES", "Definition", "RegistryKeys", "definitions_revision"]
+
+#: Shortest secret accepted: 256 bits, the strength of the keys derived from it.
+SECRET_MIN_BYTES = 32
+
+#: Longest secret accepted; a longer one is a mistake (a whole file, a certificate).
+SECRET_MAX_BYTES = 4096
+
+#: Versions the revision's encoding.
+_REVISION_DOMAIN = b"opgate/revision/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One operation as the revision sees it (texts and canonical schemas)."""
+
+    name: str
+    group: str
+    summary: str
+    description: str
+    examples: tuple[str, ...]
+    source: str
+    input_schema: bytes
+    output_schema: bytes | None
+
+
+def _field(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+def definitions_revision(definitions: Iterable[Definition], version: str) -> str:
+    """The revision of a catalog: 32 hex digits of a SHA-256 over its definitions."""
+    digest = hashlib.sha256(_REVISION_DOMAIN)
+    digest.update(_field(version.encode("utf-8")))
+    for item in sorted(definitions, key=lambda d: d.name):
+        texts = (item.name, item.group, item.summary, item.description, item.source)
+        for text in texts:
+            digest.update(_field(text.encode("utf-8", "surrogatepass")))
+        digest.update(len(item.examples).to_bytes(4, "big"))
+        for example in item.examples:
+            digest.update(_field(example.encode("utf-8", "surrogatepass")))
+        digest.update(_field(item.input_schema))
+        if item.output_schema is None:
+            digest.update(b"\0")
+        else:
+            digest.update(b"\1" + _field(item.output_schema))
+    return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryKeys:
+    """The subkeys of one master secret; ``shared`` says whether it was given.
+
+    Never printed: ``repr`` shows only whether the secret is shared.
+    """
+
+    shared: bool
+    cursor: bytes = field(repr=False)
+    scope: bytes = field(repr=False)
+    seal: bytes = field(repr=False)
+    mac: bytes = field(repr=False)
+
+    @classmethod
+    def from_secret(cls, secret: bytes | None) -> RegistryKeys:
+        """Derive the subkeys; ``None`` makes a random secret (one process only).
+
+        ``TypeError`` for a secret that is not bytes, ``ValueError`` for one shorter
+        than ``SECRET_MIN_BYTES`` or longer than ``SECRET_MAX_BYTES``.
+        """
+        shared = secret is not None
+        if secret is None:
+            secret = secrets.token_bytes(SECRET_MIN_BYTES)
+        elif not isinstance(secret, bytes | bytearray):
+            raise TypeError("secret must be bytes (read it from a file or the environment)")
+        elif not SECRET_MIN_BYTES <= len(secret) <= SECRET_MAX_BYTES:
+            raise ValueError(
+                f"secret must be {SECRET_MIN_BYTES} to {SECRET_MAX_BYTES} bytes, "
+                f"got {len(secret)}; make one with: python -c "
+                f"'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        master = bytes(secret)
+
+        def derive(label: str) -> bytes:
+            return hmac.new(master, f"opgate/key/{label}/v1".encode(), "sha256").digest()
+
+        return cls(shared, derive("cursor"), derive("scope"), derive("seal"), derive("mac"))
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("registry keys cannot be pickled")

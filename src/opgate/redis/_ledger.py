@@ -1,0 +1,524 @@
+"""``RedisLedger``: the continuation ledger kept in Redis, shared by every replica.
+
+The contract is the in-memory ledger's (``opgate._ledger``: the same state table,
+the same capacity rules and public answers); what differs is where records live
+and who may run a transition:
+
+* Each transition is one run of ``SCRIPT`` (``_script.py``), atomic on the Redis
+  server: two replicas answering the same prompt at once see one ``ANSWER`` and
+  one ``busy``. No lock is held while a policy, handler or progress callback runs:
+  a record *in flight* is a state plus a **lease**, which its replica renews every
+  ``lease / 3`` while the handler runs. A replica that dies stops renewing; when
+  its lease has run out the record is broken (``needs_recovery``; a replay goes
+  back to ``answered``) and the identical answer, on any replica, runs a
+  recovery-only call. Reservations carry the same lease, so a dead replica's
+  reserved bytes come back too.
+* Keys in Redis are SHA-256 hashes of tokens (never tokens). Prompts (message,
+  form schema or URL, private state) and the child tokens a parent keeps for
+  replay are sealed with AES-256-GCM under a key derived from the registry's
+  shared secret, bound to the record's key; bindings (revision, operation,
+  canonical arguments hash, scope-key HMAC, lifetime) and answers are kept only as
+  HMACs. A read of Redis shows sizes, states, deadlines and counters, never
+  application data.
+* Deadlines are the registry clock's (every replica must keep time: NTP); a
+  record's payload is ``PEXPIRE``'d once when it is committed, at its deadline plus
+  ``lease + RETENTION_GRACE``, and never extended. The accounting is swept on
+  every call, so charged bytes come back even when Redis dropped a payload first.
+* Lifetimes: every replica's ``open_lifetime()`` stands for the one *deployment*
+  lifetime (see ``Lifetime``): a prompt issued on one replica is answerable on all
+  of them, and a replica's shutdown expires nothing. Direct ``Registry.invoke``
+  calls without ``lifetime=`` share a second, ``direct`` lifetime.
+* When Redis cannot be reached, admissions (``begin``, ``find``, ``claim``,
+  ``commit``) answer ``busy``; settling calls are logged and left to the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import math
+import os
+import secrets
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError, RedisError
+
+from .._failures import Failure, FailureCode
+from .._forms import InputMode, StoredPrompt
+from .._keys import RegistryKeys
+from .._ledger import (
+    ANSWER_DIFFERS,
+    LEDGER_FULL,
+    PRINCIPAL_FULL,
+    RECORD_BUSY,
+    Binding,
+    Event,
+    Ledger,
+    LedgerStatistics,
+    Lifetime,
+    token_hash,
+)
+from .._limits import CHAIN_FIXED_BYTES, Limits
+from ._script import SCRIPT
+
+__all__ = ["DEFAULT_LEASE", "RETENTION_GRACE", "RedisLedger"]
+
+logger = logging.getLogger("opgate.redis")
+
+#: How long a record stays in flight without its replica renewing the lease: after a
+#: replica dies, its transitions are recoverable (and its reservations free) this late.
+DEFAULT_LEASE = timedelta(seconds=15)
+
+#: Shortest lease accepted: renewals every third of it must fit round trips.
+MIN_LEASE = timedelta(milliseconds=300)
+
+#: Extra life of a record's payload in Redis beyond its deadline and lease, so the
+#: sweep (not the TTL) is what normally removes it.
+RETENTION_GRACE = timedelta(seconds=60)
+
+#: Longest a ledger call may take before it counts as Redis being unavailable.
+CALL_TIMEOUT = 10.0
+
+STORE_DOWN = "busy: the continuation store is unavailable; try again shortly"
+
+_PROMPT_AAD = b"opgate/ledger/prompt/v1"
+_TOKEN_AAD = b"opgate/ledger/child-token/v1"
+_NONCE = 12
+_LENGTHS = struct.Struct(">IIII")
+
+#: Lifetime ids: every replica's serving lifetime is the deployment's.
+SERVING = b"serving"
+DIRECT = b"direct"
+
+
+class RedisLedger:
+    """A continuation ledger in Redis: ``Registry(..., secret=..., ledger=RedisLedger(url))``.
+
+    ``url`` is a ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``) URL;
+    ``prefix`` names the deployment's keys (one hash tag, so one cluster slot;
+    deployments sharing a Redis need different prefixes); ``lease`` is how long a
+    transition survives its replica (default 15 s). Every replica must use the same
+    URL, prefix, secret, definitions and ``Limits``. Needs the ``redis`` extra.
+    """
+
+    __slots__ = ("_lease", "_prefix", "_url")
+
+    def __init__(
+        self, url: str, *, prefix: str = "opgate", lease: timedelta = DEFAULT_LEASE
+    ) -> None:
+        if not isinstance(url, str) or "://" not in url:
+            raise ValueError("RedisLedger needs a redis://HOST:PORT/DB URL")
+        if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{} "):
+            raise ValueError("RedisLedger prefix must be a nonempty name without braces or spaces")
+        if not isinstance(lease, timedelta) or lease < MIN_LEASE:
+            raise ValueError(f"RedisLedger lease must be a timedelta of at least {MIN_LEASE}")
+        self._url = url
+        self._prefix = prefix
+        self._lease = lease
+
+    def __repr__(self) -> str:
+        # no URL: it may hold a password
+        return f"RedisLedger(prefix={self._prefix!r}, lease={self._lease!r})"
+
+    def bind(
+        self,
+        *,
+        limits: Limits,
+        clock: Callable[[], float],
+        keys: RegistryKeys,
+        revision: str,
+    ) -> RedisBackend:
+        """The backend one registry uses."""
+        return RedisBackend(
+            self._url, self._prefix, self._lease, limits=limits, clock=clock, keys=keys,
+            revision=revision,
+        )  # fmt: skip
+
+
+@dataclass(slots=True, eq=False)
+class RedisRecord:
+    """A record as one request sees it (a snapshot, plus the claim it holds)."""
+
+    key: str  # hex SHA-256 of the token
+    chain: str
+    round: int
+    expires_at: float
+    prompt: object  # StoredPrompt
+    binding: bytes = b""
+    lifetime: Lifetime | None = None
+    claim: str = ""
+
+    def __repr__(self) -> str:
+        return f"<RedisRecord round={self.round}>"
+
+
+@dataclass(slots=True, eq=False)
+class RedisReservation:
+    """Bytes reserved in Redis for one request, until committed, settled or released."""
+
+    id: str
+    chain: str
+    binding: bytes
+    lifetime: Lifetime
+    open: bool = True
+
+
+class RedisBackend:
+    """The ``LedgerBackend`` of one registry on a shared Redis (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        lease: timedelta,
+        *,
+        limits: Limits,
+        clock: Callable[[], float],
+        keys: RegistryKeys,
+        revision: str,
+    ) -> None:
+        self._url = url
+        self._key_prefix = f"{{{prefix}}}:"
+        self._lease_ms = int(lease.total_seconds() * 1000)
+        self._grace_ms = self._lease_ms + int(RETENTION_GRACE.total_seconds() * 1000)
+        self.limits = limits
+        self._clock = clock
+        self._aead = AESGCM(keys.seal)
+        self._mac = keys.mac
+        self._revision = revision.encode("ascii")
+        self._limit_args = (limits.chain_bytes, limits.principal_bytes, limits.ledger_bytes)
+        self._client: Redis | None = None
+        self._script: AsyncScript | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._leases: dict[str, int] = {}
+        self._renewer: asyncio.Task[None] | None = None
+        self.default_lifetime = Lifetime(self, DIRECT)
+
+    def __repr__(self) -> str:
+        return f"<RedisBackend {self._key_prefix!r}>"
+
+    # -- lifetimes ------------------------------------------------------------------
+
+    def open_lifetime(self) -> Lifetime:
+        """This replica's handle on the deployment lifetime."""
+        return Lifetime(self, SERVING)
+
+    def close_lifetime(self, lifetime: Lifetime) -> None:
+        """Stop committing prompts through this handle; peers' prompts stay answerable."""
+        lifetime.closed = True
+
+    # -- the connection -------------------------------------------------------------
+
+    def _connection(self) -> AsyncScript:
+        loop = asyncio.get_running_loop()
+        if self._script is None or self._loop is not loop:
+            self._client = Redis.from_url(self._url)
+            self._script = self._client.register_script(SCRIPT)
+            self._loop = loop
+            self._renewer = None
+        return self._script
+
+    async def aclose(self) -> None:
+        """Close this replica's connections (a later call reconnects)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            self._renewer = None
+        client, self._client, self._script = self._client, None, None
+        if client is not None:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    def _now_ms(self) -> int:
+        return math.floor(self._clock() * 1000)
+
+    async def _run(self, op: str, now_ms: int, *args: str | int | bytes) -> list[Any]:
+        """One shielded, bounded script run; ``RedisError`` for an unreachable store."""
+        script = self._connection()
+        keys, argv = [self._key_prefix], [op, now_ms, *self._limit_args, *args]
+        with anyio.CancelScope(shield=True), anyio.fail_after(CALL_TIMEOUT):
+            try:
+                reply = await script(keys=keys, args=argv)
+            except ConnectionError:
+                # A pooled connection the server closed (a Redis restart): once more,
+                # on a fresh connection. Should the first run have happened after all,
+                # what it took is held by a lease nobody renews and comes back.
+                reply = await script(keys=keys, args=argv)
+        assert isinstance(reply, list)
+        reply[0] = reply[0].decode("ascii")
+        return reply
+
+    async def _admit(self, op: str, now_ms: int, *args: str | int | bytes) -> list[Any]:
+        """``_run`` for a call that admits work: an unreachable store is ``busy``."""
+        try:
+            return await self._run(op, now_ms, *args)
+        except (RedisError, TimeoutError, OSError) as exc:
+            logger.warning(
+                "ledger %s: the store is unavailable (%s: %s)", op, type(exc).__name__, exc
+            )
+            raise Failure(FailureCode.BUSY, STORE_DOWN) from None
+
+    async def _settle_run(self, op: str, *args: str | int | bytes) -> None:
+        """``_run`` for a settling call: failures are logged and left to the lease."""
+        try:
+            await self._run(op, self._now_ms(), *args)
+        except (RedisError, TimeoutError, OSError) as exc:
+            logger.warning(
+                "ledger %s not recorded (%s); the lease expires it", op, type(exc).__name__
+            )
+
+    # -- leases -----------------------------------------------------------------------
+
+    def _hold(self, *members: str) -> None:
+        for member in members:
+            self._leases[member] = self._leases.get(member, 0) + 1
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.get_running_loop().create_task(self._renew())
+
+    def _drop(self, *members: str) -> None:
+        for member in members:
+            count = self._leases.pop(member, 0) - 1
+            if count > 0:
+                self._leases[member] = count
+        if not self._leases and self._renewer is not None:
+            self._renewer.cancel()
+            self._renewer = None
+
+    async def _renew(self) -> None:
+        """Extend every lease this replica holds, every third of a lease, while it holds any."""
+        interval = self._lease_ms / 3000
+        while self._leases:
+            await asyncio.sleep(interval)
+            members = list(self._leases)
+            now = self._now_ms()
+            try:
+                await self._run("renew", now, now + self._lease_ms, *members)
+            except (RedisError, TimeoutError, OSError) as exc:
+                logger.warning("ledger leases not renewed (%s)", type(exc).__name__)
+
+    # -- sealing ----------------------------------------------------------------------
+
+    def _seal(self, data: bytes, aad: bytes) -> bytes:
+        nonce = os.urandom(_NONCE)
+        return nonce + self._aead.encrypt(nonce, data, aad)
+
+    def _open(self, sealed: bytes, aad: bytes) -> bytes | None:
+        try:
+            return self._aead.decrypt(sealed[:_NONCE], sealed[_NONCE:], aad)
+        except (InvalidTag, ValueError):
+            return None  # another secret, or altered: the record is unusable
+
+    def _binding_mac(self, binding: Binding) -> bytes:
+        parts = (
+            self._revision,
+            binding.operation.encode("utf-8", "surrogatepass"),
+            binding.arguments_hash,
+            binding.scope_hash,
+            binding.lifetime.id,
+        )
+        message = b"".join(len(part).to_bytes(4, "big") + part for part in parts)
+        return hmac.new(self._mac, b"binding\0" + message, "sha256").digest()
+
+    def _seal_prompt(self, prompt: object, key: bytes) -> bytes:
+        assert isinstance(prompt, StoredPrompt)
+        message = prompt.message.encode("utf-8", "surrogatepass")
+        url = prompt.url.encode("utf-8")
+        head = b"f" if prompt.mode is InputMode.FORM else b"u"
+        lengths = _LENGTHS.pack(
+            len(message), len(prompt.schema_bytes), len(prompt.state_bytes), len(url)
+        )
+        data = head + lengths + message + prompt.schema_bytes + prompt.state_bytes + url
+        return self._seal(data, _PROMPT_AAD + key)
+
+    def _open_prompt(self, sealed: bytes, key: bytes) -> StoredPrompt | None:
+        data = self._open(sealed, _PROMPT_AAD + key)
+        if data is None:
+            return None
+        sizes = _LENGTHS.unpack_from(data, 1)
+        offset = 1 + _LENGTHS.size
+        fields = []
+        for size in sizes:
+            fields.append(data[offset : offset + size])
+            offset += size
+        message, schema, state, url = fields
+        mode = InputMode.FORM if data[:1] == b"f" else InputMode.URL
+        return StoredPrompt(
+            mode, message.decode("utf-8", "surrogatepass"), schema, state, url.decode()
+        )
+
+    # -- the backend ------------------------------------------------------------------
+
+    async def begin(self, binding: Binding, arguments_bytes: int) -> RedisReservation:
+        """Reserve a chain and a maximum prompt (``Failure(BUSY)`` when there is no room)."""
+        chain, res = secrets.token_hex(8), secrets.token_hex(8)
+        nbytes = Ledger.initial_charge(arguments_bytes, self.limits)
+        now = self._now_ms()
+        reply = await self._admit(
+            "begin", now, binding.scope_hash.hex(), chain, res, nbytes,
+            CHAIN_FIXED_BYTES + arguments_bytes, now + self._lease_ms,
+        )  # fmt: skip
+        _raise_refusal(reply[0])
+        self._hold("s:" + res)
+        return RedisReservation(res, chain, self._binding_mac(binding), binding.lifetime)
+
+    async def commit(
+        self,
+        reservation: RedisReservation,
+        parent: RedisRecord | None,
+        prompt: object,
+        charge: int,
+        seconds: float,
+    ) -> tuple[RedisRecord, str] | Failure:
+        """Commit the chain's next prompt; release the rest of the reservation."""
+        if reservation.lifetime.closed or not reservation.open:
+            return Failure(FailureCode.EXPIRED)
+        token = secrets.token_urlsafe(32)
+        raw_key = token_hash(token)
+        key = raw_key.hex()
+        now = self._now_ms()
+        wanted = now + math.floor(seconds * 1000)
+        sealed_token = b""
+        if parent is not None:
+            sealed_token = self._seal(token.encode("ascii"), _TOKEN_AAD + bytes.fromhex(parent.key))
+        reply = await self._admit(
+            "commit", now, reservation.id, reservation.chain,
+            "" if parent is None else parent.key, "" if parent is None else parent.claim,
+            key, charge, wanted, self._grace_ms, reservation.binding,
+            self._seal_prompt(prompt, raw_key), sealed_token,
+        )  # fmt: skip
+        if reply[0] != "ok":
+            return Failure(FailureCode.EXPIRED)
+        reservation.open = False
+        self._drop("s:" + reservation.id)
+        if parent is not None:
+            self._drop(_in_flight(parent))
+        record = RedisRecord(
+            key, reservation.chain, int(reply[1]), int(reply[2]) / 1000, prompt,
+            reservation.binding, reservation.lifetime,
+        )  # fmt: skip
+        return record, token
+
+    async def find(self, token: str, binding: Binding) -> RedisRecord | None:
+        """The live record for ``token`` if it is bound to ``binding``, else ``None``."""
+        raw_key = token_hash(token)
+        reply = await self._admit("find", self._now_ms(), raw_key.hex())
+        if reply[0] != "ok":
+            return None
+        chain, _state, round_, deadline, stored_binding, sealed = reply[1:]
+        expected = self._binding_mac(binding)
+        if not hmac.compare_digest(stored_binding, expected):
+            return None
+        prompt = self._open_prompt(sealed, raw_key)
+        if prompt is None:
+            return None
+        return RedisRecord(
+            raw_key.hex(), chain.decode("ascii"), int(round_), int(deadline) / 1000, prompt,
+            expected, binding.lifetime,
+        )  # fmt: skip
+
+    async def claim(
+        self, record: RedisRecord, answer_key: bytes, answer_charge: int, charge: int
+    ) -> tuple[Event, RedisReservation | None] | Failure:
+        """Take the record for this answer, atomically across replicas."""
+        claim, res = secrets.token_hex(8), secrets.token_hex(8)
+        answer = hmac.new(
+            self._mac, b"answer\0" + bytes.fromhex(record.key) + answer_key, "sha256"
+        ).hexdigest()
+        now = self._now_ms()
+        reply = await self._admit(
+            "claim", now, record.key, record.chain, answer, answer_charge, charge, res, claim,
+            now + self._lease_ms,
+        )  # fmt: skip
+        status = reply[0]
+        if status == "expired":
+            return Failure(FailureCode.EXPIRED)
+        if status == "busy":
+            return Failure(FailureCode.BUSY, RECORD_BUSY)
+        if status == "differs":
+            return Failure(FailureCode.INVALID_REQUEST, ANSWER_DIFFERS)
+        _raise_refusal(status)
+        record.claim = claim
+        self._hold(_in_flight(record))
+        event = reply[1].decode("ascii")
+        if event == "answer":
+            self._hold("s:" + res)
+            assert record.lifetime is not None
+            return Event.ANSWER, RedisReservation(
+                res, record.chain, record.binding, record.lifetime
+            )
+        return (Event.REPLAY if event == "replay" else Event.RECOVER), None
+
+    async def settle(
+        self, record: RedisRecord, event: Event, reservation: RedisReservation | None = None
+    ) -> None:
+        """Apply ``event`` to the claimed record; release the rest of ``reservation``."""
+        res = ""
+        if reservation is not None and reservation.open:
+            reservation.open = False
+            res = reservation.id
+        await self._settle_run("settle", record.key, record.chain, event.value, record.claim, res)
+        self._drop(_in_flight(record))
+        if res:
+            self._drop("s:" + res)
+
+    async def child_of(self, record: RedisRecord) -> tuple[RedisRecord, str] | None:
+        """The live next prompt of an answered record, and its token."""
+        reply = await self._admit("child", self._now_ms(), record.key)
+        if reply[0] != "ok":
+            return None
+        child_key, chain, round_, deadline, sealed, sealed_token = reply[1:]
+        token = self._open(sealed_token, _TOKEN_AAD + bytes.fromhex(record.key))
+        prompt = self._open_prompt(sealed, bytes.fromhex(child_key.decode("ascii")))
+        if token is None or prompt is None:
+            return None
+        child = RedisRecord(
+            child_key.decode("ascii"), chain.decode("ascii"), int(round_), int(deadline) / 1000,
+            prompt, record.binding, record.lifetime,
+        )  # fmt: skip
+        return child, token.decode("ascii")
+
+    async def release(self, reservation: RedisReservation) -> None:
+        """Give back what the reservation still holds; idempotent."""
+        if not reservation.open:
+            return
+        reservation.open = False
+        await self._settle_run("release", reservation.id)
+        self._drop("s:" + reservation.id)
+
+    async def statistics(self) -> LedgerStatistics:
+        """The shared accounting, after a sweep (``used``, ``live``, ``principals``)."""
+        reply = await self._run("stats", self._now_ms())
+        return LedgerStatistics(int(reply[1]), int(reply[3]), int(reply[2]))
+
+    async def reservations(self) -> int:
+        """Open reservations in the whole ledger (for tests and diagnostics)."""
+        reply = await self._run("stats", self._now_ms())
+        return int(reply[4])
+
+
+def _in_flight(record: RedisRecord) -> str:
+    return f"r:{record.chain}:{record.key}:{record.claim}"
+
+
+def _raise_refusal(status: str) -> None:
+    """Raise the capacity failure a script refused with; nothing for ``ok``."""
+    if status == "busy_principal":
+        raise Failure(FailureCode.BUSY, PRINCIPAL_FULL)
+    if status == "busy_ledger":
+        raise Failure(FailureCode.BUSY, LEDGER_FULL)
+    if status == "limit":
+        raise Failure(
+            FailureCode.INTERACTION_LIMIT,
+            "this operation's input prompts reached their retained-data limit",
+        )
+    if status != "ok":  # pragma: no cover - the script has no other status here
+        raise Failure(FailureCode.INTERNAL)

@@ -1,0 +1,294 @@
+"""The shared ledger's transitions as one Lua script, run atomically by Redis.
+
+Every call is ``EVALSHA script 1 PREFIX op now_ms chain_bytes principal_bytes
+ledger_bytes args...``: it first *sweeps* (expired leases, then expired records,
+each bounded per call), then applies one operation. Nothing here ever waits: a
+transition is one script, and no lock exists outside it.
+
+Keys under ``PREFIX`` (one hash tag, so one slot)::
+
+    used            string   bytes retained or reserved in the whole ledger
+    scopes          hash     scope-key HMAC (hex) -> bytes retained or reserved
+    exp             zset     "<chain>:<record>" -> record deadline (ms)
+    lease           zset     "r:<chain>:<record>:<claim>" or "s:<reservation>"
+                             -> lease deadline (ms)
+    res             hash     reservation id -> "<scope> <chain or -> <bytes>"
+    c:<chain>       hash     s scope, r retained (records + reservations), n prompts, l live,
+                             a fixed+arguments charge, g:<record> each live record's charge
+    r:<record>      hash     the record: c chain, s state, n round, d deadline, b binding MAC,
+                             m sealed prompt, p parent, k child, t sealed child token,
+                             a answer MAC, ac answer charge, h claim holding it in flight;
+                             PEXPIRE'd once at commit (deadline + grace), never extended
+
+The accounting (``used``, ``scopes``, ``c:*``, ``exp``, ``lease``, ``res``) has no
+TTL and is authoritative: a record leaves it only through the sweep or a settle,
+so the bytes it charged always come back, even when Redis already dropped the
+record's payload by its TTL.
+
+States are the values of ``RecordState``. Results are tables whose first item is
+a status: ``ok``, ``expired``, ``busy``, ``busy_principal``, ``busy_ledger``,
+``limit``, ``differs``, ``lost``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCRIPT"]
+
+SCRIPT = r"""
+local P = KEYS[1]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+local CHAIN_MAX = tonumber(ARGV[3])
+local PRINCIPAL_MAX = tonumber(ARGV[4])
+local LEDGER_MAX = tonumber(ARGV[5])
+local A = 6  -- first operation argument
+
+local USED, SCOPES, EXP = P .. 'used', P .. 'scopes', P .. 'exp'
+local LEASE, RES = P .. 'lease', P .. 'res'
+local IN_FLIGHT = {answering = true, replaying = true, recovering = true}
+
+local function num(v) return tonumber(v) or 0 end
+-- (negative amounts are written 0 - n: Lua's -0 would reach Redis as "-0", not an integer)
+
+local function uncharge(scope, n)
+  if n == 0 then return end
+  redis.call('DECRBY', USED, n)
+  if redis.call('HINCRBY', SCOPES, scope, 0 - n) <= 0 then redis.call('HDEL', SCOPES, scope) end
+end
+
+local function charge(scope, n)
+  redis.call('INCRBY', USED, n)
+  redis.call('HINCRBY', SCOPES, scope, n)
+end
+
+local function drop_chain_if_empty(ck)
+  local l, r = unpack(redis.call('HMGET', ck, 'l', 'r'))
+  if num(l) <= 0 and num(r) <= 0 then redis.call('DEL', ck) end
+end
+
+-- room for n more bytes: nil, or the status refusing it
+local function room(scope, n, ck)
+  if ck and num(redis.call('HGET', ck, 'r')) + n > CHAIN_MAX then return 'limit' end
+  if num(redis.call('HGET', SCOPES, scope)) + n > PRINCIPAL_MAX then return 'busy_principal' end
+  if num(redis.call('GET', USED)) + n > LEDGER_MAX then return 'busy_ledger' end
+  return nil
+end
+
+local function release(id)
+  local entry = redis.call('HGET', RES, id)
+  redis.call('ZREM', LEASE, 's:' .. id)
+  if not entry then return end
+  redis.call('HDEL', RES, id)
+  local scope, chain, n = string.match(entry, '^(%S+) (%S+) (%-?%d+)$')
+  n = tonumber(n)
+  uncharge(scope, n)
+  if chain ~= '-' then
+    local ck = P .. 'c:' .. chain
+    if redis.call('EXISTS', ck) == 1 then
+      redis.call('HINCRBY', ck, 'r', 0 - n)
+      drop_chain_if_empty(ck)
+    end
+  end
+end
+
+-- take n bytes out of a reservation (they stay charged, now to a record or chain)
+local function spend(id, n)
+  local entry = redis.call('HGET', RES, id)
+  local scope, chain, left = string.match(entry, '^(%S+) (%S+) (%-?%d+)$')
+  redis.call('HSET', RES, id, scope .. ' ' .. chain .. ' ' .. (tonumber(left) - n))
+end
+
+local function remove(chain, key)
+  local ck = P .. 'c:' .. chain
+  redis.call('ZREM', EXP, chain .. ':' .. key)
+  redis.call('DEL', P .. 'r:' .. key)
+  local g = redis.call('HGET', ck, 'g:' .. key)
+  if not g then return end
+  local scope = redis.call('HGET', ck, 's')
+  g = tonumber(g)
+  uncharge(scope, g)
+  redis.call('HDEL', ck, 'g:' .. key)
+  redis.call('HINCRBY', ck, 'r', 0 - g)
+  if redis.call('HINCRBY', ck, 'l', -1) <= 0 then
+    local a = num(redis.call('HGET', ck, 'a'))
+    uncharge(scope, a)
+    redis.call('HINCRBY', ck, 'r', 0 - a)
+    redis.call('HSET', ck, 'a', 0)
+  end
+  drop_chain_if_empty(ck)
+end
+
+local function is_live(chain, key)
+  return redis.call('HEXISTS', P .. 'c:' .. chain, 'g:' .. key) == 1
+end
+
+local SWEEP = 64
+local function sweep()
+  local expired = redis.call('ZRANGEBYSCORE', LEASE, '-inf', now, 'LIMIT', 0, SWEEP)
+  -- records first: a broken answer keeps its charge; then the reservations' rest
+  for _, member in ipairs(expired) do
+    local chain, key, claim = string.match(member, '^r:(%w+):(%w+):(%w+)$')
+    if chain then
+      redis.call('ZREM', LEASE, member)
+      local rk = P .. 'r:' .. key
+      local s, h = unpack(redis.call('HMGET', rk, 's', 'h'))
+      if s and h == claim and IN_FLIGHT[s] then
+        -- its holder stopped renewing (died): the transition broke
+        redis.call('HSET', rk, 's', (s == 'replaying') and 'answered' or 'needs_recovery')
+        redis.call('HDEL', rk, 'h')
+      end
+    end
+  end
+  for _, member in ipairs(expired) do
+    local id = string.match(member, '^s:(%w+)$')
+    if id then release(id) end
+  end
+  local due = redis.call('ZRANGEBYSCORE', EXP, '-inf', now, 'LIMIT', 0, SWEEP)
+  for _, member in ipairs(due) do
+    local chain, key = string.match(member, '^(%w+):(%w+)$')
+    local s = redis.call('HGET', P .. 'r:' .. key, 's')
+    if not (s and IN_FLIGHT[s]) then remove(chain, key) end  -- in flight: settle removes it
+  end
+end
+
+sweep()
+
+if op == 'begin' then
+  local scope, chain, res, n, a, lease = ARGV[A], ARGV[A+1], ARGV[A+2], tonumber(ARGV[A+3]),
+    tonumber(ARGV[A+4]), tonumber(ARGV[A+5])
+  local refused = room(scope, n, nil)
+  if refused then return {refused} end
+  charge(scope, n)
+  redis.call('HSET', P .. 'c:' .. chain, 's', scope, 'r', n, 'n', 0, 'l', 0, 'a', a)
+  redis.call('HSET', RES, res, scope .. ' ' .. chain .. ' ' .. n)
+  redis.call('ZADD', LEASE, lease, 's:' .. res)
+  return {'ok'}
+
+elseif op == 'commit' then
+  local res, chain, parent, claim, key, pcharge, wanted, grace, binding, prompt, token =
+    ARGV[A], ARGV[A+1], ARGV[A+2], ARGV[A+3], ARGV[A+4], tonumber(ARGV[A+5]),
+    tonumber(ARGV[A+6]), tonumber(ARGV[A+7]), ARGV[A+8], ARGV[A+9], ARGV[A+10]
+  local ck = P .. 'c:' .. chain
+  if redis.call('HEXISTS', RES, res) == 0 or redis.call('EXISTS', ck) == 0 then
+    return {'expired'}
+  end
+  local deadline = wanted
+  local pk = P .. 'r:' .. parent
+  if parent ~= '' then
+    local s, h, d = unpack(redis.call('HMGET', pk, 's', 'h', 'd'))
+    if s ~= 'answering' or h ~= claim then return {'expired'} end
+    deadline = math.min(deadline, tonumber(d))
+  end
+  if deadline <= now then return {'expired'} end
+  local round = redis.call('HINCRBY', ck, 'n', 1)
+  redis.call('HINCRBY', ck, 'l', 1)
+  redis.call('HSET', ck, 'g:' .. key, pcharge)
+  local rk = P .. 'r:' .. key
+  redis.call('HSET', rk, 'c', chain, 's', 'pending', 'n', round, 'd', deadline, 'b', binding,
+    'm', prompt, 'p', parent)
+  redis.call('PEXPIRE', rk, deadline - now + grace)
+  redis.call('ZADD', EXP, deadline, chain .. ':' .. key)
+  spend(res, pcharge)
+  if parent == '' then
+    spend(res, num(redis.call('HGET', ck, 'a')))
+  else
+    redis.call('HSET', pk, 's', 'answered', 'k', key, 't', token)
+    redis.call('HDEL', pk, 'h')
+    redis.call('ZREM', LEASE, 'r:' .. chain .. ':' .. parent .. ':' .. claim)
+  end
+  release(res)
+  return {'ok', round, deadline}
+
+elseif op == 'find' then
+  local key = ARGV[A]
+  local rk = P .. 'r:' .. key
+  local c, s, n, d, b, m = unpack(redis.call('HMGET', rk, 'c', 's', 'n', 'd', 'b', 'm'))
+  if not c or not is_live(c, key) then return {'expired'} end
+  return {'ok', c, s, n, d, b, m}
+
+elseif op == 'claim' then
+  local key, chain, answer, ac, n, res, claim, lease = ARGV[A], ARGV[A+1], ARGV[A+2],
+    tonumber(ARGV[A+3]), tonumber(ARGV[A+4]), ARGV[A+5], ARGV[A+6], tonumber(ARGV[A+7])
+  local rk = P .. 'r:' .. key
+  local s, d, a = unpack(redis.call('HMGET', rk, 's', 'd', 'a'))
+  if not s or not is_live(chain, key) or tonumber(d) <= now then return {'expired'} end
+  if IN_FLIGHT[s] then return {'busy'} end
+  local ck = P .. 'c:' .. chain
+  if s == 'pending' then
+    local scope = redis.call('HGET', ck, 's')
+    local refused = room(scope, n, ck)
+    if refused then return {refused} end
+    charge(scope, n)
+    redis.call('HINCRBY', ck, 'r', n)
+    -- the answer is retained with the record from now on; the rest is the next prompt's
+    redis.call('HINCRBY', ck, 'g:' .. key, ac)
+    redis.call('HSET', RES, res, scope .. ' ' .. chain .. ' ' .. (n - ac))
+    redis.call('ZADD', LEASE, lease, 's:' .. res)
+    redis.call('HSET', rk, 's', 'answering', 'a', answer, 'ac', ac, 'h', claim)
+    redis.call('ZADD', LEASE, lease, 'r:' .. chain .. ':' .. key .. ':' .. claim)
+    return {'ok', 'answer'}
+  end
+  if a ~= answer then return {'differs'} end
+  local event = (s == 'answered') and 'replay' or 'recover'
+  redis.call('HSET', rk, 's', (s == 'answered') and 'replaying' or 'recovering', 'h', claim)
+  redis.call('ZADD', LEASE, lease, 'r:' .. chain .. ':' .. key .. ':' .. claim)
+  return {'ok', event}
+
+elseif op == 'settle' then
+  local key, chain, event, claim, res = ARGV[A], ARGV[A+1], ARGV[A+2], ARGV[A+3], ARGV[A+4]
+  local rk = P .. 'r:' .. key
+  local s, h, d, ac = unpack(redis.call('HMGET', rk, 's', 'h', 'd', 'ac'))
+  local status = 'ok'
+  if not s or h ~= claim or not IN_FLIGHT[s] then
+    status = 'lost'  -- its lease ran out and the record moved on, or it left the ledger
+  else
+    redis.call('ZREM', LEASE, 'r:' .. chain .. ':' .. key .. ':' .. claim)
+    redis.call('HDEL', rk, 'h')
+    local nexts = {revert = 'pending', finished = 'completed', broken = 'needs_recovery',
+      replayed = 'answered', recovered = 'completed'}
+    if event == 'revert' then
+      local ck = P .. 'c:' .. chain
+      ac = num(ac)
+      if ac > 0 and is_live(chain, key) then
+        uncharge(redis.call('HGET', ck, 's'), ac)
+        redis.call('HINCRBY', ck, 'g:' .. key, 0 - ac)
+        redis.call('HINCRBY', ck, 'r', 0 - ac)
+      end
+      redis.call('HDEL', rk, 'a', 'ac')
+    end
+    redis.call('HSET', rk, 's', nexts[event])
+    if tonumber(d) <= now then remove(chain, key) end
+  end
+  if res ~= '' then release(res) end
+  return {status}
+
+elseif op == 'child' then
+  local key = ARGV[A]
+  local child, token = unpack(redis.call('HMGET', P .. 'r:' .. key, 'k', 't'))
+  if not child then return {'expired'} end
+  local c, n, d, m = unpack(redis.call('HMGET', P .. 'r:' .. child, 'c', 'n', 'd', 'm'))
+  if not c or not is_live(c, child) then return {'expired'} end
+  if tonumber(d) <= now then
+    remove(c, child)
+    return {'expired'}
+  end
+  return {'ok', child, c, n, d, m, token}
+
+elseif op == 'release' then
+  release(ARGV[A])
+  return {'ok'}
+
+elseif op == 'renew' then
+  local lease = tonumber(ARGV[A])
+  local renewed = 0
+  for i = A + 1, #ARGV do
+    renewed = renewed + redis.call('ZADD', LEASE, 'XX', 'CH', lease, ARGV[i])
+  end
+  return {'ok', renewed}
+
+elseif op == 'stats' then
+  return {'ok', num(redis.call('GET', USED)), redis.call('HLEN', SCOPES),
+    redis.call('ZCARD', EXP), redis.call('HLEN', RES)}
+end
+return redis.error_reply('opgate ledger: unknown operation ' .. tostring(op))
+"""

@@ -1,0 +1,455 @@
+"""The shared Redis ledger beyond the contract suite: replicas, secrets, leases, faults.
+
+Replicas here are registries in one process built from the same definitions with the
+same secret and ``RedisLedger`` prefix, on a real ``redis-server``; the multi-process
+HTTP tests are in test_replicas.py.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import redis.asyncio as redis_client
+
+from opgate import (
+    Completed,
+    ConfigurationError,
+    Failed,
+    FailureCode,
+    FormInput,
+    InputAction,
+    InputMode,
+    InputResponse,
+    Invocation,
+    Operation,
+    Pending,
+    Registry,
+    Result,
+    SearchPage,
+    Text,
+    await_input,
+    finish,
+)
+from opgate.redis import RedisLedger
+
+from conftest import SECRET, Ctx, TeamPolicy, free_port, ledger_stats
+from redis_server import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+FORM_SUPPORT = {InputMode.FORM}
+ARGS = '{"order": "ORDER-ARGUMENT-MARKER"}'
+MESSAGE = "Refund PROMPT-MESSAGE-MARKER?"
+STATE = {"job": "PRIVATE-STATE-MARKER"}
+
+
+class Clock:
+    def __init__(self, now: float = 2_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Steps:
+    """Two prompts, then finish; records every call; ``gate`` holds answered calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.gate: anyio.Event | None = None
+        self.entered = anyio.Event()
+
+    async def __call__(self, inv: Invocation) -> Any:
+        resume = inv.resume
+        self.calls.append(None if resume is None else (resume.state, resume.recovery_only))
+        if resume is not None and self.gate is not None and not resume.recovery_only:
+            self.entered.set()
+            await self.gate.wait()
+        if resume is not None and resume.recovery_only:
+            return finish(Result([Text("recovered")]))
+        step = 0 if resume is None else resume.state["step"]
+        if resume is not None and resume.action is not InputAction.ACCEPT:
+            return finish(Result([Text("declined")]))
+        if step < 2:
+            return await_input(FormInput(MESSAGE, FORM, {**STATE, "step": step + 1}))
+        return finish(Result([Text("refunded")]))
+
+
+def catalog(handler: Any, extra: int = 12) -> list[Operation]:
+    operations = [Operation("orders.refund", "Refund an order", handler)]
+    operations += [
+        Operation(f"orders.filler{i:02d}", "Filler operation", handler) for i in range(extra)
+    ]
+    return operations
+
+
+class Replicas:
+    """Registries sharing one Redis deployment (same prefix and secret)."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.made: list[Registry] = []
+
+    def replica(
+        self,
+        handler: Any,
+        *,
+        secret: bytes = SECRET,
+        extra: int = 12,
+        clock: Any = None,
+        lease: timedelta | None = None,
+        url: str | None = None,
+    ) -> Registry:
+        options: dict[str, Any] = {"prefix": self.prefix}
+        if lease is not None:
+            options["lease"] = lease
+        registry = Registry(
+            catalog(handler, extra),
+            TeamPolicy(),
+            clock=clock,
+            secret=secret,
+            ledger=RedisLedger(url or self.url, **options),
+        )
+        self.made.append(registry)
+        return registry
+
+    async def close(self) -> None:
+        for registry in self.made:
+            await registry.aclose()
+
+
+@pytest.fixture
+async def replicas(redis_server: Any, request: pytest.FixtureRequest) -> Any:
+    group = Replicas(redis_server.url, f"r-{request.node.name[:40]}-{free_port()}")
+    try:
+        yield group
+    finally:
+        await group.close()
+
+
+async def start(reg: Registry, ctx: Ctx | None = None) -> Pending:
+    outcome = await reg.invoke(ctx or Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
+    assert isinstance(outcome, Pending), outcome
+    return outcome
+
+
+async def answer(reg: Registry, pending: Pending, ok: bool = True, **kwargs: Any) -> Any:
+    return await reg.invoke(
+        kwargs.pop("ctx", Ctx()),
+        "orders.refund",
+        ARGS,
+        input_support=FORM_SUPPORT,
+        resume=(pending.continuation, InputResponse.accept({"ok": ok})),
+        **kwargs,
+    )
+
+
+def code(outcome: Any) -> FailureCode:
+    assert isinstance(outcome, Failed), outcome
+    return outcome.failure.code
+
+
+# -- configuration ---------------------------------------------------------------------
+
+
+def test_a_shared_ledger_needs_a_shared_secret(redis_server: Any) -> None:
+    with pytest.raises(ConfigurationError, match="shared secret"):
+        Registry(catalog(Steps()), TeamPolicy(), ledger=RedisLedger(redis_server.url))
+    with pytest.raises(ConfigurationError, match="32"):
+        Registry(catalog(Steps()), TeamPolicy(), secret=b"short")
+    with pytest.raises(TypeError):
+        Registry(catalog(Steps()), TeamPolicy(), secret="a str is not bytes" * 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="URL"):
+        RedisLedger("localhost:6379")
+    with pytest.raises(ValueError, match="lease"):
+        RedisLedger(redis_server.url, lease=timedelta(milliseconds=1))
+    assert "6379" not in repr(RedisLedger("redis://:password@host:6379/0"))
+
+
+def test_the_revision_is_a_hash_of_the_definitions() -> None:
+    one = Registry(catalog(Steps()), TeamPolicy())
+    same = Registry(catalog(Steps()), TeamPolicy())
+    other = Registry(catalog(Steps(), extra=13), TeamPolicy())
+    renamed = [Operation("orders.refund", "Refund an order (v2)", Steps())]
+    assert one.revision == same.revision
+    assert len({one.revision, other.revision, Registry(renamed, TeamPolicy()).revision}) == 3
+
+
+# -- replicas ------------------------------------------------------------------------------
+
+
+async def test_replicas_share_cursors_and_continuations(replicas: Replicas) -> None:
+    handler = Steps()
+    a, b, c = (replicas.replica(handler) for _ in range(3))
+    # paging: each page from another replica
+    names: list[str] = []
+    cursor = None
+    for reg in (a, b, c, a, b):
+        page = await reg.search(Ctx(), "orders", limit=3, cursor=cursor)
+        assert isinstance(page, SearchPage), page
+        names += [item.name for item in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert names == sorted(names)
+    assert len(names) == 13
+    # a chain whose every step lands on another replica
+    first = await start(a)
+    second = await answer(b, first)
+    assert isinstance(second, Pending)
+    replay = await answer(c, first)  # the identical answer again, elsewhere: the same prompt
+    assert isinstance(replay, Pending)
+    assert (replay.continuation, replay.expires_at, replay.prompt) == (
+        second.continuation,
+        second.expires_at,
+        second.prompt,
+    )
+    done = await answer(c, second)
+    assert isinstance(done, Completed)
+    recovered = await answer(a, second)  # after completion: recovery-only, on any replica
+    assert isinstance(recovered, Completed)
+    assert handler.calls[-1] == ({**STATE, "step": 2}, True)
+    assert len(handler.calls) == 4
+
+
+async def test_another_secret_or_catalog_cannot_use_them(replicas: Replicas) -> None:
+    handler = Steps()
+    a = replicas.replica(handler)
+    stranger = replicas.replica(handler, secret=b"another secret of at least 32 bytes!!")
+    newer = replicas.replica(handler, extra=13)
+    page = await a.search(Ctx(), "orders", limit=2)
+    assert isinstance(page, SearchPage)
+    assert page.next_cursor
+    for reg in (stranger, newer):
+        outcome = await reg.search(Ctx(), "orders", limit=2, cursor=page.next_cursor)
+        assert code(outcome) is FailureCode.INVALID_CURSOR
+    pending = await start(a)
+    assert code(await answer(stranger, pending)) is FailureCode.EXPIRED
+    assert code(await answer(newer, pending)) is FailureCode.EXPIRED  # bound to the revision
+    assert code(await answer(a, pending, ctx=Ctx(principal="mallory"))) is FailureCode.EXPIRED
+    assert isinstance(await answer(a, pending), Pending)
+    assert len(handler.calls) == 2
+
+
+async def test_one_replicas_shutdown_expires_nothing_its_peers_answer(replicas: Replicas) -> None:
+    a, b = replicas.replica(Steps()), replicas.replica(Steps())
+    serving_a, serving_b = a.open_lifetime(), b.open_lifetime()
+    pending = await a.invoke(
+        Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, lifetime=serving_a
+    )
+    assert isinstance(pending, Pending)
+    await serving_a.close()
+    # a closed handle commits nothing new ...
+    refused = await a.invoke(
+        Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, lifetime=serving_a
+    )
+    assert code(refused) is FailureCode.EXPIRED
+    # ... but its prompt is still answerable on a peer, through the peer's own lifetime
+    assert isinstance(await answer(b, pending, lifetime=serving_b), Pending)
+    # direct calls (no lifetime) are a deployment lifetime of their own
+    assert code(await answer(b, pending)) is FailureCode.EXPIRED
+
+
+async def test_two_replicas_racing_one_answer_make_one_transition(replicas: Replicas) -> None:
+    handler = Steps()
+    a, b = replicas.replica(handler), replicas.replica(handler)
+    first = await start(a)
+    handler.gate = anyio.Event()
+    outcomes: list[Any] = []
+
+    async def run(reg: Registry) -> None:
+        outcomes.append(await answer(reg, first))
+
+    async with anyio.create_task_group() as group:
+        for reg in (a, b) * 5:
+            group.start_soon(run, reg)
+        await handler.entered.wait()
+        await anyio.sleep(0.05)
+        handler.gate.set()
+    pending = [o for o in outcomes if isinstance(o, Pending)]
+    busy = [o for o in outcomes if isinstance(o, Failed) and o.failure.code is FailureCode.BUSY]
+    assert len(pending) + len(busy) == 10
+    assert pending
+    assert len({p.continuation for p in pending}) == 1
+    assert len(handler.calls) == 2  # the initial call and exactly one answer
+
+
+async def test_a_dead_replicas_transition_is_recovered_after_its_lease(replicas: Replicas) -> None:
+    clock = Clock()
+    lease = timedelta(seconds=2)
+    dying, healthy = Steps(), Steps()
+    a = replicas.replica(dying, clock=clock, lease=lease)
+    b = replicas.replica(healthy, clock=clock, lease=lease)
+    first = await start(a)
+    base = (await ledger_stats(a)).used
+    dying.gate = anyio.Event()  # a's handler never returns while we watch: a is "dead"
+    async with anyio.create_task_group() as group:
+        group.start_soon(answer, a, first)
+        await dying.entered.wait()
+        assert code(await answer(b, first)) is FailureCode.BUSY  # held, across replicas
+        clock.now += 1.9
+        assert code(await answer(b, first)) is FailureCode.BUSY  # the lease still runs
+        clock.now += 0.2  # no renewal came (a renews every lease / 3 of real time)
+        recovered = await answer(b, first)
+        assert isinstance(recovered, Completed), recovered
+        assert healthy.calls[-1] == ({**STATE, "step": 1}, True)  # recovery-only
+        dying.gate.set()  # the "dead" handler returns at last: its settle is refused
+    assert isinstance(await answer(b, first), Completed)  # still recoverable, never forked
+    # the dead replica's reservation came back with its lease; the answer stays charged
+    assert (await ledger_stats(b)).used == base + len(b'{"ok":true}')
+    clock.now += 601
+    assert (await ledger_stats(b)).used == 0
+
+
+async def test_a_dead_replicas_reservation_comes_back_after_its_lease(replicas: Replicas) -> None:
+    clock = Clock()
+    handler = Steps()
+    a = replicas.replica(handler, clock=clock, lease=timedelta(seconds=1))
+    b = replicas.replica(handler, clock=clock, lease=timedelta(seconds=1))
+    handler.gate = anyio.Event()
+
+    async def blocked(inv: Invocation) -> Any:
+        handler.entered.set()
+        await anyio.sleep(30)
+
+    stuck = Registry(
+        [Operation("orders.refund", "Refund an order", blocked)],
+        TeamPolicy(),
+        clock=clock,
+        secret=SECRET,
+        ledger=RedisLedger(replicas.url, prefix=replicas.prefix, lease=timedelta(seconds=1)),
+    )
+    replicas.made.append(stuck)
+    async with anyio.create_task_group() as group:
+        group.start_soon(start, stuck)
+        await handler.entered.wait()
+        assert (await ledger_stats(b)).used > 0  # an initial call's reservation
+        clock.now += 1.5
+        assert (await ledger_stats(b)).used == 0
+        group.cancel_scope.cancel()
+    assert (await ledger_stats(a)).used == 0
+
+
+# -- what Redis holds ---------------------------------------------------------------------
+
+
+async def dump(url: str, prefix: str) -> dict[bytes, Any]:
+    client = redis_client.Redis.from_url(url)
+    try:
+        values: dict[bytes, Any] = {}
+        async for key in client.scan_iter(match=f"{{{prefix}}}:*"):
+            kind = await client.type(key)
+            if kind == b"hash":
+                values[key] = await client.hgetall(key)
+            elif kind == b"zset":
+                values[key] = await client.zrange(key, 0, -1, withscores=True)
+            else:
+                values[key] = await client.get(key)
+        return values
+    finally:
+        await client.aclose()
+
+
+async def ttls(url: str, keys: list[bytes]) -> dict[bytes, int]:
+    client = redis_client.Redis.from_url(url)
+    try:
+        return {key: await client.pttl(key) for key in keys}
+    finally:
+        await client.aclose()
+
+
+async def test_redis_holds_no_application_data_and_no_tokens(replicas: Replicas) -> None:
+    reg = replicas.replica(Steps())
+    first = await start(reg)
+    second = await reg.invoke(
+        Ctx(),
+        "orders.refund",
+        ARGS,
+        input_support=FORM_SUPPORT,
+        resume=(first.continuation, InputResponse.accept({"ok": True})),
+    )
+    assert isinstance(second, Pending)
+    everything = repr(await dump(replicas.url, replicas.prefix)).encode()
+    for secret in (
+        b"ORDER-ARGUMENT-MARKER",
+        b"PROMPT-MESSAGE-MARKER",
+        b"PRIVATE-STATE-MARKER",
+        b"orders.refund",
+        b"alice",
+        first.continuation.encode(),
+        second.continuation.encode(),
+        b'"ok"',
+    ):
+        assert secret not in everything, secret
+
+
+async def test_record_ttls_are_set_once_and_never_extended(replicas: Replicas) -> None:
+    clock = Clock()
+    reg = replicas.replica(Steps(), clock=clock)
+    first = await start(reg)
+    records = [k for k in await dump(replicas.url, replicas.prefix) if b"}:r:" in k]
+    assert len(records) == 1
+    before = (await ttls(replicas.url, records))[records[0]]
+    # deadline (600 s) + lease (15 s) + grace (60 s)
+    assert 600_000 < before <= 675_000
+    clock.now += 300  # the registry's clock moves; the TTL was set once, relative
+    assert isinstance(await answer(reg, first), Pending)
+    after = (await ttls(replicas.url, records))[records[0]]
+    assert 0 < after <= before
+
+
+# -- faults ---------------------------------------------------------------------------------
+
+
+async def test_a_redis_restart_loses_continuations_not_cursors(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path)
+    server.start()
+    replicas = Replicas(server.url, "restart")
+    try:
+        handler = Steps()
+        a, b = replicas.replica(handler), replicas.replica(handler)
+        pending = await start(a)
+        page = await a.search(Ctx(), "orders", limit=2)
+        assert isinstance(page, SearchPage)
+        assert page.next_cursor
+        server.restart()
+        outcome = await answer(b, pending)
+        assert code(outcome) is FailureCode.EXPIRED
+        assert "intent or job key" in outcome.failure.message
+        assert isinstance(
+            await b.search(Ctx(), "orders", limit=2, cursor=page.next_cursor), SearchPage
+        )
+        # the ledger works again at once
+        assert isinstance(await answer(b, await start(b)), Pending)
+    finally:
+        await replicas.close()
+        server.stop()
+
+
+async def test_an_unreachable_redis_is_busy_for_prompts_only() -> None:
+    handler = Steps()
+    reg = Registry(
+        catalog(handler),
+        TeamPolicy(),
+        secret=SECRET,
+        ledger=RedisLedger(f"redis://127.0.0.1:{free_port()}/0"),
+    )
+    try:
+        outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
+        assert code(outcome) is FailureCode.BUSY
+        assert "unavailable" in outcome.failure.message
+        assert handler.calls == []  # refused before the handler ran
+        # calls that need no continuation do not touch Redis
+        assert (
+            code(await reg.invoke(Ctx(), "orders.refund", ARGS))
+            is FailureCode.CONFIRMATION_REQUIRED
+        )
+        assert isinstance(await reg.search(Ctx(), "orders"), SearchPage)
+    finally:
+        await reg.aclose()
