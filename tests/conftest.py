@@ -188,3 +188,18 @@ async def ledger_stats(registry: Any) -> Any:
     if isinstance(ledger, Ledger):
         ledger.sweep()
     return await ledger.statistics()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``memory_only`` test is about the in-memory ledger's internals: it is not part
+    of the contract suite, so its Redis variant is never collected (deselected, not
+    skipped)."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_redis = callspec is not None and callspec.params.get("ledger") == "redis"
+        (dropped if on_redis and item.get_closest_marker("memory_only") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -53,8 +53,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(autouse=True, params=LEDGER_KINDS)
 async def ledger(request: pytest.FixtureRequest) -> Any:
     """Runs each test against both ledgers; ``make`` builds registries on this one."""
-    if request.param == "redis" and request.node.get_closest_marker("memory_only"):
-        pytest.skip("about the in-memory ledger only")
     choice = ledger_choice(request)
     CURRENT_LEDGER.append(choice)
     try:

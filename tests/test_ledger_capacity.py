@@ -46,8 +46,6 @@ pytestmark = pytest.mark.anyio
 async def ledger(request: pytest.FixtureRequest) -> Any:
     """Part of the ledger contract suite: each test runs on both ledgers unless
     ``memory_only`` (in-memory internals: heaps, lifetimes, tracemalloc)."""
-    if request.param == "redis" and request.node.get_closest_marker("memory_only"):
-        pytest.skip("about the in-memory ledger only")
     choice = ledger_choice(request)
     CURRENT_LEDGER.append(choice)
     try:
