@@ -57,10 +57,12 @@ from ._operation import Operation, OperationSpec
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import (
     Discover,
+    DiscoveryScope,
     Execute,
     Policy,
     PolicyError,
     authorize,
+    discovery_scope,
     judge_exception,
     judge_verdict,
     scope_key,
@@ -342,6 +344,7 @@ class Registry:
                 group=fold_group(group),
                 scope_hash=self._scope_hash(key),
             )
+            scope = await discovery_scope(self._policy, ctx)
             after: tuple[int, str] | None = None
             if cursor is not None:
                 try:
@@ -353,26 +356,35 @@ class Registry:
                 # the position is bound to this registry's revision, so its name is stable
                 after = (tier, self._entries[position].name)
             else:
-                exact = await self._exact(ctx, binding)
+                exact = await self._exact(ctx, binding, scope)
                 if exact is not None:
                     return exact
-            return await self._page(ctx, binding, after, size)
+            return await self._page(ctx, binding, after, size, scope)
         except PolicyError as exc:
             return Failed(exc.failure)
 
-    async def _exact(self, ctx: Any, binding: CursorBinding) -> SearchPage | None:
+    async def _exact(
+        self, ctx: Any, binding: CursorBinding, scope: DiscoveryScope | None
+    ) -> SearchPage | None:
         position = self._index.exact(binding.query)
         if position is None:
             return None
         entry = self._entries[position]
         if binding.group and fold_group(entry.group) != binding.group:
             return None
+        if scope is not None and not scope.admits(entry.name, entry.group):
+            return None
         if not await authorize(self._policy, ctx, entry.discover):
             return None
         return SearchPage((entry.summary_item,))
 
     async def _page(
-        self, ctx: Any, binding: CursorBinding, after: tuple[int, str] | None, size: int
+        self,
+        ctx: Any,
+        binding: CursorBinding,
+        after: tuple[int, str] | None,
+        size: int,
+        scope: DiscoveryScope | None,
     ) -> SearchPage:
         """Place authorized candidates in rank order until the page or its budget is full.
 
@@ -386,7 +398,10 @@ class Registry:
         used = 0
         last: tuple[int, int] | None = None  # (tier, catalog position) of the last item
         unavailable_code = FailureCode.UNAVAILABLE
-        for tier, position in self._index.ranked(binding.query, binding.group, after):
+        # A discovery scope narrows the candidates inside the index, before any policy call.
+        within = None if scope is None else self._index.scope(scope.groups, scope.prefixes)
+        ranked = self._index.ranked(binding.query, binding.group, after, scope=within)
+        for tier, position in ranked:
             entry = entries[position]
             if len(items) == size or used + entry.item_bytes > budget:
                 # A further candidate exists: continue after the last placed item.
@@ -438,6 +453,9 @@ class Registry:
         if position is None:
             return None
         entry = self._entries[position]
+        scope = await discovery_scope(self._policy, ctx)
+        if scope is not None and not scope.admits(entry.name, entry.group):
+            return None
         if not await authorize(self._policy, ctx, entry.discover):
             return None
         return entry
