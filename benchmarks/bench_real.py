@@ -33,9 +33,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import AllowAll, OnePercent, Table, format_table, machine_info, rss_bytes
+from common import (
+    AllowAll,
+    OnePercent,
+    Table,
+    format_table,
+    machine_info,
+    rss_bytes,
+    synthetic_catalog,
+)
 from opgate import DiscoveryScope, Failure, FailureCode, Limits, Operation, Registry, SearchPage
 from real_catalog import RealOperation, real_catalog, real_queries
+
+#: The botocore catalog; ``"synthetic:N"`` selects an N-operation synthetic catalog
+#: (renamed copies like the real one) so the harness runs without botocore.
+REAL = "botocore"
 
 LIMITS = Limits(definition_bytes=512 * 1024)
 _DENIED = Failure(FailureCode.UNAVAILABLE)
@@ -120,9 +132,35 @@ async def _measure(
     return found
 
 
-def _build_probe(copies: int) -> dict[str, float]:
+def catalog_for(source: str, copies: int) -> list[RealOperation]:
+    """``copies`` of the catalog named by ``source`` (``REAL`` or ``"synthetic:N"``)."""
+    if source == REAL:
+        return real_catalog(copies)
+    kind, _, size = source.partition(":")
+    if kind != "synthetic" or not size.isdigit():
+        raise ValueError(f"unknown catalog source {source!r}")
+    base = [
+        RealOperation(op.name, op.group, op.summary, op.description, op.input_schema)
+        for op in synthetic_catalog(int(size))
+    ]
+    catalog = list(base)
+    for copy in range(2, copies + 1):
+        catalog.extend(
+            RealOperation(
+                f"{op.group}-r{copy}{op.name[len(op.group) :]}",
+                f"{op.group}-r{copy}",
+                op.summary,
+                op.description,
+                op.input_schema,
+            )
+            for op in base
+        )
+    return catalog
+
+
+def _build_probe(copies: int, source: str = REAL) -> dict[str, float]:
     """Run in a child: construction time and RSS added by the registry."""
-    catalog = real_catalog(copies)
+    catalog = catalog_for(source, copies)
     operations = to_operations(catalog)
     del catalog
     gc.collect()
@@ -134,10 +172,10 @@ def _build_probe(copies: int) -> dict[str, float]:
     return {"entries": len(registry), "seconds": seconds, "rss": rss_bytes() - before}
 
 
-def _build_row(copies: int) -> dict[str, float]:
+def _build_row(copies: int, source: str) -> dict[str, float]:
     script = Path(__file__).resolve()
     output = subprocess.run(
-        [sys.executable, str(script), "--build-probe", str(copies)],
+        [sys.executable, str(script), "--build-probe", str(copies), "--source", source],
         check=True,
         capture_output=True,
         text=True,
@@ -147,7 +185,14 @@ def _build_row(copies: int) -> dict[str, float]:
     return result
 
 
-def run(copies: Sequence[int] = (1, 5), *, queries: int = 400, repeat: int = 3) -> list[Table]:
+def run(
+    copies: Sequence[int] = (1, 5),
+    *,
+    queries: int = 400,
+    repeat: int = 3,
+    source: str = REAL,
+    guest_runs: tuple[int, int] = (5, 50),
+) -> list[Table]:
     build = Table(
         "Real catalog: construction (fresh subprocess)",
         ("catalog", "Registry() s", "RSS added MB", "target s", "target MB"),
@@ -156,11 +201,11 @@ def run(copies: Sequence[int] = (1, 5), *, queries: int = 400, repeat: int = 3) 
         "Real catalog: search latency over seeded queries (median of per-query medians)",
         ("catalog", "scenario", "queries", "median ms", "p90 ms", "p99 ms", "max ms"),
     )
-    base = real_catalog(1)
+    base = catalog_for(source, 1)
     drawn = real_queries(base, queries)
     for count in copies:
-        catalog = real_catalog(count)
-        probe = _build_row(count)
+        catalog = catalog_for(source, count)
+        probe = _build_row(count, source)
         build.add(
             **{
                 "catalog": int(probe["entries"]),
@@ -183,7 +228,7 @@ def run(copies: Sequence[int] = (1, 5), *, queries: int = 400, repeat: int = 3) 
         for hook in (False, True):
             guest = Registry(operations, Guest(pair, hook=hook), limits=LIMITS)
             label = "guest sees 2, empty search, " + ("with hook" if hook else "no hook")
-            runs = 50 if hook else 5
+            runs = guest_runs[hook]
             results[label] = [
                 asyncio.run(_per_call(lambda r=guest: r.search(None, ""), runs)) for _ in range(3)
             ]
@@ -205,13 +250,14 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--source", default=REAL, help='"botocore" or "synthetic:N"')
     parser.add_argument("--build-probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build_probe:
-        print(json.dumps(_build_probe(args.build_probe)))
+        print(json.dumps(_build_probe(args.build_probe, args.source)))
         return []
     print(f"# Real-catalog benchmark\n\n{machine_info()}\n", flush=True)
-    tables = run(args.copies, queries=args.queries, repeat=args.repeat)
+    tables = run(args.copies, queries=args.queries, repeat=args.repeat, source=args.source)
     for table in tables:
         print(format_table(table), end="\n\n", flush=True)
     return tables

@@ -1,8 +1,10 @@
 """Run every benchmark and print all tables (Markdown): ``python3 dev.py bench [--quick]``.
 
 Directly: ``.venv/bin/python benchmarks/run_all.py [--quick] [--no-compare] [--output FILE]``.
-The full run (10,000 and 100,000 operations, comparisons included) takes a few
-minutes on two cores; ``--quick`` measures 10,000 operations only, with fewer runs.
+The full run (10,000 and 100,000 synthetic operations, comparisons included, then the
+real botocore catalog at 20,000 and 100,000 operations: ``bench_real.py``, which needs
+``botocore`` from the ``bench`` extra) takes several minutes on two cores; ``--quick``
+measures 10,000 synthetic operations only, with fewer runs.
 ``--output`` also writes the tables to a file. Results depend on the machine and on
 whatever else runs on it: compare numbers from one run only.
 """
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_interaction
 import bench_invoke
+import bench_real
 import bench_registry
 from common import Table, format_table, machine_info
 
@@ -52,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=5_000, pending=10_000))
+        section("Real catalog (botocore)", bench_real.run((1, 5), queries=400, repeat=3))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

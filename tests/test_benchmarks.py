@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_interaction
 import bench_invoke
+import bench_real
 import bench_registry
 import common
 
@@ -50,6 +51,28 @@ def test_registry_benchmark_tiny() -> None:
     (probe,) = memory.rows
     assert probe["catalog"] == 300
     assert probe["registry traced MiB"] > 0
+
+
+def test_real_catalog_benchmark_harness_tiny() -> None:
+    # The harness on a synthetic stand-in (botocore is not needed): two copies of 120
+    # operations, a handful of queries; the construction probe runs in a child process.
+    build, search = bench_real.run(
+        (1, 2), queries=6, repeat=1, source="synthetic:120", guest_runs=(1, 2)
+    )
+    assert [row["catalog"] for row in build.rows] == [120, 240]
+    for row in build.rows:
+        assert 0 < row["Registry() s"] < 60
+        assert row["target s"] in (3.0, 15.0)
+    scenarios = {row["scenario"] for row in search.rows}
+    assert {"page 1", "group filter", "1% policy, page 1"} <= scenarios
+    assert "guest sees 2, empty search, with hook" in scenarios
+    for row in search.rows:
+        assert set(row) <= set(search.columns)
+        assert row["catalog"] in (120, 240)
+        assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"] < 10_000
+    assert len(bench_real.catalog_for("synthetic:30", 3)) == 90
+    with pytest.raises(ValueError, match="unknown catalog source"):
+        bench_real.catalog_for("nothing", 1)
 
 
 def test_invoke_benchmark_tiny() -> None:
