@@ -10,6 +10,9 @@ socket or a file other than ``/proc``.
   vocabulary (plus rare words, so substring queries hit realistic numbers of
   operations), a small input schema from a handful of shapes with per-resource
   variations, and for reads and writes an output schema.
+* ``query_mix(count, seed=...)``: seeded search queries of one to three words from
+  the catalog's vocabulary (``query_vocabulary()``), for benchmarks that run many
+  different queries rather than a few fixed shapes.
 * ``AllowAll`` and ``OnePercent``: the two policies every registry benchmark uses.
 * ``time_sync`` / ``time_async``: the median of many runs timed with
   ``time.perf_counter_ns``, after a warm-up.
@@ -46,7 +49,10 @@ __all__ = [
     "format_table",
     "machine_info",
     "print_tables",
+    "query_mix",
+    "query_vocabulary",
     "rss_bytes",
+    "summarize",
     "synthetic_catalog",
     "time_async",
     "time_async_interleaved",
@@ -293,6 +299,38 @@ def to_operations(
     ]
 
 
+# --- query mix ------------------------------------------------------------------------
+
+#: Function words of the vocabulary that no one searches for.
+_STOP_WORDS = frozenset(
+    {"the", "a", "an", "of", "to", "and", "for", "with", "from", "by", "on", "in", "at"}
+    | {"this", "that", "each", "when", "after", "before"}
+)
+
+
+def query_vocabulary() -> tuple[str, ...]:
+    """The words a query is drawn from: the catalog's own, sorted, without function words.
+
+    Description words, verbs, groups, resource words (``credit_notes`` gives ``credit``
+    and ``notes``) and the rare words.
+    """
+    words = {word for word in WORDS if word not in _STOP_WORDS}
+    words.update(VERBS)
+    words.update(GROUPS)
+    for resources in GROUPS.values():
+        for resource in resources:
+            words.update(resource.split("_"))
+    words.update(RARE_WORDS)
+    return tuple(sorted(words))
+
+
+def query_mix(count: int, *, seed: int = 11) -> list[str]:
+    """``count`` seeded queries, each one to three distinct words of ``query_vocabulary()``."""
+    rng = random.Random(seed)
+    vocabulary = query_vocabulary()
+    return [" ".join(rng.sample(vocabulary, rng.randint(1, 3))) for _ in range(count)]
+
+
 # --- policies ---------------------------------------------------------------------------
 
 
@@ -329,11 +367,13 @@ class OnePercent:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Per-call times of one measurement, in nanoseconds."""
+    """Per-call times of one measurement, in nanoseconds (p99 and max: NaN if not taken)."""
 
     median_ns: float
     p90_ns: float
     runs: int
+    p99_ns: float = float("nan")
+    max_ns: float = float("nan")
 
     @property
     def median_us(self) -> float:
@@ -344,10 +384,21 @@ class Timing:
         return self.median_ns / 1_000_000
 
 
-def _summarize(samples: list[int]) -> Timing:
+def _percentile(ordered: Sequence[int], percent: int) -> float:
+    """The sample at ``percent``% of sorted samples (with few samples, p99 is the max)."""
+    return float(ordered[min(len(ordered) - 1, (len(ordered) * percent) // 100)])
+
+
+def summarize(samples: Sequence[int]) -> Timing:
+    """Median, p90, p99 and max of per-call times in nanoseconds."""
     ordered = sorted(samples)
-    p90 = ordered[min(len(ordered) - 1, (len(ordered) * 9) // 10)]
-    return Timing(float(statistics.median(ordered)), float(p90), len(ordered))
+    return Timing(
+        float(statistics.median(ordered)),
+        _percentile(ordered, 90),
+        len(ordered),
+        _percentile(ordered, 99),
+        float(ordered[-1]),
+    )
 
 
 def time_sync(fn: Callable[[], object], *, runs: int, warmup: int | None = None) -> Timing:
@@ -361,7 +412,7 @@ def time_sync(fn: Callable[[], object], *, runs: int, warmup: int | None = None)
         begin = clock()
         fn()
         samples.append(clock() - begin)
-    return _summarize(samples)
+    return summarize(samples)
 
 
 async def time_async(
@@ -377,7 +428,7 @@ async def time_async(
         begin = clock()
         await fn()
         samples.append(clock() - begin)
-    return _summarize(samples)
+    return summarize(samples)
 
 
 async def time_async_interleaved(
@@ -402,7 +453,7 @@ async def time_async_interleaved(
                 begin = clock()
                 await fn()
                 bucket.append(clock() - begin)
-    return {label: _summarize(bucket) for label, bucket in samples.items()}
+    return {label: summarize(bucket) for label, bucket in samples.items()}
 
 
 # --- tables -----------------------------------------------------------------------------

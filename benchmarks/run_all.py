@@ -5,6 +5,8 @@ The full run (10,000 and 100,000 synthetic operations, comparisons included, the
 real botocore catalog at 20,000 and 100,000 operations: ``bench_real.py``, which needs
 ``botocore`` from the ``bench`` extra) takes several minutes on two cores; ``--quick``
 measures 10,000 synthetic operations only, with fewer runs.
+MCP round trips are always measured at 10,000 operations (FastMCP's round trips
+take about a second each, so they get few runs).
 ``--output`` also writes the tables to a file. Results depend on the machine and on
 whatever else runs on it: compare numbers from one run only.
 """
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_interaction
 import bench_invoke
+import bench_mcp
 import bench_real
 import bench_registry
 from common import Table, format_table, machine_info
@@ -51,10 +54,18 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         )
         section("Invoke", bench_invoke.run(runs=5_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=1_000, pending=10_000))
+        section(
+            "MCP round trips",
+            bench_mcp.run(10_000, runs=300, fastmcp_runs=5, compare=compare, profile_calls=200),
+        )
     else:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
         section("Interaction", bench_interaction.run(runs=5_000, pending=10_000))
+        section(
+            "MCP round trips",
+            bench_mcp.run(10_000, runs=1_000, fastmcp_runs=15, compare=compare, profile_calls=500),
+        )
         section("Real catalog (botocore)", bench_real.run((1, 5), queries=400, repeat=3))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)

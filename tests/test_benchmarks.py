@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_interaction
 import bench_invoke
+import bench_mcp
 import bench_real
 import bench_registry
 import common
@@ -105,6 +106,87 @@ def test_interaction_benchmark_tiny() -> None:
         assert row["conservative"] == (row["ledger B/each"] >= row["retained B/each"])
     assert large["form schema B"] > small["form schema B"]
     assert large["ledger B/each"] > small["ledger B/each"]
+
+
+def _check_mcp_round_trips(trips: common.Table, runs: int, comparison: str) -> None:
+    eras = [era for era, _ in bench_mcp.ERAS]
+    assert [(row["call"], row["era"]) for row in trips.rows] == [
+        (call, era) for era in eras for call in ("search", "search", "invoke", "invoke")
+    ]
+    opgate = trips.rows[0::2]
+    others = trips.rows[1::2]
+    assert {row["server"] for row in opgate} == {"opgate"}
+    for row in opgate:
+        assert set(row) <= set(trips.columns)
+        assert row["runs"] == runs
+        assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"] < 60_000
+        assert 0 < row["CPU median ms"] < 60_000
+        if row["call"] == "search":
+            assert 0 <= row["items"] <= 5
+            assert row["target ms"] == bench_mcp.TARGET_SEARCH_US / 1_000
+            assert isinstance(row["ok"], bool)
+        else:
+            assert row["items"] == 1  # one text block
+            assert row["target ms"] is None
+    for row in others:
+        assert row["server"].startswith("FastMCP")
+        assert row["median ms"] == comparison
+        assert row.get("FastMCP ÷ opgate") is None
+
+
+def test_mcp_benchmark_tiny() -> None:
+    trips, overhead, profile = bench_mcp.run(300, runs=20, compare=False, profile_calls=20)
+    _check_mcp_round_trips(trips, 20, "comparison skipped")
+    eras = [era for era, _ in bench_mcp.ERAS]
+    assert [(row["call"], row["era"]) for row in overhead.rows] == [
+        (call, era) for era in eras for call in ("search", "invoke")
+    ]
+    for row in overhead.rows:
+        assert 0 < row["registry µs"] < row["round trip µs"]
+        assert row["adapter + SDK µs"] == pytest.approx(row["round trip µs"] - row["registry µs"])
+        assert row["registry share"].endswith("%")
+        assert 0 < row["CPU: registry µs"] < row["CPU: round trip µs"]
+    packages = _column(profile.rows, "package")
+    assert len(packages) == len(set(packages)) == len(bench_mcp._GROUPS) + 1
+    for era in eras:
+        shares = _column(profile.rows, f"{era} %")
+        assert sum(shares) == pytest.approx(100)
+        assert all(share >= 0 for share in shares)
+    registry_row = next(row for row in profile.rows if row["package"].startswith("opgate registry"))
+    assert all(registry_row[f"{era} %"] > 0 for era in eras)
+
+
+def test_mcp_benchmark_without_fastmcp_runs_the_opgate_half(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "fastmcp", None)  # importing it now fails
+    trips, overhead = bench_mcp.run(200, runs=10, compare=True, profile_calls=0)
+    _check_mcp_round_trips(trips, 10, "not installed")
+    assert len(overhead.rows) == 4
+
+
+def test_query_mix_is_seeded_and_drawn_from_the_catalog_vocabulary() -> None:
+    vocabulary = set(common.query_vocabulary())
+    assert {"pending", "chargeback", "invoices", "billing", "approve"} <= vocabulary
+    assert not {"the", "a", "of"} & vocabulary
+    mix = common.query_mix(300)
+    assert mix == common.query_mix(300)
+    assert mix != common.query_mix(300, seed=12)
+    lengths = [len(query.split()) for query in mix]
+    assert set(lengths) == {1, 2, 3}
+    for query in mix:
+        words = query.split()
+        assert len(set(words)) == len(words)
+        assert set(words) <= vocabulary
+
+
+def test_timing_summary_has_percentiles_and_max() -> None:
+    timing = common.summarize(list(range(1, 201)))
+    assert timing.runs == 200
+    assert timing.median_ns == pytest.approx(100.5)
+    assert (timing.p90_ns, timing.p99_ns, timing.max_ns) == (181, 199, 200)
+    few = common.summarize([5, 1, 3])
+    assert (few.median_ns, few.p90_ns, few.p99_ns, few.max_ns) == (3, 5, 5, 5)
 
 
 @settings(max_examples=20, deadline=None)
