@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
+import bench_chart
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -74,6 +75,22 @@ def test_real_catalog_benchmark_harness_tiny() -> None:
     assert len(bench_real.catalog_for("synthetic:30", 3)) == 90
     with pytest.raises(ValueError, match="unknown catalog source"):
         bench_real.catalog_for("nothing", 1)
+
+
+def test_chart_benchmark_tiny(tmp_path: Path) -> None:
+    table = bench_chart.run((50, 120), runs=5, compare=False)
+    assert [row["catalog"] for row in table.rows] == [50, 120]
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert 0 < row["opgate ms"] < 10_000
+    assert {shape.label for shape in bench_chart.SHAPES} == {
+        "common term",
+        "rare term",
+        "two terms",
+    }
+    written = bench_chart.plot(table, tmp_path / "chart.png")
+    if written is not None:  # matplotlib (the bench extra) is installed
+        assert written.read_bytes().startswith(b"\x89PNG")
 
 
 def test_invoke_benchmark_tiny() -> None:
