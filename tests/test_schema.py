@@ -18,6 +18,7 @@ from opgate import ConfigurationError
 from opgate._json import canonical_bytes, parse
 from opgate._schema import (
     COUNT_KEYWORDS,
+    MAX_CACHED_ERROR_DOCUMENTS,
     MAX_CACHED_SCHEMAS,
     MAX_CACHED_VALIDATORS,
     MAX_COUNT,
@@ -845,6 +846,24 @@ def test_validators_are_kept_in_a_bounded_cache_and_recompiled_on_use() -> None:
     assert len(compiler._validators) == MAX_CACHED_VALIDATORS
     violation = schemas[3].first_violation("abcde")
     assert violation == SchemaViolation("", "maxLength", "exceeds maximum length 4")
+
+
+def test_failed_checks_describe_violations_from_a_small_cache_of_parsed_documents() -> None:
+    compiler = SchemaCompiler()
+    schemas = [
+        compiler.compile({"maximum": index}, role=OUTPUT, where="s")
+        for index in range(MAX_CACHED_ERROR_DOCUMENTS + 3)
+    ]
+    for index, schema in enumerate(schemas):
+        assert schema.first_violation(index + 1) == SchemaViolation(
+            "", "maximum", f"exceeds maximum {index}"
+        )
+    assert len(compiler._documents) == MAX_CACHED_ERROR_DOCUMENTS
+    last = schemas[-1]
+    parsed = compiler._documents[(OUTPUT, last.canonical)]
+    assert last.first_violation(10**6) is not None
+    assert compiler._documents[(OUTPUT, last.canonical)] is parsed  # parsed once
+    assert schemas[0].first_violation(0) is None  # a passing check parses nothing
 
 
 @given(

@@ -75,6 +75,7 @@ __all__ = [
     "COUNT_KEYWORDS",
     "DIALECT_2020_12",
     "DIALECT_DRAFT_07",
+    "MAX_CACHED_ERROR_DOCUMENTS",
     "MAX_CACHED_SCHEMAS",
     "MAX_CACHED_VALIDATORS",
     "MAX_COUNT",
@@ -101,6 +102,10 @@ MAX_CACHED_SCHEMAS: Final = 1024
 #: dropped one is recompiled on its schema's next use (about a millisecond for a
 #: large AWS input schema).
 MAX_CACHED_VALIDATORS: Final = 512
+
+#: Parsed schema documents kept for describing violations (least recently used dropped
+#: first): a failed check of a large schema would otherwise parse it on every failure.
+MAX_CACHED_ERROR_DOCUMENTS: Final = 16
 
 #: Keywords whose value counts characters, items, properties or contains-matches.
 COUNT_KEYWORDS: Final = frozenset(
@@ -297,7 +302,7 @@ class CompiledSchema:
         if validator.is_valid(instance):
             return None
         for error in validator.iter_errors(instance):
-            return _violation(error, self.document())
+            return _violation(error, self._compiler.error_document(self._role, self.canonical))
         # is_valid and iter_errors disagree: report rather than pass.
         return SchemaViolation("", "schema", "does not match the schema")  # pragma: no cover
 
@@ -328,6 +333,7 @@ class SchemaCompiler:
         self._validators: OrderedDict[tuple[SchemaRole, bytes], jsonschema_rs.Validator] = (
             OrderedDict()
         )
+        self._documents: OrderedDict[tuple[SchemaRole, bytes], JSONValue] = OrderedDict()
         self._lock = threading.Lock()
 
     def compile(self, schema: object, *, role: SchemaRole, where: str) -> CompiledSchema:
@@ -369,6 +375,25 @@ class SchemaCompiler:
         with self._lock:
             self._keep(key, validator)
         return validator
+
+    def error_document(self, role: SchemaRole, canonical: bytes) -> JSONValue:
+        """The parsed document a violation is described from (read only; small LRU).
+
+        Parsing a large schema takes milliseconds, so the few most recently failed
+        ones stay parsed: repeated failures against one schema parse it once.
+        """
+        key = (role, canonical)
+        with self._lock:
+            document = self._documents.get(key)
+            if document is not None:
+                self._documents.move_to_end(key)
+                return document
+        document = _json.parse(canonical, profile=True)
+        with self._lock:
+            self._documents[key] = document
+            while len(self._documents) > MAX_CACHED_ERROR_DOCUMENTS:
+                self._documents.popitem(last=False)
+        return document
 
     def _keep(self, key: tuple[SchemaRole, bytes], validator: jsonschema_rs.Validator) -> None:
         # Called with the lock held.
