@@ -1,8 +1,10 @@
 """Run every benchmark and print all tables (Markdown): ``python3 dev.py bench [--quick]``.
 
 Directly: ``.venv/bin/python benchmarks/run_all.py [--quick] [--no-compare] [--output FILE]``.
-The full run (10,000 and 100,000 operations, comparisons included) takes a few
-minutes on two cores; ``--quick`` measures 10,000 operations only, with fewer runs.
+The full run (10,000 and 100,000 synthetic operations, comparisons included, then the
+real botocore catalog at 20,000 and 100,000 operations: ``bench_real.py``, which needs
+``botocore`` from the ``bench`` extra) takes several minutes on two cores; ``--quick``
+measures 10,000 synthetic operations only, with fewer runs.
 MCP round trips are always measured at 10,000 operations (FastMCP's round trips
 take about a second each, so they get few runs).
 ``--output`` also writes the tables to a file. Results depend on the machine and on
@@ -24,6 +26,7 @@ import bench_interaction
 import bench_invoke
 import bench_mcp
 import bench_openapi
+import bench_real
 import bench_registry
 from common import Table, format_table, machine_info
 
@@ -69,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         )
         section("OpenAPI", bench_openapi.run(runs=5))
         section("Adversarial JSON", bench_adversarial_json.run(runs=100))
+        section("Real catalog (botocore)", bench_real.run((1, 5), queries=400, repeat=3))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

@@ -18,10 +18,12 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_adversarial_json
+import bench_chart
 import bench_interaction
 import bench_invoke
 import bench_mcp
 import bench_openapi
+import bench_real
 import bench_registry
 import common
 
@@ -53,6 +55,44 @@ def test_registry_benchmark_tiny() -> None:
     (probe,) = memory.rows
     assert probe["catalog"] == 300
     assert probe["registry traced MiB"] > 0
+
+
+def test_real_catalog_benchmark_harness_tiny() -> None:
+    # The harness on a synthetic stand-in (botocore is not needed): two copies of 120
+    # operations, a handful of queries; the construction probe runs in a child process.
+    build, search = bench_real.run(
+        (1, 2), queries=6, repeat=1, source="synthetic:120", guest_runs=(1, 2)
+    )
+    assert [row["catalog"] for row in build.rows] == [120, 240]
+    for row in build.rows:
+        assert 0 < row["Registry() s"] < 60
+        assert row["target s"] in (3.0, 15.0)
+    scenarios = {row["scenario"] for row in search.rows}
+    assert {"page 1", "group filter", "1% policy, page 1"} <= scenarios
+    assert "guest sees 2, empty search, with hook" in scenarios
+    for row in search.rows:
+        assert set(row) <= set(search.columns)
+        assert row["catalog"] in (120, 240)
+        assert 0 < row["median ms"] <= row["p90 ms"] <= row["p99 ms"] <= row["max ms"] < 10_000
+    assert len(bench_real.catalog_for("synthetic:30", 3)) == 90
+    with pytest.raises(ValueError, match="unknown catalog source"):
+        bench_real.catalog_for("nothing", 1)
+
+
+def test_chart_benchmark_tiny(tmp_path: Path) -> None:
+    table = bench_chart.run((50, 120), runs=5, compare=False)
+    assert [row["catalog"] for row in table.rows] == [50, 120]
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert 0 < row["opgate ms"] < 10_000
+    assert {shape.label for shape in bench_chart.SHAPES} == {
+        "common term",
+        "rare term",
+        "two terms",
+    }
+    written = bench_chart.plot(table, tmp_path / "chart.png")
+    if written is not None:  # matplotlib (the bench extra) is installed
+        assert written.read_bytes().startswith(b"\x89PNG")
 
 
 def test_invoke_benchmark_tiny() -> None:

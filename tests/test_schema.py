@@ -18,7 +18,9 @@ from opgate import ConfigurationError
 from opgate._json import canonical_bytes, parse
 from opgate._schema import (
     COUNT_KEYWORDS,
+    MAX_CACHED_ERROR_DOCUMENTS,
     MAX_CACHED_SCHEMAS,
+    MAX_CACHED_VALIDATORS,
     MAX_COUNT,
     CompiledSchema,
     SchemaCompiler,
@@ -809,20 +811,58 @@ def test_document_is_a_fresh_detached_copy() -> None:
     assert compiled.canonical == canonical_bytes(parse('{"properties":{"a":{"enum":[1,2]}}}'))
 
 
+def _validator(compiled: CompiledSchema) -> object:
+    return compiled._compiler.validator(compiled._role, compiled.canonical)
+
+
 def test_identical_schemas_share_a_validator() -> None:
     compiler = SchemaCompiler()
     one = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=OUTPUT, where="a")
     two = compiler.compile('{"minimum": 1e0, "maxLength": 2.0}', role=OUTPUT, where="b")
-    assert one._shared is two._shared
-    # each keeps the document as its caller wrote it
-    assert one.document() == {"maxLength": 2, "minimum": Decimal("1.0")}
-    assert two.document() == {"minimum": Decimal("1e0"), "maxLength": Decimal("2.0")}
+    assert one is two
+    assert _validator(one) is _validator(two)
+    # only the canonical bytes are kept: numbers read back in their canonical spelling
+    assert one.canonical == b'{"maxLength":2,"minimum":1}'
+    assert one.document() == {"maxLength": 2, "minimum": 1}
     other_role = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=FORM, where="c")
-    assert other_role._shared is not one._shared
-    assert (
-        SchemaCompiler().compile({"maxLength": 2}, role=OUTPUT, where="d")._shared
-        is not one._shared
-    )
+    assert _validator(other_role) is not _validator(one)
+    elsewhere = SchemaCompiler().compile({"maxLength": 2, "minimum": 1}, role=OUTPUT, where="d")
+    assert _validator(elsewhere) is not _validator(one)
+
+
+def test_validators_are_kept_in_a_bounded_cache_and_recompiled_on_use() -> None:
+    compiler = SchemaCompiler()
+    schemas = [
+        compiler.compile({"maxLength": index + 1, "pattern": "^a"}, role=OUTPUT, where="s")
+        for index in range(MAX_CACHED_VALIDATORS + 5)
+    ]
+    assert len(compiler._validators) == MAX_CACHED_VALIDATORS
+    first = schemas[0]
+    assert (OUTPUT, first.canonical) not in compiler._validators  # dropped, oldest
+    assert first.is_valid("a")  # recompiled from its bytes
+    assert not first.is_valid("b")
+    assert (OUTPUT, first.canonical) in compiler._validators
+    assert len(compiler._validators) == MAX_CACHED_VALIDATORS
+    violation = schemas[3].first_violation("abcde")
+    assert violation == SchemaViolation("", "maxLength", "exceeds maximum length 4")
+
+
+def test_failed_checks_describe_violations_from_a_small_cache_of_parsed_documents() -> None:
+    compiler = SchemaCompiler()
+    schemas = [
+        compiler.compile({"maximum": index}, role=OUTPUT, where="s")
+        for index in range(MAX_CACHED_ERROR_DOCUMENTS + 3)
+    ]
+    for index, schema in enumerate(schemas):
+        assert schema.first_violation(index + 1) == SchemaViolation(
+            "", "maximum", f"exceeds maximum {index}"
+        )
+    assert len(compiler._documents) == MAX_CACHED_ERROR_DOCUMENTS
+    last = schemas[-1]
+    parsed = compiler._documents[(OUTPUT, last.canonical)]
+    assert last.first_violation(10**6) is not None
+    assert compiler._documents[(OUTPUT, last.canonical)] is parsed  # parsed once
+    assert schemas[0].first_violation(0) is None  # a passing check parses nothing
 
 
 @given(
@@ -832,7 +872,8 @@ def test_equal_numbers_share_a_validator(first: str, second: str) -> None:
     compiler = SchemaCompiler()
     one = compiler.compile(f'{{"maxItems": {first}}}', role=OUTPUT, where="a")
     two = compiler.compile(f'{{"maxItems": {second}}}', role=OUTPUT, where="b")
-    assert one._shared is two._shared
+    assert one is two
+    assert _validator(one) is _validator(two)
     assert one.is_valid([1, 2])
     assert not two.is_valid([1, 2, 3])
 

@@ -13,7 +13,7 @@ from ._ledger import Lifetime
 from ._limits import Limits
 from ._operation import Operation, OperationSpec
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
-from ._policy import Discover, Execute, Policy
+from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
 from ._registry import Registry, SearchPage, Summary
 from ._responses import InputAction, InputResponse
@@ -34,6 +34,7 @@ __all__ = [
     "Completed",
     "ConfigurationError",
     "Discover",
+    "DiscoveryScope",
     "EmbeddedResource",
     "Execute",
     "Failed",

@@ -10,6 +10,13 @@ A host's policy has two methods, each sync or async:
   arguments). Returning ``None`` allows; raising or returning
   ``Failure(FailureCode.UNAVAILABLE)`` denies.
 
+Optionally, ``discovery_scope(ctx) -> DiscoveryScope | None`` (sync or async) narrows
+discovery up front: the groups and name prefixes outside of which the principal may
+discover nothing at all. Search then never considers an operation outside the scope
+(and never asks ``authorize`` about it); inspect and invoke treat such a name as
+undiscoverable. Inside the scope ``authorize`` is still asked for every item. ``None``
+(or a policy without the method) narrows nothing.
+
 Anything else — another exception (a ``BaseException`` subclass, an exception group,
 ``GeneratorExit`` or an ``asyncio.CancelledError`` of the policy's own included),
 another return value, a ``Failure`` of another code, an empty or non-string scope
@@ -33,11 +40,13 @@ from ._json import JSONValue
 
 __all__ = [
     "Discover",
+    "DiscoveryScope",
     "Execute",
     "Policy",
     "PolicyError",
     "PolicyRequest",
     "authorize",
+    "discovery_scope",
     "judge_exception",
     "judge_verdict",
     "scope_key",
@@ -52,6 +61,36 @@ class Discover:
     """
 
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryScope:
+    """What a principal may discover at all: an upper bound on ``authorize(Discover)``.
+
+    ``groups``: operations whose group, case-folded, equals one of these, case-folded;
+    ``prefixes``: operations whose name starts with one of these (case-sensitive).
+    An operation matching neither is never a search candidate and is unavailable to
+    inspect and invoke. Both empty: nothing is discoverable.
+    """
+
+    groups: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        groups = self.groups
+        if isinstance(groups, str) or not all(isinstance(g, str) for g in groups):
+            raise TypeError("DiscoveryScope.groups must be a collection of str")
+        prefixes = self.prefixes
+        if isinstance(prefixes, str) or not all(isinstance(p, str) for p in prefixes):
+            raise TypeError("DiscoveryScope.prefixes must be a collection of str")
+        object.__setattr__(self, "groups", frozenset(groups))
+        object.__setattr__(self, "prefixes", tuple(dict.fromkeys(prefixes)))
+
+    def admits(self, name: str, group: str) -> bool:
+        """Whether an operation of this name and group is inside the scope."""
+        if group.casefold() in {g.casefold() for g in self.groups}:
+            return True
+        return name.startswith(self.prefixes) if self.prefixes else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +116,8 @@ class Policy(Protocol):
 
     def authorize(self, ctx: Any, request: PolicyRequest, /) -> Any:
         """Return ``None`` to allow, raise/return ``Failure(UNAVAILABLE)`` to deny."""
+
+    # Optional: ``discovery_scope(ctx) -> DiscoveryScope | None`` (see the module docstring).
 
 
 #: The one public answer for unknown, undiscoverable and denied names.
@@ -111,6 +152,27 @@ async def scope_key(policy: Policy, ctx: Any) -> str:
     if not isinstance(key, str) or not key:
         raise _broken(TypeError(f"scope_key returned {type(key).__name__}, not a nonempty str"))
     return str.__str__(key)
+
+
+async def discovery_scope(policy: Policy, ctx: Any) -> DiscoveryScope | None:
+    """Call the optional ``policy.discovery_scope``: ``None`` when absent or unnarrowed.
+
+    Anything but a ``DiscoveryScope`` or ``None``, or an exception, raises
+    ``PolicyError`` (the request fails ``internal``): a broken scope never widens
+    discovery.
+    """
+    method = getattr(policy, "discovery_scope", None)
+    if method is None:
+        return None
+    try:
+        scope = method(ctx)
+        if inspect.isawaitable(scope):
+            scope = await scope
+    except Exception as exc:
+        raise _broken(exc) from None
+    if scope is None or isinstance(scope, DiscoveryScope):
+        return scope
+    raise _broken(TypeError(f"discovery_scope returned {type(scope).__name__}"))
 
 
 async def authorize(policy: Policy, ctx: Any, request: PolicyRequest) -> bool:

@@ -84,7 +84,9 @@ __all__ = [
     "DIALECT_2020_12",
     "DIALECT_DRAFT_07",
     "MAX_BACKTRACK_LIMIT",
+    "MAX_CACHED_ERROR_DOCUMENTS",
     "MAX_CACHED_SCHEMAS",
+    "MAX_CACHED_VALIDATORS",
     "MAX_COUNT",
     "POINTER_CHARS",
     "POINTER_SEGMENT_CHARS",
@@ -107,6 +109,17 @@ MAX_CACHED_SCHEMAS: Final = 1024
 #: Largest backtrack limit an opted-in backtracking regex engine accepts (fancy-regex's
 #: own default): one pattern check then costs up to about a second on 64 KiB of text.
 MAX_BACKTRACK_LIMIT: Final = 1_000_000
+
+#: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first).
+#: A validator of a large schema holds far more memory than its canonical bytes, and a
+#: catalog of 20,000 operations rarely has more than a few hundred in use at once; a
+#: dropped one is recompiled on its schema's next use (about a millisecond for a
+#: large AWS input schema).
+MAX_CACHED_VALIDATORS: Final = 512
+
+#: Parsed schema documents kept for describing violations (least recently used dropped
+#: first): a failed check of a large schema would otherwise parse it on every failure.
+MAX_CACHED_ERROR_DOCUMENTS: Final = 16
 
 #: Keywords whose value counts characters, items, properties or contains-matches.
 COUNT_KEYWORDS: Final = frozenset(
@@ -284,42 +297,38 @@ _CONTENT_KEYWORDS: Final[dict[str, type[Any]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Shared:
-    """What identical schemas share: the compiled validator and its dialect."""
-
-    validator: jsonschema_rs.Validator
-    dialect: str
-
-
 class CompiledSchema:
-    """A schema that passed the profile, compiled once, safe to share between threads.
+    """A schema that passed the profile and compiled, safe to share between threads.
 
     ``dialect`` is ``"2020-12"`` or ``"draft-07"``; ``canonical`` the canonical bytes
-    of the document. ``document()`` returns a fresh detached copy of the document as
-    first given (numbers exact; identical schemas compiled by one ``SchemaCompiler``
-    share one ``CompiledSchema``, so a later ``1.0`` reads back as an earlier ``1``).
+    of the document. Only those bytes are kept: ``document()`` parses them into a
+    fresh detached copy (numbers exact, in their canonical spelling, so a given
+    ``1.0`` reads back as ``1``), and the compiled validator lives in its
+    ``SchemaCompiler``'s bounded cache, recompiled from the bytes on first use after
+    it was dropped. Every schema was fully checked and compiled once before its
+    ``CompiledSchema`` existed, so recompiling cannot fail.
     """
 
-    __slots__ = ("_document", "_shared", "_validator", "canonical", "dialect")
+    __slots__ = ("_compiler", "_role", "canonical", "dialect")
 
     dialect: str
     canonical: bytes
 
-    def __init__(self, document: JSONValue, canonical: bytes, shared: _Shared) -> None:
-        self._document = document
-        self._shared = shared
-        self._validator = shared.validator
+    def __init__(
+        self, canonical: bytes, dialect: str, role: SchemaRole, compiler: SchemaCompiler
+    ) -> None:
+        self._compiler = compiler
+        self._role = role
         self.canonical = canonical
-        self.dialect = shared.dialect
+        self.dialect = dialect
 
     def document(self) -> JSONValue:
         """A fresh, detached copy of the schema document."""
-        return _json.detach(self._document)
+        return _json.parse(self.canonical, profile=True)
 
     def is_valid(self, instance: JSONValue) -> bool:
         """Whether ``instance`` (already within the numeric work profile) matches."""
-        return self._validator.is_valid(instance)
+        return self._compiler.validator(self._role, self.canonical).is_valid(instance)
 
     def first_violation(self, instance: JSONValue) -> SchemaViolation | None:
         """``None`` when ``instance`` matches, else its first violation.
@@ -327,10 +336,11 @@ class CompiledSchema:
         One validation pass that stops at the first error (``validate``); error
         details are built only on failure.
         """
+        validator = self._compiler.validator(self._role, self.canonical)
         try:
-            self._validator.validate(instance)
+            validator.validate(instance)
         except jsonschema_rs.ValidationError as error:
-            return _violation(error, self._document)
+            return _violation(error, self._compiler.error_document(self._role, self.canonical))
         return None
 
     def __repr__(self) -> str:
@@ -338,10 +348,13 @@ class CompiledSchema:
 
 
 class SchemaCompiler:
-    """Compiles schemas under the profile, sharing validators between identical schemas.
+    """Compiles schemas under the profile, sharing results between identical schemas.
 
-    One per ``Registry``. The cache is keyed by (role, canonical bytes), holds at most
-    ``MAX_CACHED_SCHEMAS`` validators and is safe to use from several threads.
+    One per ``Registry``. Two bounded LRU caches, both safe to use from several
+    threads: ``CompiledSchema`` values keyed by (role, canonical bytes), at most
+    ``MAX_CACHED_SCHEMAS`` (identical schemas share one), and compiled validators,
+    at most ``MAX_CACHED_VALIDATORS`` (a validator dropped from it is recompiled from
+    the canonical bytes on its schema's next use).
 
     ``resources`` is for the conformance tests only: ``(uri, document)`` pairs made
     available to references as if bundled into every schema. Nothing is ever
@@ -368,6 +381,10 @@ class SchemaCompiler:
         )
         self._resource_registries: dict[str, jsonschema_rs.Registry] = {}
         self._cache: OrderedDict[tuple[SchemaRole, bytes], CompiledSchema] = OrderedDict()
+        self._validators: OrderedDict[tuple[SchemaRole, bytes], jsonschema_rs.Validator] = (
+            OrderedDict()
+        )
+        self._documents: OrderedDict[tuple[SchemaRole, bytes], JSONValue] = OrderedDict()
         self._lock = threading.Lock()
 
     def compile(self, schema: object, *, role: SchemaRole, where: str) -> CompiledSchema:
@@ -386,16 +403,59 @@ class SchemaCompiler:
             if compiled is not None:
                 self._cache.move_to_end(key)
         if compiled is None:
-            compiled = CompiledSchema(document, canonical, self._compile(document, role, where))
+            validator, dialect = self._compile(document, role, where)
+            compiled = CompiledSchema(canonical, dialect, role, self)
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > MAX_CACHED_SCHEMAS:
                     self._cache.popitem(last=False)
-        # Identical schemas (equal canonical bytes) share one immutable CompiledSchema:
-        # its validator, document and bytes; only the first one's number spelling is kept.
+                self._keep(key, validator)
+        # Identical schemas (equal canonical bytes) share one immutable CompiledSchema.
         return compiled
 
-    def _compile(self, document: JSONValue, role: SchemaRole, where: str) -> _Shared:
+    def validator(self, role: SchemaRole, canonical: bytes) -> jsonschema_rs.Validator:
+        """The compiled validator of a schema this compiler compiled (cached, LRU)."""
+        key = (role, canonical)
+        with self._lock:
+            validator = self._validators.get(key)
+            if validator is not None:
+                self._validators.move_to_end(key)
+                return validator
+        # Checked and compiled once already: recompiling the same bytes cannot fail.
+        validator, _ = self._compile(_json.parse(canonical, profile=True), role, "schema")
+        with self._lock:
+            self._keep(key, validator)
+        return validator
+
+    def error_document(self, role: SchemaRole, canonical: bytes) -> JSONValue:
+        """The parsed document a violation is described from (read only; small LRU).
+
+        Parsing a large schema takes milliseconds, so the few most recently failed
+        ones stay parsed: repeated failures against one schema parse it once.
+        """
+        key = (role, canonical)
+        with self._lock:
+            document = self._documents.get(key)
+            if document is not None:
+                self._documents.move_to_end(key)
+                return document
+        document = _json.parse(canonical, profile=True)
+        with self._lock:
+            self._documents[key] = document
+            while len(self._documents) > MAX_CACHED_ERROR_DOCUMENTS:
+                self._documents.popitem(last=False)
+        return document
+
+    def _keep(self, key: tuple[SchemaRole, bytes], validator: jsonschema_rs.Validator) -> None:
+        # Called with the lock held.
+        self._validators[key] = validator
+        self._validators.move_to_end(key)
+        while len(self._validators) > MAX_CACHED_VALIDATORS:
+            self._validators.popitem(last=False)
+
+    def _compile(
+        self, document: JSONValue, role: SchemaRole, where: str
+    ) -> tuple[jsonschema_rs.Validator, str]:
         _check_role(document, role, where)
         dialect = _root_dialect(document, where)
         walker = _Walker(where)
@@ -424,7 +484,7 @@ class SchemaCompiler:
             )
         except Exception as exc:  # the one place jsonschema-rs errors are translated
             raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
-        return _Shared(validator, dialect)
+        return validator, dialect
 
     def _resource_registry(self, dialect: str) -> jsonschema_rs.Registry | None:
         if not self._resources:

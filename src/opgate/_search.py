@@ -92,6 +92,7 @@ __all__ = [
     "TIER_NAME",
     "TIER_SUMMARY",
     "IndexEntry",
+    "Scope",
     "SearchIndex",
     "fold_group",
     "normalize_query",
@@ -172,6 +173,15 @@ class IndexEntry:
     group: str
     summary: str
     documents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A discovery scope resolved against one index: ``ids`` (ascending, in name
+    order) and ``members`` (the same entries as entry indexes)."""
+
+    ids: list[int]
+    members: frozenset[int]
 
 
 def normalize_query(query: str) -> str:
@@ -598,8 +608,31 @@ class SearchIndex:
         """The entry index whose name equals ``query`` exactly (case-sensitive), else ``None``."""
         return self._exact.get(query)
 
+    def scope(self, groups: Iterable[str] = (), prefixes: Iterable[str] = ()) -> Scope:
+        """The entries whose folded group is one of ``groups`` (folded here) or whose
+        name starts with one of ``prefixes`` (case-sensitive): a discovery scope."""
+        found: set[int] = set()
+        for folded in {fold_group(group) for group in groups}:
+            found.update(self._group_ids.get(folded, ()))
+        names, size = self._names, len(self._names)
+        for prefix in set(prefixes):
+            # Names sharing a prefix are contiguous in name order.
+            first = bisect_left(names, prefix)
+            end = bisect_left(names, prefix + "\U0010ffff", first)
+            while end < size and names[end].startswith(prefix):
+                end += 1
+            found.update(range(first, end))
+        ids = sorted(found)
+        order = self._order
+        return Scope(ids, frozenset(order[entry_id] for entry_id in ids))
+
     def ranked(
-        self, query: str, group: str = "", after: tuple[int, str] | None = None
+        self,
+        query: str,
+        group: str = "",
+        after: tuple[int, str] | None = None,
+        *,
+        scope: Scope | None = None,
     ) -> Iterator[tuple[int, int]]:
         """Yield ``(tier, entry index)`` for every match, in ``(tier, name)`` order, lazily.
 
@@ -607,8 +640,35 @@ class SearchIndex:
         entry at tier 0. ``group`` keeps entries whose folded group equals
         ``fold_group(group)`` (empty: no filter). ``after`` is a keyset position:
         only entries whose ``(tier, name)`` is strictly greater are yielded (the
-        name need not be in the index).
+        name need not be in the index). ``scope`` (from ``scope``) keeps only its
+        entries: an empty query walks the scope's own ids, so its cost follows the
+        scope's size; with terms, matches outside it are dropped here, before any
+        caller sees them.
         """
+        if scope is None:
+            return self._ranked(query, group, after)
+        if not query_terms(query):
+            return self._browse(scope, group, after)
+        members = scope.members
+        return (item for item in self._ranked(query, group, after) if item[1] in members)
+
+    def _browse(
+        self, scope: Scope, group: str, after: tuple[int, str] | None
+    ) -> Iterator[tuple[int, int]]:
+        """An empty query within a scope: its ids in name order (tier 0)."""
+        folded = fold_group(group)
+        if after is not None and after[0] > TIER_NAME:
+            return
+        start = 0 if after is None else bisect_right(self._names, after[1])
+        ids = scope.ids
+        groups, order = self._group_f, self._order
+        for entry_id in ids[bisect_left(ids, start) :]:
+            if not folded or groups[entry_id] == folded:
+                yield TIER_NAME, order[entry_id]
+
+    def _ranked(
+        self, query: str, group: str, after: tuple[int, str] | None
+    ) -> Iterator[tuple[int, int]]:
         terms = query_terms(query)
         folded_group = fold_group(group)
         if folded_group and folded_group not in self._group_ids:
