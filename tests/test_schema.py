@@ -992,8 +992,10 @@ def test_first_violation_validates_once() -> None:
 
             return counted
 
-    counting = Counting(schema._validator)
-    object.__setattr__(schema, "_validator", counting)
+    # The compiler keeps the compiled validator (compiled on demand, bounded cache).
+    compiler = schema._compiler
+    counting = Counting(compiler.validator(schema._role, schema.canonical))
+    compiler._validators[(schema._role, schema.canonical)] = counting
     violation = schema.first_violation({"a": "x"})
     assert violation is not None
     assert violation.keyword == "type"
