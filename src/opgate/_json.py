@@ -140,6 +140,12 @@ _TOKEN = re.compile(
     _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?",
     re.DOTALL,
 )
+# An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
+# strings removed). The lookbehind lets a match start only where a digit run starts, and the
+# run is taken possessively, so the search is linear.
+_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[0-9]{{{PROFILE_LIMIT + 1},}}+(?![.eE])")
+# A run of more than ``PROFILE_LIMIT`` digits anywhere (starting only where a run starts).
+_LONG_DIGITS = re.compile(rf"(?<![0-9])[0-9]{{{PROFILE_LIMIT + 1}}}")
 # Deletes every ASCII character but brackets (``str.translate`` runs it in C).
 _KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -362,8 +368,8 @@ def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[A
 
 
 # Native ``int`` raises ValueError past the interpreter's digit limit; ``parse`` then
-# retries with the hooked variant. In the profile, native ints are used only for text
-# too short to hold a 4,097-digit integer.
+# retries with the hooked variant. In the profile, native ints are used unless the text
+# holds an integer token of more than 4,096 digits outside strings (one regex pass).
 _SCAN_EXACT = _decoder(profile=False, native_int=True)
 _SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
 _SCAN_PROFILED = _decoder(profile=True, native_int=True)
@@ -512,7 +518,13 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     if text.count("[") + text.count("{") > MAX_DEPTH:
         _check_nesting(text, profile)
     if profile:
-        scan = _SCAN_PROFILED if len(text) <= PROFILE_LIMIT else _SCAN_PROFILED_BIG
+        scan = _SCAN_PROFILED
+        if (
+            len(text) > PROFILE_LIMIT
+            and _LONG_DIGITS.search(text)
+            and _LONG_INTEGER.search(_STRINGS.sub("", text))
+        ):
+            scan = _SCAN_PROFILED_BIG  # an integer breaks the profile: locate it exactly
     else:
         scan = _SCAN_EXACT
     value = _decode(text, scan, profile)
