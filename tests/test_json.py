@@ -1439,3 +1439,28 @@ def test_integral_values_beyond_the_profile_stay_exact_decimals() -> None:
     assert isinstance(huge, Decimal)
     long_integer = parse("9" * 5000)
     assert long_integer == int("9" * 4000) * 10**1000 + int("9" * 1000)
+
+
+# --- fast paths (issue 9, item 1) ------------------------------------------------------------
+
+
+def test_profiled_integers_use_the_native_path_unless_an_integer_is_too_long() -> None:
+    digits = "7" * (PROFILE_LIMIT + 1)
+    # Long digit runs inside strings, fractions and exponents are not integers.
+    zeros = "0" * (PROFILE_LIMIT + 1)
+    text = '{"s":"' + digits + '","n":[1,-2,3],"f":0.' + zeros + '1e4000,"g":1e' + zeros + "1}"
+    value = parse(text, profile=True)
+    assert isinstance(value, dict)
+    assert value["n"] == [1, -2, 3]
+    assert value["f"] == Decimal("1e-98")
+    assert value["g"] == 10
+    # A 4,097-digit integer (still below the interpreter's digit limit) is refused wherever it is.
+    for integer in (digits, "-" + digits):
+        with pytest.raises(JSONError) as caught:
+            parse('{"s":"' + digits + '","n":[1,' + integer + "]}", profile=True)
+        assert caught.value.pointer == "/n/1"
+        assert caught.value.reason == (
+            "number exceeds the numeric work profile "
+            f"(normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
+        )
+    assert parse("[" + "9" * PROFILE_LIMIT + "]", profile=True) == [int("9" * PROFILE_LIMIT)]

@@ -59,6 +59,7 @@ column for syntax errors) and quotes at most a short prefix of the input.
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
@@ -134,12 +135,24 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
 # Strings and brackets, for the nesting walk.
-_STRING_OR_BRACKET = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
+# Splits text (with strings replaced) at brackets, for finding the n-th bracket.
+_BRACKET_SPLIT = re.compile(r"[\[\]{}]")
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
 _TOKEN = re.compile(
     _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?",
     re.DOTALL,
 )
+# An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
+# strings removed). The lookbehind lets a match start only where a digit run starts, and the
+# run is taken possessively, so the search is linear.
+_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[0-9]{{{PROFILE_LIMIT + 1},}}+(?![.eE])")
+# Turns every ASCII digit into "0" and every other ASCII character into a space, so that
+# a run of more than ``PROFILE_LIMIT`` digits anywhere is a substring search (in C, linear;
+# a regex tries every position and costs about 2 ms at 64 KiB).
+_DIGITS_AS_ZEROS = str.maketrans(
+    {**dict.fromkeys(map(chr, range(128)), " "), **dict.fromkeys("0123456789", "0")}
+)
+_LONG_RUN = "0" * (PROFILE_LIMIT + 1)
 # Deletes every ASCII character but brackets (``str.translate`` runs it in C).
 _KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -362,12 +375,30 @@ def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[A
 
 
 # Native ``int`` raises ValueError past the interpreter's digit limit; ``parse`` then
-# retries with the hooked variant. In the profile, native ints are used only for text
-# too short to hold a 4,097-digit integer.
+# retries with the hooked variant. In the profile, native ints are used unless the text
+# holds an integer token of more than 4,096 digits outside strings (one regex pass).
 _SCAN_EXACT = _decoder(profile=False, native_int=True)
 _SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
 _SCAN_PROFILED = _decoder(profile=True, native_int=True)
 _SCAN_PROFILED_BIG = _decoder(profile=True, native_int=False)
+
+
+# Reads the pointer of a too-deep bracket: every scalar kept as text, objects as pairs.
+_SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
+    Any,
+    json.JSONDecoder(object_pairs_hook=tuple, parse_float=str, parse_int=str, parse_constant=str),
+).scan_once
+
+
+def _profiled_scan(text: str) -> Callable[[str, int], tuple[Any, int]]:
+    """The profiled decoder for ``text``: native ints unless an integer breaks the profile."""
+    if (
+        len(text) > PROFILE_LIMIT
+        and _LONG_RUN in text.translate(_DIGITS_AS_ZEROS)
+        and _LONG_INTEGER.search(_STRINGS.sub("", text))
+    ):
+        return _SCAN_PROFILED_BIG  # hooked: the rejection is then located exactly
+    return _SCAN_PROFILED
 
 
 def _syntax_error(message: str, text: str, position: int) -> JSONError:
@@ -379,36 +410,79 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
 def _check_nesting(text: str, profile: bool) -> None:
     """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``.
 
-    Linear in ``text``: one regex pass drops every string (an unterminated one runs to
-    the end of the text, so its brackets never count), ``str.translate`` keeps the
-    brackets, and the running depth is summed in C. Only when the bound is passed is the text
-    walked again, to report the first problem in document order: an earlier syntax
-    error or rejected value if the text before the offending bracket has one, else
-    the nesting itself with the pointer of the offending container.
+    Linear in ``text``, and every pass runs in C: one regex pass replaces every string
+    by ``""`` (an unterminated one runs to the end of the text, so its brackets never
+    count), ``str.translate`` keeps the brackets and the running depth is summed. Only
+    when the bound is passed is the first problem in document order reported: an
+    earlier syntax error or rejected value if decoding the text before the offending
+    bracket finds one, else the nesting itself with the pointer of the offending
+    container (read from a decode of that prefix, closed just after it).
     """
-    brackets = _STRINGS.sub("", text).translate(_KEEP_BRACKETS)
+    stripped = _STRINGS.sub('""', text)
+    brackets = stripped.translate(_KEEP_BRACKETS)
     if not brackets.isascii():  # characters no JSON text has outside strings
         brackets = _NOT_BRACKET.sub("", brackets)
-    if max(accumulate(map(_DEPTH_STEP, brackets)), default=0) <= MAX_DEPTH:
+    depths = list(accumulate(map(_DEPTH_STEP, brackets)))
+    if max(depths, default=0) <= MAX_DEPTH:
         return
-    depth = 0
-    position = len(text)
-    for match in _STRING_OR_BRACKET.finditer(text):
-        bracket = match.group()
-        if bracket == "[" or bracket == "{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                position = match.start()
-                break
-        elif bracket == "]" or bracket == "}":
-            depth -= 1
+    index = depths.index(MAX_DEPTH + 1)  # the offending bracket, counting brackets only
+    # Its position in ``stripped``: the lengths of the pieces between brackets, plus the
+    # brackets themselves; then in ``text``: each ``""`` before it stands for a string.
+    pieces = _BRACKET_SPLIT.split(stripped, index + 1)
+    at = index + sum(map(len, pieces[: index + 1]))
+    strings = stripped.count('"', 0, at) // 2
+    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
     earlier = _prefix_problem(text[:position], profile)
     if earlier is not None:
         raise earlier
-    located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
+    located = _nesting_pointer(text[:position], brackets, depths[:index])
+    if located is None:  # pragma: no cover - unusual spellings: walk the tokens instead
+        located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
     if located is not None:
         raise JSONError(*located)
     raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
+
+
+def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
+    """The nesting error for a bracket opened at the end of ``prefix``, or ``None``.
+
+    ``prefix`` holds ``MAX_DEPTH`` open containers and no other problem; ``depths`` is
+    the running depth after each of its first ``brackets``. The prefix is closed with
+    a placeholder value and the open containers' closers, decoded in C (objects as
+    tuples of pairs, so the last member is the last one written), and the pointer
+    read by following the last item of each level.
+    """
+    try:
+        levels = bytes(depths)
+    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+        return None
+    closers = "".join(
+        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
+        for level in range(MAX_DEPTH, 0, -1)
+    )
+    head = prefix.rstrip(" \t\n\r")
+    last = head[-1:]
+    if closers[0] == "}" and last == "{":
+        document = head + '"":0' + closers
+    elif closers[0] == "}" and last == ",":
+        document = head[:-1] + closers
+    elif last == ":" or (closers[0] == "]" and last in ("[", ",")):
+        document = head + "0" + closers
+    else:  # pragma: no cover - e.g. a value without a comma before the bracket
+        return None
+    try:
+        value, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
+    except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
+        return None
+    path: list[str | int] = []
+    for _ in range(MAX_DEPTH):
+        if isinstance(value, list):
+            path.append(len(value) - 1)
+            value = value[-1]
+        else:
+            name, value = value[-1]
+            path.append(name)
+    return (_NESTING, pointer(path))
 
 
 def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
@@ -417,7 +491,7 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     ``prefix`` is a document cut just before a bracket that nests too deep, so it
     nests at most ``MAX_DEPTH`` deep and decoding it is safe.
     """
-    scan = _SCAN_PROFILED_BIG if profile else _SCAN_EXACT_BIG
+    scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
     start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
     try:
         _, end = scan(prefix, start)
@@ -430,9 +504,27 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
         if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
             return _syntax_error("Expecting value", prefix, exc.value)
         return None
+    except ValueError:  # an integer past the interpreter's int/str digit limit
+        if scan is _SCAN_EXACT:
+            return _prefix_problem_big(prefix)
+        raise  # pragma: no cover - the profiled scan rejects such integers first
     except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
         return None
     # A whole value ended before the offending bracket: what follows is extra data.
+    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
+
+
+def _prefix_problem_big(prefix: str) -> JSONError | None:
+    start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
+    try:
+        _, end = _SCAN_EXACT_BIG(prefix, start)
+    except _Rejected as exc:
+        located = _locate(prefix, profile=False)
+        return JSONError(*located) if located is not None else JSONError(exc.reason)
+    except json.JSONDecodeError as exc:
+        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+    except StopIteration:  # pragma: no cover - the prefix starts with a bracket
+        return None
     return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
 
 
@@ -511,10 +603,7 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
     if text.count("[") + text.count("{") > MAX_DEPTH:
         _check_nesting(text, profile)
-    if profile:
-        scan = _SCAN_PROFILED if len(text) <= PROFILE_LIMIT else _SCAN_PROFILED_BIG
-    else:
-        scan = _SCAN_EXACT
+    scan = _profiled_scan(text) if profile else _SCAN_EXACT
     value = _decode(text, scan, profile)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
@@ -695,11 +784,14 @@ def _check_profile(value: object, path: list[str | int]) -> None:
 
 
 def detach(value: JSONValue) -> JSONValue:
-    """A deep copy of a value this module produced (containers copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {key: detach(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [detach(item) for item in value]
+    """A deep copy of a value this module produced (containers copied, scalars equal).
+
+    A container is copied by a pickle round trip, which runs in C: a Python walk costs
+    about a microsecond per item, which at 64 KiB of small items passed the 20 ms budget
+    of ``Registry.invoke`` on its own (issue 9, item 1).
+    """
+    if isinstance(value, dict | list):
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
     return value
 
 
