@@ -16,8 +16,9 @@
   bounds, numbers their bounds, timestamps ``format: date-time``, blobs
   ``contentEncoding: base64``, documents any value.
 
-A pattern jsonschema-rs cannot compile (botocore's are Java regular expressions; a few
-use syntax Rust's engines refuse) is left out, and so is a length bound beyond the
+A pattern jsonschema-rs cannot compile with opgate's default linear-time engine
+(botocore's are Java regular expressions; a few use lookaround or syntax Rust's engines
+refuse) is left out, and so is a length bound beyond the
 schema profile's ``MAX_COUNT``: the catalog must build, and the benchmark measures
 opgate, not botocore's regex dialect. The count of dropped patterns is in
 ``ConversionStats``.
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the conversion changes, so a stale cache is never read.
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 
 #: The schema profile's largest count (``opgate._schema.MAX_COUNT``).
 _MAX_COUNT = 2_147_483_647
@@ -111,19 +112,26 @@ def summary_and_description(name: str, documentation: str) -> tuple[str, str]:
 
 
 class _PatternCheck:
-    """Remembers which patterns jsonschema-rs compiles."""
+    """Remembers which patterns jsonschema-rs compiles with the linear-time regex engine.
+
+    The engine ``Registry`` uses without ``regex_backtrack_limit``: a pattern only the
+    backtracking engine accepts would fail construction.
+    """
 
     def __init__(self) -> None:
         import jsonschema_rs
 
         self._validator_for = jsonschema_rs.Draft202012Validator
+        self._options = jsonschema_rs.RegexOptions()
         self._known: dict[str, bool] = {}
 
     def __call__(self, pattern: str) -> bool:
         known = self._known.get(pattern)
         if known is None:
             try:
-                self._validator_for({"type": "string", "pattern": pattern})
+                self._validator_for(
+                    {"type": "string", "pattern": pattern}, pattern_options=self._options
+                )
                 known = True
             except Exception:
                 known = False

@@ -65,7 +65,7 @@ from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from itertools import accumulate
 from json.encoder import encode_basestring
-from typing import Any, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 from ._failures import short_prefix
 
@@ -82,6 +82,7 @@ __all__ = [
     "normalized",
     "number_text",
     "parse",
+    "parsed_canonical_bytes",
     "pointer",
 ]
 
@@ -710,40 +711,94 @@ def _convert(value: object, path: list[str | int], profile: bool) -> JSONValue:
         return value
     if value is None or kind is bool:
         return value  # type: ignore[return-value]
-    if kind is not dict and kind is not list:
-        if isinstance(value, str):
-            return _convert(str.__str__(value), path, profile)
-        number = _number(value, path, profile)
-        if number is not None:
-            return number
+    if kind is dict:
+        assert isinstance(value, dict)
+        return _convert_dict(value, path, profile)
+    if kind is list:
+        assert isinstance(value, list)
+        return _convert_list(value, path, profile)
+    if isinstance(value, str):
+        return _convert(str.__str__(value), path, profile)
+    number = _number(value, path, profile)
+    if number is not None:
+        return number
     if len(path) >= MAX_DEPTH:
         raise JSONError(_NESTING, pointer(path))
-    if kind is dict or (kind is not list and isinstance(value, Mapping)):
-        assert isinstance(value, Mapping)
-        result: dict[str, JSONValue] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise JSONError(
-                    f"object member names must be strings, not {type(key).__name__}",
-                    pointer(path),
-                )
-            name = str.__str__(key)
-            path.append(name)
-            if not name.isascii() and _SURROGATE.search(name):
-                raise JSONError("member name contains a lone surrogate", pointer(path))
-            if name in result:
-                raise JSONError(f"duplicate object member name {short_prefix(name)}", pointer(path))
-            result[name] = _convert(item, path, profile)
-            path.pop()
-        return result
+    if isinstance(value, Mapping):
+        return _convert_mapping(value, path, profile)
     if isinstance(value, list | tuple):
-        items: list[JSONValue] = []
-        for index, item in enumerate(value):
-            path.append(index)
-            items.append(_convert(item, path, profile))
-            path.pop()
-        return items
+        return _convert_list(value, path, profile)
     raise JSONError(f"{type(value).__name__} is not a JSON value", pointer(path))
+
+
+def _convert_dict(value: dict[Any, object], path: list[str | int], profile: bool) -> JSONValue:
+    """A plain dict: exact-``str`` members and scalar items converted in line (the common case)."""
+    if len(path) >= MAX_DEPTH:
+        raise JSONError(_NESTING, pointer(path))
+    result: dict[str, JSONValue] = {}
+    for key, item in value.items():
+        if type(key) is not str:  # subclasses and other types: the general rules, from the start
+            return _convert_mapping(value, path, profile)
+        # Exact str keys of one dict are distinct: no duplicate check needed.
+        kind = type(item)
+        if kind is str:
+            text = cast(str, item)
+            if (not key.isascii() or not text.isascii()) and (
+                _SURROGATE.search(key) or _SURROGATE.search(text)
+            ):
+                break  # the general rules name the problem
+            result[key] = text
+        elif kind is bool or item is None:
+            result[key] = cast(bool | None, item)
+        else:
+            if not key.isascii() and _SURROGATE.search(key):
+                break
+            path.append(key)
+            result[key] = _convert(item, path, profile)
+            path.pop()
+    else:
+        return result
+    return _convert_mapping(value, path, profile)
+
+
+def _convert_list(
+    value: list[object] | tuple[object, ...], path: list[str | int], profile: bool
+) -> JSONValue:
+    if len(path) >= MAX_DEPTH:
+        raise JSONError(_NESTING, pointer(path))
+    items: list[JSONValue] = []
+    for index, item in enumerate(value):
+        if type(item) is str and item.isascii():
+            items.append(item)
+            continue
+        path.append(index)
+        items.append(_convert(item, path, profile))
+        path.pop()
+    return items
+
+
+def _convert_mapping(
+    value: Mapping[Any, object], path: list[str | int], profile: bool
+) -> JSONValue:
+    """Any mapping, member by member, with every rule (and the pointer of the first broken one)."""
+    if len(path) >= MAX_DEPTH:
+        raise JSONError(_NESTING, pointer(path))
+    result: dict[str, JSONValue] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise JSONError(
+                f"object member names must be strings, not {type(key).__name__}",
+                pointer(path),
+            )
+        name = str.__str__(key)
+        path.append(name)
+        if not name.isascii() and _SURROGATE.search(name):
+            raise JSONError("member name contains a lone surrogate", pointer(path))
+        if name in result:
+            raise JSONError(f"duplicate object member name {short_prefix(name)}", pointer(path))
+        result[name] = _convert(item, path, profile)
+        path.pop()
+    return result
 
 
 def check_profile(value: object) -> None:
@@ -928,3 +983,31 @@ def canonical_text(value: JSONValue) -> str:
 def canonical_bytes(value: JSONValue) -> bytes:
     """The canonical UTF-8 encoding of ``value``; see ``canonical_text`` and the module."""
     return canonical_text(value).encode("utf-8")
+
+
+# The C encoder, for values ``parse``/``from_python`` returned (exact types, checked):
+# with these options it writes ``_write``'s text, except for what the checks below send
+# back to ``_write`` (a Decimal raises TypeError; an int of 22 digits or more needs the
+# exponent form; member names beyond the BMP sort differently in UTF-16).
+_C_ENCODE: Final = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
+).encode
+_LONG_DIGITS: Final = re.compile(r"[0-9]{22}")
+_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+
+
+def parsed_canonical_bytes(value: JSONValue) -> bytes:
+    """``canonical_bytes`` of a value ``parse`` or ``from_python`` returned, faster.
+
+    Only for such values (exact ``dict``/``list``/``str``/``int``/``bool``/``None``/
+    ``Decimal``, string member names, no lone surrogates, bounded nesting): most of
+    them are written by the C encoder, the rest by ``canonical_bytes``; the bytes are
+    the same either way.
+    """
+    try:
+        text = _C_ENCODE(value)
+    except (TypeError, ValueError):  # a Decimal (or a value this function is not for)
+        return canonical_bytes(value)
+    if _LONG_DIGITS.search(text) or (not text.isascii() and _ASTRAL.search(text)):
+        return canonical_bytes(value)
+    return text.encode("utf-8")

@@ -87,7 +87,7 @@ from ._responses import (
     is_genuine_response,
 )
 from ._results import Result, check_result_budget, is_constructed, json_string_size
-from ._schema import CompiledSchema, SchemaCompiler, SchemaRole, ViolationDetail
+from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole, ViolationDetail
 from ._search import IndexEntry, SearchIndex, fold_group, normalize_query
 
 __all__ = ["LedgerFactory", "Registry", "SearchPage", "Summary"]
@@ -284,15 +284,19 @@ class Registry:
         if not callable(self._clock) or not callable(self._monotonic):
             raise TypeError("clock and monotonic must be callables returning seconds")
         compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
+        memo = CompileMemo()
         with _no_cyclic_gc():
-            default_input = compiler.compile(_ANY_OBJECT, role=SchemaRole.INPUT, where="default")
+            default_input = compiler.compile(
+                _ANY_OBJECT, role=SchemaRole.INPUT, where="default", memo=memo
+            )
             entries: dict[str, _Entry] = {}
             for operation in operations:
                 if not isinstance(operation, Operation):
                     raise TypeError(f"expected opgate.Operation, got {type(operation).__name__}")
                 if operation.name in entries:
                     raise ConfigurationError(f"operation name {operation.name!r} is not unique")
-                entries[operation.name] = self._snapshot(operation, compiler, default_input)
+                entries[operation.name] = self._snapshot(operation, compiler, default_input, memo)
+            del memo
             self._entries = tuple(entries[name] for name in sorted(entries))
             self._positions = {entry.name: index for index, entry in enumerate(self._entries)}
             self._index = SearchIndex(
@@ -360,21 +364,31 @@ class Registry:
         await self._ledger.aclose()
 
     def _snapshot(
-        self, operation: Operation, compiler: SchemaCompiler, default_input: CompiledSchema
+        self,
+        operation: Operation,
+        compiler: SchemaCompiler,
+        default_input: CompiledSchema,
+        memo: CompileMemo,
     ) -> _Entry:
         where = f"operation {operation.name!r}"
         input_schema = (
             default_input
             if operation.input_schema is None
             else compiler.compile(
-                operation.input_schema, role=SchemaRole.INPUT, where=f"{where} input_schema"
+                operation.input_schema,
+                role=SchemaRole.INPUT,
+                where=f"{where} input_schema",
+                memo=memo,
             )
         )
         output_schema = (
             None
             if operation.output_schema is None
             else compiler.compile(
-                operation.output_schema, role=SchemaRole.OUTPUT, where=f"{where} output_schema"
+                operation.output_schema,
+                role=SchemaRole.OUTPUT,
+                where=f"{where} output_schema",
+                memo=memo,
             )
         )
         size = (

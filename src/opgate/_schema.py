@@ -65,12 +65,14 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import marshal
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import jsonschema_rs
 from jsonschema_rs import ValidationErrorKind as Kind
@@ -90,6 +92,7 @@ __all__ = [
     "MAX_COUNT",
     "POINTER_CHARS",
     "POINTER_SEGMENT_CHARS",
+    "CompileMemo",
     "CompiledSchema",
     "SchemaCompiler",
     "SchemaRole",
@@ -387,30 +390,61 @@ class SchemaCompiler:
         self._documents: OrderedDict[tuple[SchemaRole, bytes], JSONValue] = OrderedDict()
         self._lock = threading.Lock()
 
-    def compile(self, schema: object, *, role: SchemaRole, where: str) -> CompiledSchema:
+    def compile(
+        self,
+        schema: object,
+        *,
+        role: SchemaRole,
+        where: str,
+        memo: CompileMemo | None = None,
+    ) -> CompiledSchema:
         """Parse, check and compile ``schema`` (JSON text or Python JSON values).
 
         Raises ``ConfigurationError`` whose message starts with ``where`` and names the
         JSON pointer and the rule that failed.
+
+        ``memo`` (one per ``Registry`` construction) makes a batch cheap: a schema
+        given again (the same JSON text, or Python values with identical content) or
+        one with the same canonical bytes returns the ``CompiledSchema`` already
+        made, and the schema is checked without keeping a compiled validator (it is
+        compiled on first use, see ``_check``). Without it (form schemas at request
+        time), the validator is compiled now and kept in the bounded cache.
         """
         if not isinstance(role, SchemaRole):
             raise TypeError("role must be a SchemaRole")
+        source = None if memo is None else _source_key(schema)
+        if source is not None:
+            assert memo is not None
+            found = memo.sources.get((role, source))
+            if found is not None:
+                return found
         document = _load(schema, where)
-        canonical = _json.canonical_bytes(document)
+        canonical = _json.parsed_canonical_bytes(document)
         key = (role, canonical)
-        with self._lock:
-            compiled = self._cache.get(key)
-            if compiled is not None:
-                self._cache.move_to_end(key)
+        compiled = None if memo is None else memo.schemas.get(key)
         if compiled is None:
-            validator, dialect = self._compile(document, role, where)
+            with self._lock:
+                compiled = self._cache.get(key)
+                if compiled is not None:
+                    self._cache.move_to_end(key)
+        if compiled is None:
+            if memo is None:
+                validator, dialect = self._compile(document, role, where)
+            else:
+                dialect = self._check(document, role, where)
             compiled = CompiledSchema(canonical, dialect, role, self)
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > MAX_CACHED_SCHEMAS:
                     self._cache.popitem(last=False)
-                self._keep(key, validator)
-        # Identical schemas (equal canonical bytes) share one immutable CompiledSchema.
+                if memo is None:
+                    self._keep(key, validator)
+        if memo is not None:
+            # Identical schemas (equal canonical bytes) share one immutable CompiledSchema,
+            # so one bytes object serves every operation that declares them.
+            memo.schemas[key] = compiled
+            if source is not None:
+                memo.sources[(role, source)] = compiled
         return compiled
 
     def validator(self, role: SchemaRole, canonical: bytes) -> jsonschema_rs.Validator:
@@ -453,19 +487,54 @@ class SchemaCompiler:
         while len(self._validators) > MAX_CACHED_VALIDATORS:
             self._validators.popitem(last=False)
 
-    def _compile(
-        self, document: JSONValue, role: SchemaRole, where: str
-    ) -> tuple[jsonschema_rs.Validator, str]:
+    def _walk(self, document: JSONValue, role: SchemaRole, where: str) -> tuple[str, _Walker]:
+        """The profile rules and regex check: what both the full compile and ``_check`` run."""
         _check_role(document, role, where)
         dialect = _root_dialect(document, where)
         walker = _Walker(where)
-        compiler_document = walker.schema(document, [], dialect, (), active=True)
-        resource_registry = self._resource_registry(dialect)
-        for pointer, pattern in walker.patterns:  # unused $defs too: jsonschema-rs skips them
+        if dialect != DIALECT_2020_12 or self._resources or not isinstance(document, dict):
+            walker.plain = False
+        else:
+            walker.defs = document.get("$defs")
+            if document.get("$schema", _PLAIN_DIALECT) not in _PLAIN_DIALECT_URIS:
+                walker.plain = False
+        walker.schema(document, [], dialect, (), active=True)
+        for path, pattern in walker.patterns:  # unused $defs too: jsonschema-rs skips them
             if not _compiles(pattern, self._backtrack_limit):
-                raise ConfigurationError(_regex_message(pattern, pointer, where))
+                raise ConfigurationError(_regex_message(pattern, _json.pointer(path), where))
+        return dialect, walker
+
+    def _check(self, document: JSONValue, role: SchemaRole, where: str) -> str:
+        """Check ``document`` fully, as ``_compile`` does, without keeping a validator.
+
+        A *plain* document (see ``_Walker``) that passes the walk, whose patterns all
+        compiled (``_walk``) and which the dialect's meta-schema accepts
+        (``jsonschema_rs.meta.is_valid``) is not compiled here: for such a document
+        those are every check the compiler makes (its other errors come from
+        references, which a plain document's ``#/$defs/Name`` references cannot
+        fail, and from schemas reached only through references into unchecked
+        places, which a plain document has none of). Anything else — and a plain
+        document the meta-schema rejects — gets the full compile, so a failure
+        raises exactly the error ``_compile`` raises. Returns the dialect.
+        """
+        dialect, walker = self._walk(document, role, where)
+        if walker.plain and _meta_valid(document):
+            return dialect
+        self._build(document, walker, dialect, role, where)
+        return dialect
+
+    def _compile(
+        self, document: JSONValue, role: SchemaRole, where: str
+    ) -> tuple[jsonschema_rs.Validator, str]:
+        dialect, walker = self._walk(document, role, where)
+        return self._build(document, walker, dialect, role, where), dialect
+
+    def _build(
+        self, document: JSONValue, walker: _Walker, dialect: str, role: SchemaRole, where: str
+    ) -> jsonschema_rs.Validator:
+        resource_registry = self._resource_registry(dialect)
         if walker.references:
-            _check_references(compiler_document, walker.references, dialect, self._resources, where)
+            _check_references(document, walker.references, dialect, self._resources, where)
         validator_class = (
             jsonschema_rs.Draft7Validator
             if dialect == DIALECT_DRAFT_07
@@ -473,8 +542,8 @@ class SchemaCompiler:
         )
         asserts_formats = role is SchemaRole.FORM or dialect == DIALECT_DRAFT_07
         try:
-            validator = validator_class(
-                compiler_document,  # type: ignore[arg-type]  # bool or dict, checked above
+            return validator_class(
+                document,  # type: ignore[arg-type]  # bool or dict, checked above
                 validate_formats=asserts_formats,
                 ignore_unknown_formats=True,
                 keywords=_CONTENT_KEYWORDS if walker.has_content else None,
@@ -484,7 +553,6 @@ class SchemaCompiler:
             )
         except Exception as exc:  # the one place jsonschema-rs errors are translated
             raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
-        return validator, dialect
 
     def _resource_registry(self, dialect: str) -> jsonschema_rs.Registry | None:
         if not self._resources:
@@ -515,7 +583,40 @@ def _pattern_options(
     return jsonschema_rs.FancyRegexOptions(backtrack_limit=backtrack_limit)
 
 
-@functools.lru_cache(maxsize=1024)
+def _meta_valid(document: JSONValue) -> bool:
+    """Whether the meta-schema of the document's dialect accepts it (``False`` on doubt)."""
+    try:
+        return bool(jsonschema_rs.meta.is_valid(document))  # type: ignore[arg-type]
+    except Exception:
+        return False
+
+
+def _source_key(schema: object) -> bytes | None:
+    """An exact content key for ``schema`` as given, or ``None`` when it has none.
+
+    ``marshal`` serializes only the exact built-in types (``dict``, ``list``,
+    ``str``, ``int``, ``float``, …; subclasses, mappings and other objects raise),
+    value for value, so equal keys mean equal schemas — it runs in C, several times
+    faster than the parse and canonical text it lets a repeated schema skip.
+    """
+    try:
+        return marshal.dumps(schema)  # type: ignore[arg-type]  # raises for the rest
+    except (ValueError, RecursionError):
+        return None
+
+
+@dataclass(slots=True)
+class CompileMemo:
+    """What one batch of ``SchemaCompiler.compile`` calls (a ``Registry`` build) shares.
+
+    Unbounded and short-lived: dropped when the batch ends.
+    """
+
+    sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
+    schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=8192)
 def _compiles(pattern: str, backtrack_limit: int | None) -> bool:
     """Whether the engine chosen by ``backtrack_limit`` compiles ``pattern``."""
     try:
@@ -630,27 +731,119 @@ def _count(value: JSONValue) -> int | None:
 class _Reference:
     """A ``$ref``/``$dynamicRef`` in an active schema position."""
 
-    pointer: str  # of the keyword itself
+    path: tuple[str | int, ...]  # of the keyword itself
     reference: str
     scope: tuple[str, ...]  # the $id values from the root down to the referring schema
 
+    @property
+    def pointer(self) -> str:
+        return _json.pointer(self.path)
+
+
+# What a plain document may hold (see ``_Walker``): the 2020-12 keywords other than
+# $id, $anchor, $dynamicAnchor, $dynamicRef and $vocabulary.
+_PLAIN_KEYWORDS: Final = frozenset(
+    {
+        "$schema",
+        "$ref",
+        "$defs",
+        "$comment",
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "required",
+        "dependentRequired",
+        "dependentSchemas",
+        "items",
+        "prefixItems",
+        "contains",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "uniqueItems",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        *COUNT_KEYWORDS,
+    }
+)
+_PLAIN_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+_PLAIN_DIALECT_URIS: Final = frozenset({_PLAIN_DIALECT, _PLAIN_DIALECT + "#"})
+_PLAIN_DEFS_REF: Final = "#/$defs/"
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def _plain_reference(reference: str, defs: object) -> bool:
+    """``#/$defs/Name``: a simple name (nothing to unescape) of a root ``$defs`` member."""
+    if not reference.startswith(_PLAIN_DEFS_REF):
+        return False
+    name = reference[len(_PLAIN_DEFS_REF) :]
+    return (
+        isinstance(defs, dict)
+        and isinstance(defs.get(name), dict | bool)
+        and _PLAIN_NAME.fullmatch(name) is not None
+    )
+
 
 class _Walker:
-    """One pass over a document: dialect and count rules, references, the compiler copy.
+    """One pass over a document: dialect and count rules, references and patterns.
 
     ``active`` is false where the validator would not treat a schema as one unless
     a reference points there (unknown keywords, draft-07 ``$ref`` siblings): such
     places get the ``$schema`` and count rules, but their ``$id``/``$ref`` are left
     to the compiler.
+
+    The walk copies nothing: the parsed document already holds counts as ``int``
+    (``_json`` hands out integral numbers as ``int``), so it is what the compiler sees.
+
+    ``plain`` stays true while the document is in the class ``_fast_check`` may
+    decide without a full compile (see there): 2020-12, only known keywords, no
+    ``$id``/anchors/dynamic references, and every ``$ref`` of the form
+    ``#/$defs/Name`` naming a member of the root ``$defs``.
     """
 
-    __slots__ = ("has_content", "patterns", "references", "where")
+    __slots__ = (
+        "defs",
+        "has_content",
+        "patterns",
+        "plain",
+        "plain_references",
+        "references",
+        "where",
+    )
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.references: list[_Reference] = []
-        self.patterns: list[tuple[str, str]] = []  # (pointer, pattern), unused ones too
+        self.patterns: list[tuple[tuple[str | int, ...], str]] = []  # (path, pattern), all
         self.has_content = False
+        self.plain = True
+        self.plain_references: set[str] = set()
+        self.defs: object = None
 
     def schema(
         self,
@@ -660,11 +853,12 @@ class _Walker:
         scope: tuple[str, ...],
         *,
         active: bool,
-    ) -> JSONValue:
+    ) -> None:
         if isinstance(node, list):
-            return self.data(node, path, dialect, scope)
+            self.data(node, path, dialect, scope)
+            return
         if not isinstance(node, dict):
-            return node
+            return
         if "$schema" in node:
             declared = _dialect_of(node["$schema"])
             if declared is None:
@@ -695,47 +889,59 @@ class _Walker:
             for keyword in ("$ref",) if draft_07 else ("$ref", "$dynamicRef"):
                 reference = node.get(keyword)
                 if isinstance(reference, str):
-                    self.references.append(
-                        _Reference(_json.pointer([*path, keyword]), reference, scope)
-                    )
+                    self.references.append(_Reference((*path, keyword), reference, scope))
+                    if self.plain and reference not in self.plain_references:
+                        if _plain_reference(reference, self.defs):
+                            self.plain_references.add(reference)
+                        else:
+                            self.plain = False
+        else:
+            self.plain = False
         if "contentEncoding" in node or "contentMediaType" in node:
             self.has_content = True
-        single, array, mapping = _SINGLE[dialect], _ARRAY[dialect], _MAP[dialect]
+        if self.plain and not _PLAIN_KEYWORDS.issuperset(node):
+            self.plain = False
         child_active = active and not ref_only
-        copy: dict[str, JSONValue] = {}
         for key, value in node.items():
-            path.append(key)
-            if key == "pattern" and isinstance(value, str):
-                self.patterns.append((_json.pointer(path), value))
-            elif key == "patternProperties" and isinstance(value, dict):
-                self.patterns.extend((_json.pointer([*path, name]), name) for name in value)
+            kind = type(value)
+            if kind is str:
+                if key == "pattern":
+                    self.patterns.append(((*path, key), cast(str, value)))
+                    continue
+                if key not in COUNT_KEYWORDS:
+                    continue
             if key in COUNT_KEYWORDS:
-                count = _count(value)
-                if count is None:
+                if _count(value) is None:
                     raise ConfigurationError(
                         _located(
                             self.where,
-                            _json.pointer(path),
+                            _json.pointer([*path, key]),
                             f"count constraint must be an integer in 0..{MAX_COUNT}",
                         )
                     )
-                copy[key] = count
-            elif key in _DATA or key == "$schema":
-                copy[key] = value
-            elif key in single or (draft_07 and key == "items" and isinstance(value, dict)):
-                copy[key] = self.schema(value, path, dialect, scope, active=child_active)
-            elif (key in array or (draft_07 and key == "items")) and isinstance(value, list):
-                copy[key] = self.each(value, path, dialect, scope, active=child_active)
-            elif key in mapping and isinstance(value, dict):
+                continue
+            if kind is not dict and kind is not list:
+                continue
+            if key in _DATA or key == "$schema":
+                continue
+            if key == "patternProperties" and isinstance(value, dict):
+                self.patterns.extend(((*path, key, name), name) for name in value)
+            path.append(key)
+            if key in _SINGLE[dialect] or (draft_07 and key == "items" and kind is dict):
+                self.schema(value, path, dialect, scope, active=child_active)
+            elif kind is list and (key in _ARRAY[dialect] or (draft_07 and key == "items")):
+                self.each(cast(list[JSONValue], value), path, dialect, scope, active=child_active)
+            elif kind is dict and key in _MAP[dialect]:
                 # draft-07 definitions stay reachable by pointer even beside a $ref.
                 member_active = active if key == "definitions" else child_active
-                copy[key] = self.members(value, path, dialect, scope, active=member_active)
-            elif draft_07 and key == "dependencies" and isinstance(value, dict):
-                copy[key] = self.members(value, path, dialect, scope, active=child_active)
+                members = cast(dict[str, JSONValue], value)
+                self.members(members, path, dialect, scope, active=member_active)
+            elif draft_07 and key == "dependencies" and kind is dict:
+                members = cast(dict[str, JSONValue], value)
+                self.members(members, path, dialect, scope, active=child_active)
             else:
-                copy[key] = self.data(value, path, dialect, scope)
+                self.data(value, path, dialect, scope)
             path.pop()
-        return copy
 
     def each(
         self,
@@ -745,13 +951,12 @@ class _Walker:
         scope: tuple[str, ...],
         *,
         active: bool,
-    ) -> list[JSONValue]:
-        copy: list[JSONValue] = []
+    ) -> None:
         for index, item in enumerate(items):
-            path.append(index)
-            copy.append(self.schema(item, path, dialect, scope, active=active))
-            path.pop()
-        return copy
+            if isinstance(item, dict | list):
+                path.append(index)
+                self.schema(item, path, dialect, scope, active=active)
+                path.pop()
 
     def members(
         self,
@@ -761,26 +966,22 @@ class _Walker:
         scope: tuple[str, ...],
         *,
         active: bool,
-    ) -> dict[str, JSONValue]:
-        copy: dict[str, JSONValue] = {}
+    ) -> None:
         for name, member in members.items():
-            path.append(name)
-            if isinstance(member, dict | bool):
-                copy[name] = self.schema(member, path, dialect, scope, active=active)
-            else:  # draft-07 property dependencies: an array of names
-                copy[name] = member
-            path.pop()
-        return copy
+            if isinstance(member, dict):  # true/false/arrays of names hold nothing to check
+                path.append(name)
+                self.schema(member, path, dialect, scope, active=active)
+                path.pop()
 
     def data(
         self, value: JSONValue, path: list[str | int], dialect: str, scope: tuple[str, ...]
-    ) -> JSONValue:
+    ) -> None:
         """A value that is no schema unless a JSON-pointer reference makes it one."""
+        self.plain = False
         if isinstance(value, dict):
-            return self.schema(value, path, dialect, scope, active=False)
-        if isinstance(value, list):
-            return self.each(value, path, dialect, scope, active=False)
-        return value
+            self.schema(value, path, dialect, scope, active=False)
+        elif isinstance(value, list):
+            self.each(value, path, dialect, scope, active=False)
 
 
 # --- references ----------------------------------------------------------------------
