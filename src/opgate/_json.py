@@ -992,7 +992,9 @@ def canonical_bytes(value: JSONValue) -> bytes:
 _C_ENCODE: Final = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
 ).encode
-_LONG_DIGITS: Final = re.compile(r"[0-9]{22}")
+# Digits to "0", every other byte to " ": a run of 22 zeros marks an int of 22 digits.
+_DIGIT_RUNS: Final = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGIT_RUN: Final = b"0" * 22
 _ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
 
 
@@ -1008,6 +1010,9 @@ def parsed_canonical_bytes(value: JSONValue) -> bytes:
         text = _C_ENCODE(value)
     except (TypeError, ValueError):  # a Decimal (or a value this function is not for)
         return canonical_bytes(value)
-    if _LONG_DIGITS.search(text) or (not text.isascii() and _ASTRAL.search(text)):
+    if not text.isascii() and _ASTRAL.search(text):
         return canonical_bytes(value)
-    return text.encode("utf-8")
+    encoded = text.encode("utf-8")
+    if _LONG_DIGIT_RUN in encoded.translate(_DIGIT_RUNS):
+        return canonical_bytes(value)
+    return encoded

@@ -57,26 +57,33 @@ class Definition:
     output_schema: bytes | None
 
 
-def _field(data: bytes) -> bytes:
-    return len(data).to_bytes(8, "big") + data
-
-
 def definitions_revision(definitions: Iterable[Definition], version: str) -> str:
-    """The revision of a catalog: 32 hex digits of a SHA-256 over its definitions."""
+    """The revision of a catalog: 32 hex digits of a SHA-256 over its definitions.
+
+    Each field is hashed as its 8-byte big-endian length, then its bytes (two
+    ``update`` calls: a schema's canonical bytes are not copied to be hashed).
+    """
     digest = hashlib.sha256(_REVISION_DOMAIN)
-    digest.update(_field(version.encode("utf-8")))
+    update = digest.update
+
+    def field(data: bytes) -> None:
+        update(len(data).to_bytes(8, "big"))
+        update(data)
+
+    field(version.encode("utf-8"))
     for item in sorted(definitions, key=lambda d: d.name):
         texts = (item.name, item.group, item.summary, item.description, item.source)
         for text in texts:
-            digest.update(_field(text.encode("utf-8", "surrogatepass")))
-        digest.update(len(item.examples).to_bytes(4, "big"))
+            field(text.encode("utf-8", "surrogatepass"))
+        update(len(item.examples).to_bytes(4, "big"))
         for example in item.examples:
-            digest.update(_field(example.encode("utf-8", "surrogatepass")))
-        digest.update(_field(item.input_schema))
+            field(example.encode("utf-8", "surrogatepass"))
+        field(item.input_schema)
         if item.output_schema is None:
-            digest.update(b"\0")
+            update(b"\0")
         else:
-            digest.update(b"\1" + _field(item.output_schema))
+            update(b"\1")
+            field(item.output_schema)
     return digest.hexdigest()[:32]
 
 

@@ -18,12 +18,12 @@ import gc
 import hashlib
 import hmac
 import inspect
-import json
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring
 from typing import Any, Protocol
 
 import anyio
@@ -197,13 +197,18 @@ class _Call:
             raise Failure(FailureCode.EXPIRED, LIFETIME_CLOSED)
 
 
+_string = encode_basestring  # json.dumps's string encoder for ensure_ascii=False
+
+
 def _utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _item_bytes(name: str, group: str, summary: str) -> int:
-    item = {"group": group, "name": name, "summary": summary}
-    return _utf8_size(json.dumps(item, ensure_ascii=False, separators=(",", ":"))) + 1
+    # The bytes of json.dumps({"group": ..., "name": ..., "summary": ...},
+    # ensure_ascii=False, separators=(",", ":")) plus one, without building the dict.
+    item = f'{{"group":{_string(group)},"name":{_string(name)},"summary":{_string(summary)}}}'
+    return _utf8_size(item) + 1
 
 
 @contextlib.contextmanager

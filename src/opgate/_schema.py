@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import marshal
 import re
 import threading
@@ -499,8 +498,15 @@ class SchemaCompiler:
             if document.get("$schema", _PLAIN_DIALECT) not in _PLAIN_DIALECT_URIS:
                 walker.plain = False
         walker.schema(document, [], dialect, (), active=True)
-        for path, pattern in walker.patterns:  # unused $defs too: jsonschema-rs skips them
-            if not _compiles(pattern, self._backtrack_limit):
+        # Unused $defs too (jsonschema-rs skips them). The patterns not seen yet are
+        # compiled together first (one validator: one call's overhead); only if that
+        # fails is each compiled alone, in document order, to name the first that fails.
+        limit = self._backtrack_limit
+        fresh = list(dict.fromkeys(p for _, p in walker.patterns if (p, limit) not in _GOOD))
+        if len(fresh) > 1 and _all_compile(fresh, limit):
+            return dialect, walker
+        for path, pattern in walker.patterns:
+            if not _compiles(pattern, limit):
                 raise ConfigurationError(_regex_message(pattern, _json.pointer(path), where))
         return dialect, walker
 
@@ -616,15 +622,41 @@ class CompileMemo:
     schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=8192)
+#: Patterns known to compile, keyed with the backtrack limit (cleared when it fills).
+_GOOD: dict[tuple[str, int | None], None] = {}
+_MAX_GOOD: Final = 16384
+
+
+def _remember(patterns: Iterable[str], backtrack_limit: int | None) -> None:
+    if len(_GOOD) > _MAX_GOOD:
+        _GOOD.clear()
+    _GOOD.update(dict.fromkeys((pattern, backtrack_limit) for pattern in patterns))
+
+
+def _all_compile(patterns: list[str], backtrack_limit: int | None) -> bool:
+    """Whether every pattern compiles (one validator holding them all; per-regex limits)."""
+    try:
+        jsonschema_rs.Draft202012Validator(
+            {"allOf": [{"pattern": pattern} for pattern in patterns]},
+            pattern_options=_pattern_options(backtrack_limit),
+        )
+    except Exception:
+        return False
+    _remember(patterns, backtrack_limit)
+    return True
+
+
 def _compiles(pattern: str, backtrack_limit: int | None) -> bool:
     """Whether the engine chosen by ``backtrack_limit`` compiles ``pattern``."""
+    if (pattern, backtrack_limit) in _GOOD:
+        return True
     try:
         jsonschema_rs.Draft202012Validator(
             {"pattern": pattern}, pattern_options=_pattern_options(backtrack_limit)
         )
     except Exception:
         return False
+    _remember((pattern,), backtrack_limit)
     return True
 
 
