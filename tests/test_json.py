@@ -1464,3 +1464,79 @@ def test_profiled_integers_use_the_native_path_unless_an_integer_is_too_long() -
             f"(normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
         )
     assert parse("[" + "9" * PROFILE_LIMIT + "]", profile=True) == [int("9" * PROFILE_LIMIT)]
+
+
+def test_parsed_canonical_bytes_equals_canonical_bytes() -> None:
+    import random
+    from decimal import Decimal
+
+    from opgate._json import canonical_bytes, from_python, parsed_canonical_bytes
+
+    rng = random.Random(4)
+    scalars: list[object] = [
+        0,
+        -1,
+        10**20,
+        10**21,
+        -(10**25),
+        12345678901234567890123,
+        True,
+        False,
+        None,
+        Decimal("1.5"),
+        Decimal("-0.001"),
+        Decimal("1e-7"),
+        1e21,
+        0.1,
+        "a",
+        "é\u00ff",
+        "\U0001f600",
+        "\ue000",
+        'q"\\\n\x01',
+        "1234567890123456789012",
+    ]
+    keys = ["a", "B", "é", "\ue000", "\U0001f600", "\U0001f600x", "", "10", "~/"]
+
+    def value(depth: int) -> object:
+        roll = rng.random()
+        if depth > 3 or roll < 0.5:
+            return rng.choice(scalars)
+        if roll < 0.75:
+            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 5))}
+
+    for _ in range(500):
+        document = from_python(value(0), profile=True)
+        assert parsed_canonical_bytes(document) == canonical_bytes(document), document
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": {"b": ["x", "\ud800"]}},
+        {"a": {"\udc00": 1}},
+        {"a": [1, {"k": "\udfff"}]},
+        {"a": {1: 2}},
+        {"a": {"b": 1.5, "c": (1, 2), "d": float("inf")}},
+    ],
+)
+def test_from_python_plain_containers_report_what_the_general_rules_report(value: object) -> None:
+    from collections import UserDict
+
+    from opgate._json import JSONError, from_python
+
+    def outcome(candidate: object) -> str:
+        try:
+            return repr(from_python(candidate, profile=True))
+        except JSONError as exc:
+            return f"{exc.reason} at {exc.pointer}"
+
+    # A Mapping that is not a dict takes the general, member-by-member path all the way.
+    def general(node: object) -> object:
+        if isinstance(node, dict):
+            return UserDict({key: general(item) for key, item in node.items()})
+        if isinstance(node, list):
+            return [general(item) for item in node]
+        return node
+
+    assert outcome(value) == outcome(general(value))

@@ -23,7 +23,7 @@ from opgate import (
     Text,
     finish,
 )
-from opgate._schema import MAX_CACHED_VALIDATORS
+from opgate._schema import MAX_CACHED_VALIDATORS, CompileMemo, SchemaCompiler, SchemaRole
 
 from conftest import AllowAll, Ctx
 
@@ -92,3 +92,160 @@ async def test_validators_dropped_from_the_cache_are_recompiled_on_first_use() -
     spec = await registry.inspect(ctx, "op0007")
     assert not isinstance(spec, Failed)
     assert spec.input_schema == _schema(7)
+
+
+# --- the batch path: plain documents checked without a validator -------------------------
+
+
+def _outcome(schema: object, *, batch: bool) -> str:
+    """``ok <dialect> <canonical>`` or the ``ConfigurationError`` message, by one path."""
+    compiler = SchemaCompiler()
+    try:
+        compiled = compiler.compile(
+            schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo() if batch else None
+        )
+    except ConfigurationError as exc:
+        return f"error {exc}"
+    return f"ok {compiled.dialect} {compiled.canonical!r}"
+
+
+_BASE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"$ref": "#/$defs/Name"},
+        "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}, "maxItems": 5},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+    "$defs": {
+        "Name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z]+$"},
+        "Tag": {
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "value": {"$ref": "#/$defs/Name"}},
+        },
+    },
+}
+
+# Each replaces one value (by path) in _BASE: valid variants, and every kind of failure the
+# full compile reports (meta-schema, references, patterns, counts, dialects, roles).
+_MUTATIONS: list[tuple[tuple[str, ...], object]] = [
+    ((), None),  # unchanged
+    (("$defs", "Name", "type"), "strang"),
+    (("$defs", "Name", "type"), 5),
+    (("$defs", "Name", "minLength"), -1),
+    (("$defs", "Name", "maxLength"), 2.5),
+    (("$defs", "Name", "maxLength"), 2**40),
+    (("$defs", "Name", "pattern"), "[a-"),
+    (("$defs", "Name", "pattern"), "(?=a)b"),
+    (("$defs", "Name", "pattern"), 7),
+    (("$defs", "Name", "format"), "no-such-format"),
+    (("$defs", "Name", "format"), 3),
+    (("$defs", "Name", "enum"), "not-an-array"),
+    (("$defs", "Name", "x-unknown"), {"type": 5}),
+    (("$defs", "Name", "$id"), "urn:name"),
+    (("$defs", "Name", "$schema"), "https://json-schema.org/draft/2020-12/schema"),
+    (("$defs", "Name", "$schema"), "http://json-schema.org/draft-07/schema#"),
+    (("$defs", "Tag", "properties", "value", "$ref"), "#/$defs/Missing"),
+    (("$defs", "Tag", "properties", "value", "$ref"), "#/$defs/Name/pattern"),
+    (("$defs", "Tag", "properties", "value", "$ref"), "#/properties/name"),
+    (("$defs", "Tag", "properties", "value", "$ref"), "https://example.com/x.json"),
+    (("$defs", "Tag", "properties", "value", "$ref"), 5),
+    (("$defs", "Tag", "properties"), []),
+    (("$defs", "Tag", "required"), [1]),
+    (("$defs", "Tag", "minimum"), float("nan")),
+    (("$defs", "Tag", "minimum"), 0.5),
+    (("$defs", "Tag", "multipleOf"), 0),
+    (("$defs", "Weird~Name"), {"type": "string"}),
+    (("$defs", "Other"), {"$ref": "#/$defs/Missing"}),
+    (("$defs", "Other"), {"items": [{"type": "string"}]}),
+    (("$defs", "Other"), True),
+    (("$defs",), []),
+    (("$schema",), "https://json-schema.org/draft/2020-12/schema"),
+    (("$schema",), "http://json-schema.org/draft-07/schema#"),
+    (("$schema",), "https://example.com/meta"),
+    (("type",), "string"),
+    (("properties", "name", "$dynamicRef"), "#meta"),
+    (("properties", "n"), {"type": "integer", "maximum": 10**30}),
+    (("properties", "s"), {"const": "\ud800"}),
+    (("properties", "s"), {"enum": [1, (2, 3), {"a": 1.5}]}),
+    (("properties", "s"), {"if": {"minLength": 1}, "then": {"maxLength": 3}}),
+    (("properties", "s"), {"contentEncoding": "base64", "contentMediaType": "text/plain"}),
+]
+
+
+def _mutated(path: tuple[str, ...], value: object) -> dict[str, Any]:
+    import copy
+
+    schema = copy.deepcopy(_BASE)
+    if not path:
+        return schema
+    node: Any = schema
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return schema
+
+
+@pytest.mark.parametrize(("path", "value"), _MUTATIONS)
+def test_the_batch_path_accepts_and_refuses_exactly_as_the_full_compile(
+    path: tuple[str, ...], value: object
+) -> None:
+    schema = _mutated(path, value)
+    assert _outcome(schema, batch=True) == _outcome(schema, batch=False)
+
+
+def test_the_batch_path_agrees_on_random_mutations() -> None:
+    import random
+
+    rng = random.Random(10)
+    values = [value for _, value in _MUTATIONS[1:]]
+    for _ in range(150):
+        schema = _mutated((), None)
+        for _ in range(rng.randint(1, 3)):
+            path, _value = rng.choice(_MUTATIONS[1:])
+            node: Any = schema
+            for part in path[:-1]:
+                if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+                    break
+                node = node[part]
+            else:
+                node[path[-1]] = rng.choice(values)
+        assert _outcome(schema, batch=True) == _outcome(schema, batch=False), schema
+
+
+def test_construction_keeps_no_validator_and_shares_identical_schemas() -> None:
+    import copy
+
+    operations = [
+        Operation(f"op{i}", "does", handler, input_schema=copy.deepcopy(_BASE)) for i in range(3)
+    ]
+    registry = Registry(operations, AllowAll())
+    schemas = [entry.input_schema for entry in registry._entries]
+    assert schemas[0] is schemas[1] is schemas[2]  # one CompiledSchema, one bytes object
+    assert not schemas[0]._compiler._validators  # compiled on first use
+
+
+async def test_the_first_invoke_compiles_the_validator_and_checks() -> None:
+    registry = Registry([Operation("op", "does", handler, input_schema=_BASE)], AllowAll())
+    ctx = Ctx()
+    refused = await registry.invoke(ctx, "op", '{"name": "ABC"}')
+    assert isinstance(refused, Failed)
+    assert refused.failure.code is FailureCode.INVALID_ARGUMENTS
+    assert isinstance(await registry.invoke(ctx, "op", '{"name": "abc"}'), Completed)
+
+
+def test_a_plain_document_is_checked_without_building_a_validator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def build(*args: object) -> None:
+        raise AssertionError("the full compile ran")
+
+    monkeypatch.setattr(SchemaCompiler, "_build", build)
+    SchemaCompiler().compile(_BASE, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+    with pytest.raises(AssertionError, match="full compile"):  # not plain: compiled
+        SchemaCompiler().compile(
+            _mutated(("$defs", "Name", "$id"), "urn:n"),
+            role=SchemaRole.INPUT,
+            where="s",
+            memo=CompileMemo(),
+        )
