@@ -40,7 +40,7 @@ SECRET_MIN_BYTES = 32
 SECRET_MAX_BYTES = 4096
 
 #: Versions the revision's encoding.
-_REVISION_DOMAIN = b"opgate/revision/v1"
+_REVISION_DOMAIN = b"opgate/revision/v2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +60,20 @@ class Definition:
 def definitions_revision(definitions: Iterable[Definition], version: str) -> str:
     """The revision of a catalog: 32 hex digits of a SHA-256 over its definitions.
 
-    Each field is hashed as its 8-byte big-endian length, then its bytes (two
-    ``update`` calls: a schema's canonical bytes are not copied to be hashed).
+    Each field is hashed as its 8-byte big-endian length, then its bytes; a schema
+    field holds the SHA-256 of the schema's canonical bytes, computed once per bytes
+    object (identical schemas share one, so a catalog that repeats its schemas does
+    not hash them again).
     """
     digest = hashlib.sha256(_REVISION_DOMAIN)
     update = digest.update
+    schema_digests: dict[int, bytes] = {}
+
+    def schema(data: bytes) -> None:
+        known = schema_digests.get(id(data))
+        if known is None:
+            known = schema_digests[id(data)] = hashlib.sha256(data).digest()
+        field(known)
 
     def field(data: bytes) -> None:
         update(len(data).to_bytes(8, "big"))
@@ -78,12 +87,12 @@ def definitions_revision(definitions: Iterable[Definition], version: str) -> str
         update(len(item.examples).to_bytes(4, "big"))
         for example in item.examples:
             field(example.encode("utf-8", "surrogatepass"))
-        field(item.input_schema)
+        schema(item.input_schema)
         if item.output_schema is None:
             update(b"\0")
         else:
             update(b"\1")
-            field(item.output_schema)
+            schema(item.output_schema)
     return digest.hexdigest()[:32]
 
 
