@@ -69,24 +69,24 @@ def definitions_revision(definitions: Iterable[Definition], version: str) -> str
     update = digest.update
     schema_digests: dict[int, bytes] = {}
 
+    def put(data: bytes) -> None:
+        update(len(data).to_bytes(8, "big"))
+        update(data)
+
     def schema(data: bytes) -> None:
         known = schema_digests.get(id(data))
         if known is None:
             known = schema_digests[id(data)] = hashlib.sha256(data).digest()
-        field(known)
+        put(known)
 
-    def field(data: bytes) -> None:
-        update(len(data).to_bytes(8, "big"))
-        update(data)
-
-    field(version.encode("utf-8"))
+    put(version.encode("utf-8"))
     for item in sorted(definitions, key=lambda d: d.name):
         texts = (item.name, item.group, item.summary, item.description, item.source)
         for text in texts:
-            field(text.encode("utf-8", "surrogatepass"))
+            put(text.encode("utf-8", "surrogatepass"))
         update(len(item.examples).to_bytes(4, "big"))
         for example in item.examples:
-            field(example.encode("utf-8", "surrogatepass"))
+            put(example.encode("utf-8", "surrogatepass"))
         schema(item.input_schema)
         if item.output_schema is None:
             update(b"\0")
