@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_adversarial_json
+import bench_construction
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         section("OpenAPI", bench_openapi.run(runs=5))
         section("Adversarial JSON", bench_adversarial_json.run(runs=100))
         section("Real catalog (botocore)", bench_real.run((1, 5), queries=400, repeat=3))
+        section("Real catalog construction (botocore)", bench_construction.run((1, 5)))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

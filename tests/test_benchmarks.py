@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_adversarial_json
 import bench_chart
+import bench_construction
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -77,6 +78,17 @@ def test_real_catalog_benchmark_harness_tiny() -> None:
     assert len(bench_real.catalog_for("synthetic:30", 3)) == 90
     with pytest.raises(ValueError, match="unknown catalog source"):
         bench_real.catalog_for("nothing", 1)
+
+
+def test_construction_benchmark_tiny() -> None:
+    # A synthetic stand-in (botocore is not needed), each size in a fresh child process.
+    (table,) = bench_construction.run((1, 2), source="synthetic:120")
+    assert [row["catalog"] for row in table.rows] == [120, 240]
+    for row in table.rows:
+        assert set(row) <= set(table.columns)
+        assert 0 < row["CPU s"] < 60
+        assert 0 < row["wall s"] < 60
+        assert row["target MB"] in (150.0, 300.0)
 
 
 def test_chart_benchmark_tiny(tmp_path: Path) -> None:
