@@ -1540,3 +1540,60 @@ def test_from_python_plain_containers_report_what_the_general_rules_report(value
         return node
 
     assert outcome(value) == outcome(general(value))
+
+
+def test_is_plain_means_from_python_returns_an_equal_copy_type_for_type() -> None:
+    import random
+    from decimal import Decimal
+
+    from opgate._json import JSONError, from_python, is_plain
+
+    rng = random.Random(7)
+    scalars: list[object] = [
+        0,
+        1,
+        True,
+        None,
+        "a",
+        "\ud800",
+        1.5,
+        2.0,
+        Decimal("1"),
+        10**5000,
+        (1,),
+        b"x",
+        "é",
+    ]
+
+    def value(depth: int) -> object:
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return rng.choice(scalars)
+        if roll < 0.7:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        keys: list[object] = ["k", "\udfff", 1, "x"]
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 3))}
+
+    def shape(node: object) -> object:
+        if isinstance(node, dict):
+            return {key: shape(item) for key, item in node.items()}
+        if isinstance(node, list):
+            return [shape(item) for item in node]
+        return (type(node), node)
+
+    plain = 0
+    for _ in range(2000):
+        candidate = value(0)
+        if not is_plain(candidate):
+            continue
+        plain += 1
+        try:
+            copy = from_python(candidate, profile=True)
+        except JSONError as exc:  # pragma: no cover - the property under test
+            raise AssertionError(f"is_plain but refused: {candidate!r}") from exc
+        assert shape(copy) == shape(candidate)
+    assert plain > 100
+    nested: object = 1
+    for _ in range(200):
+        nested = [nested]
+    assert not is_plain(nested)

@@ -109,6 +109,13 @@ def _outcome(schema: object, *, batch: bool) -> str:
     return f"ok {compiled.dialect} {compiled.canonical!r}"
 
 
+def _deep(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 _BASE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -170,6 +177,17 @@ _MUTATIONS: list[tuple[tuple[str, ...], object]] = [
     (("properties", "s"), {"enum": [1, (2, 3), {"a": 1.5}]}),
     (("properties", "s"), {"if": {"minLength": 1}, "then": {"maxLength": 3}}),
     (("properties", "s"), {"contentEncoding": "base64", "contentMediaType": "text/plain"}),
+    (("properties", "s"), {"default": {1: 2}}),
+    (("properties", "s"), {"const": 10**5000}),
+    (("properties", "s"), {"examples": [_deep(130)]}),
+    (("properties", "s"), {"examples": [_deep(100)]}),
+    (("properties", "s"), {"properties": {"\udc00": {"type": "string"}}}),
+    (("properties", "s"), {"patternProperties": {"^a\\d$": {"type": "string"}}}),
+    (("properties", "s"), {"patternProperties": {"(?=a)": {"type": "string"}}}),
+    (("properties", "s"), {"allOf": [{"$ref": "#/$defs/Name"}, True, 5]}),
+    (("properties", "s"), {"items": [{"type": "string"}]}),
+    (("properties", "s"), {"minItems": True}),
+    (("properties", "s"), {"maxItems": 2147483648}),
 ]
 
 

@@ -79,6 +79,7 @@ __all__ = [
     "check_profile",
     "detach",
     "from_python",
+    "is_plain",
     "normalized",
     "number_text",
     "parse",
@@ -799,6 +800,33 @@ def _convert_mapping(
         result[name] = _convert(item, path, profile)
         path.pop()
     return result
+
+
+def is_plain(value: object, depth: int = 0) -> bool:
+    """Whether ``from_python(value, profile=True)`` would return ``value`` unchanged.
+
+    True when ``value`` (at nesting ``depth`` of a larger document) is made only of
+    exact ``dict`` (``str`` member names), ``list``, ``str``, ``int`` within the work
+    profile, ``bool`` and ``None``, with no lone surrogate and no nesting beyond
+    ``MAX_DEPTH``: then the conversion would copy it type for type, value for value.
+    ``False`` means only "not certainly": ``from_python`` decides.
+    """
+    if type(value) is str:
+        return value.isascii() or not _SURROGATE.search(value)
+    if type(value) is int:
+        return bool(-_INT_PROFILE_BOUND < value < _INT_PROFILE_BOUND)
+    if type(value) is bool or value is None:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if type(value) is list:
+        return all(is_plain(item, depth + 1) for item in value)
+    if type(value) is dict:
+        return all(
+            type(key) is str and is_plain(key) and is_plain(item, depth + 1)
+            for key, item in value.items()
+        )
+    return False
 
 
 def check_profile(value: object) -> None:

@@ -417,8 +417,12 @@ class SchemaCompiler:
             found = memo.sources.get((role, source))
             if found is not None:
                 return found
-        document = _load(schema, where)
-        canonical = _json.parsed_canonical_bytes(document)
+        plain = None if source is None else self._plain_canonical(schema, role)
+        if plain is None:
+            document = _load(schema, where)
+            canonical = _json.parsed_canonical_bytes(document)
+        else:
+            canonical = plain
         key = (role, canonical)
         compiled = None if memo is None else memo.schemas.get(key)
         if compiled is None:
@@ -429,8 +433,10 @@ class SchemaCompiler:
         if compiled is None:
             if memo is None:
                 validator, dialect = self._compile(document, role, where)
-            else:
+            elif plain is None:
                 dialect = self._check(document, role, where)
+            else:
+                dialect = DIALECT_2020_12
             compiled = CompiledSchema(canonical, dialect, role, self)
             with self._lock:
                 self._cache[key] = compiled
@@ -485,6 +491,32 @@ class SchemaCompiler:
         self._validators.move_to_end(key)
         while len(self._validators) > MAX_CACHED_VALIDATORS:
             self._validators.popitem(last=False)
+
+    def _plain_canonical(self, schema: object, role: SchemaRole) -> bytes | None:
+        """The canonical bytes of a plain schema given as exact Python data that passes
+        every check, without copying it; ``None`` sends it down the general path.
+
+        ``_plain_patterns`` makes sure ``_load`` would return an equal copy (so the
+        caller's value stands in for it) and that the document is plain; then the
+        checks are those ``_check`` makes of a plain document: role, patterns,
+        meta-schema. Any refusal returns ``None``: the general path raises the error.
+        """
+        if type(schema) is not dict or self._resources:
+            return None
+        patterns = _plain_patterns(schema)
+        if patterns is None:
+            return None
+        try:
+            _check_role(schema, role, "schema")
+        except ConfigurationError:
+            return None
+        limit = self._backtrack_limit
+        fresh = list(dict.fromkeys(p for p in patterns if (p, limit) not in _GOOD))
+        if fresh and not _all_compile(fresh, limit):
+            return None
+        if not _meta_valid(schema):
+            return None
+        return _json.parsed_canonical_bytes(schema)
 
     def _walk(self, document: JSONValue, role: SchemaRole, where: str) -> tuple[str, _Walker]:
         """The profile rules and regex check: what both the full compile and ``_check`` run."""
@@ -839,6 +871,89 @@ def _plain_reference(reference: str, defs: object) -> bool:
         and isinstance(defs.get(name), dict | bool)
         and _PLAIN_NAME.fullmatch(name) is not None
     )
+
+
+class _NotPlain(Exception):
+    """``_plain_patterns`` met something outside the plain class (or not certainly JSON)."""
+
+
+_PLAIN_SINGLE: Final = _SINGLE[DIALECT_2020_12]
+_PLAIN_ARRAY: Final = _ARRAY[DIALECT_2020_12]
+_PLAIN_MAP: Final = _MAP[DIALECT_2020_12]
+
+
+def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
+    """The patterns of a plain document given as Python data, if certainly plain.
+
+    One walk that verifies both that ``_json.from_python(document, profile=True)``
+    would return an equal copy (exact types, ``str`` member names, no lone
+    surrogate, integers within the profile, nesting within ``MAX_DEPTH``) and that
+    the document is plain (see ``_Walker``) and passes the walk's rules (counts).
+    ``None`` on anything else, including every failure: the general path decides.
+    """
+    definitions = document.get("$defs", {})
+    declared = document.get("$schema", _PLAIN_DIALECT)
+    if type(definitions) is not dict or type(declared) is not str:
+        return None
+    if declared not in _PLAIN_DIALECT_URIS:
+        return None
+    patterns: list[str] = []
+    try:
+        _plain_node(document, 0, definitions, patterns)
+    except _NotPlain:
+        return None
+    return patterns
+
+
+def _plain_node(
+    node: dict[Any, Any], depth: int, definitions: dict[Any, Any], patterns: list[str]
+) -> None:
+    if depth >= _json.MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
+        raise _NotPlain
+    if depth and "$schema" in node:
+        raise _NotPlain
+    for key, value in node.items():
+        kind = type(value)
+        if key in _PLAIN_SINGLE:
+            if kind is dict:
+                _plain_node(value, depth + 1, definitions, patterns)
+            elif kind is not bool:
+                raise _NotPlain
+        elif key in _PLAIN_ARRAY:
+            if kind is not list or depth + 1 >= _json.MAX_DEPTH:
+                raise _NotPlain
+            for item in value:
+                if type(item) is dict:
+                    _plain_node(item, depth + 2, definitions, patterns)
+                elif type(item) is not bool:
+                    raise _NotPlain
+        elif key in _PLAIN_MAP:
+            if kind is not dict or depth + 1 >= _json.MAX_DEPTH:
+                raise _NotPlain
+            for name, member in value.items():
+                if type(name) is not str or not _json.is_plain(name):
+                    raise _NotPlain
+                if type(member) is dict:
+                    _plain_node(member, depth + 2, definitions, patterns)
+                elif type(member) is not bool:
+                    raise _NotPlain
+            if key == "patternProperties":
+                patterns.extend(value)
+        elif key == "$ref":
+            if kind is not str or not value.startswith(_PLAIN_DEFS_REF):
+                raise _NotPlain
+            name = value[len(_PLAIN_DEFS_REF) :]
+            if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
+                raise _NotPlain
+        elif key in COUNT_KEYWORDS:
+            if kind is not int or not 0 <= value <= MAX_COUNT:
+                raise _NotPlain
+        elif key == "pattern":
+            if kind is not str or not _json.is_plain(value):
+                raise _NotPlain
+            patterns.append(value)
+        elif not _json.is_plain(value, depth + 1):
+            raise _NotPlain
 
 
 class _Walker:
