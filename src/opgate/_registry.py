@@ -236,8 +236,9 @@ class Registry:
 
     ``Registry(operations, policy, *, limits=None, clock=None, monotonic=None,
     regex_backtrack_limit=None, secret=None, ledger=None)`` snapshots every definition,
-    validates names (unique), summaries, handlers and the definition budget, and compiles
-    every schema before returning; it raises ``ConfigurationError`` (or ``TypeError``)
+    validates names (unique), summaries, handlers and the definition budget, and fully
+    checks every schema before returning (each distinct schema once; validators are
+    compiled on first use); it raises ``ConfigurationError`` (or ``TypeError``)
     naming the operation and field. ``clock`` returns POSIX seconds (``time.time`` by
     default) for expiry times; ``monotonic`` returns seconds on a monotonic scale
     (``time.monotonic`` by default) and paces progress, so a wall-clock step never

@@ -43,6 +43,12 @@ validator but may become schemas through a JSON-pointer ``$ref``, so they are
 checked for ``$schema`` and count constraints too (their references are resolved
 by the compiler only if something refers to them).
 
+Construction (``compile`` with a ``CompileMemo``) checks a schema fully but does not
+keep its validator: a *plain* document (see ``_Walker``) is checked by the walk, the
+regex check, the meta-schema and its ``#/$defs/Name`` references, which for that class
+are every check the compiler makes; any other document, and any failure, takes the
+full compile and its exact error. Validators are compiled on first use.
+
 Instances are validated with ``CompiledSchema.first_violation`` (one validation
 pass, stopping at the first error): the first violation comes back as a
 ``SchemaViolation`` carrying the instance pointer, the failing keyword, its schema
