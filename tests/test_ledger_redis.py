@@ -35,6 +35,7 @@ from opgate import (
     finish,
 )
 from opgate.redis import RedisLedger
+from opgate.redis._wire import ScriptWire
 
 from conftest import SECRET, Ctx, TeamPolicy, free_port, ledger_stats
 from redis_server import RedisServer
@@ -422,6 +423,8 @@ async def test_a_redis_restart_loses_continuations_not_cursors(tmp_path: Path) -
         outcome = await answer(b, pending)
         assert code(outcome) is FailureCode.EXPIRED
         assert "intent or job key" in outcome.failure.message
+        # the replica that issued it knows the record, and finds it lost at the claim
+        assert code(await answer(a, pending)) is FailureCode.EXPIRED
         assert isinstance(
             await b.search(Ctx(), "orders", limit=2, cursor=page.next_cursor), SearchPage
         )
@@ -453,3 +456,70 @@ async def test_an_unreachable_redis_is_busy_for_prompts_only() -> None:
         assert isinstance(await reg.search(Ctx(), "orders"), SearchPage)
     finally:
         await reg.aclose()
+
+
+@pytest.mark.parametrize("op", ["begin", "commit", "claim", "settle"])
+async def test_a_script_run_whose_reply_was_lost_is_not_run_twice(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    """A connection can drop after Redis ran a script and before its reply came back; the
+    replica then sends the same run again (the same ids) on a new connection. The script
+    must recognize its own earlier run: no second reservation charged, no ``busy`` against
+    its own claim, no prompt committed twice or orphaned."""
+    handler = Steps()
+    reg = replicas.replica(handler)
+
+    async def chain() -> None:
+        first = await start(reg)
+        second = await answer(reg, first)
+        assert isinstance(second, Pending), second
+        assert isinstance(await answer(reg, second), Completed)
+
+    await chain()  # a clean chain: what one completed chain keeps charged
+    clean = (await ledger_stats(reg)).used
+    exchange = ScriptWire._exchange
+    marker = b"$%d\r\n%s\r\n" % (len(op), op.encode())
+    lost: list[bytes] = []
+
+    async def losing(self: ScriptWire, connection: Any, command: bytes) -> Any:
+        reply = await exchange(self, connection, command)
+        if marker in command and not lost:
+            lost.append(command)  # it ran on the server; its reply never arrives
+            raise redis_client.ConnectionError("connection reset by peer")
+        return reply
+
+    monkeypatch.setattr(ScriptWire, "_exchange", losing)
+    del handler.calls[:]
+    await chain()
+    assert lost
+    assert [call is None or call[1] for call in handler.calls] == [True, False, False]
+    assert (await ledger_stats(reg)).used == 2 * clean  # nothing charged twice, nothing left
+    assert await reg._ledger.reservations() == 0  # type: ignore[attr-defined]
+
+
+async def test_prompts_in_flight_past_their_deadline_do_not_stall_the_sweep(
+    replicas: Replicas,
+) -> None:
+    """The sweep removes due records in batches of 64 and leaves the ones in flight to
+    their settle; 64 long handlers past their deadlines must not keep every later due
+    record (and the bytes it holds) from being removed."""
+    clock = Clock()
+    handler = Steps()
+    handler.gate = anyio.Event()
+    reg = replicas.replica(handler, clock=clock, lease=timedelta(hours=1))
+    held = [await start(reg) for _ in range(64)]
+    clock.now += 1
+    await start(reg)  # due one second after the held ones; never answered
+    async with anyio.create_task_group() as group:
+        for pending in held:
+            group.start_soon(answer, reg, pending)
+        with anyio.fail_after(30):
+            while len(handler.calls) < 65 + 64:
+                await anyio.sleep(0.01)
+        clock.now += 601  # past every deadline; the held handlers are still running
+        for _ in range(3):  # each ledger call sweeps one batch; batches move on
+            await ledger_stats(reg)
+        assert (await ledger_stats(reg)).live == 64  # the idle prompt was removed
+        handler.gate.set()
+    stats = await ledger_stats(reg)
+    assert (stats.live, stats.used) == (0, 0)  # each settle removed its own record
