@@ -523,3 +523,57 @@ async def test_prompts_in_flight_past_their_deadline_do_not_stall_the_sweep(
         handler.gate.set()
     stats = await ledger_stats(reg)
     assert (stats.live, stats.used) == (0, 0)  # each settle removed its own record
+
+
+async def accounting(url: str, prefix: str) -> tuple[int, dict[bytes, int], int, list[bytes]]:
+    """``used``, the per-principal shares, the chains' retained total, and every key left."""
+    values = await dump(url, prefix)
+    head = f"{{{prefix}}}:".encode()
+    used = int(values.get(head + b"used") or 0)
+    scopes = {k: int(v) for k, v in (values.get(head + b"scopes") or {}).items()}
+    chains = sum(int(v.get(b"r", 0)) for k, v in values.items() if k.startswith(head + b"c:"))
+    return used, scopes, chains, sorted(k[len(head) :] for k in values)
+
+
+async def test_per_principal_accounting_survives_a_dead_replicas_recovery(
+    replicas: Replicas,
+) -> None:
+    """Two principals, one chain each; alice's answer dies with its replica and is
+    recovered elsewhere after the lease. At every step the global count, the sum of the
+    principals' shares and the sum of the chains' retained bytes agree; each principal's
+    share is what its own chain holds; after the deadlines nothing is left charged."""
+    clock = Clock()
+    lease = timedelta(seconds=2)
+    dying, healthy = Steps(), Steps()
+    a = replicas.replica(dying, clock=clock, lease=lease)
+    b = replicas.replica(healthy, clock=clock, lease=lease)
+    alice, bob = Ctx("alice"), Ctx("bob")
+
+    async def agree() -> dict[bytes, int]:
+        used, scopes, chains, _ = await accounting(replicas.url, replicas.prefix)
+        assert used == sum(scopes.values()) == chains
+        assert (await ledger_stats(b)).used == used
+        return scopes
+
+    first_a, first_b = await start(a, alice), await start(b, bob)
+    shares = await agree()
+    assert len(shares) == 2
+    assert len(set(shares.values())) == 1  # the same flow, the same charge
+    dying.gate = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: answer(a, first_a, ctx=alice))
+        await dying.entered.wait()
+        assert isinstance(await answer(b, first_b, ctx=bob), Pending)  # bob's goes on
+        await agree()
+        clock.now += 2.1  # alice's replica stopped renewing: its lease ran out
+        recovered = await answer(b, first_a, ctx=alice)
+        assert isinstance(recovered, Completed), recovered
+        after = await agree()
+        dying.gate.set()  # the "dead" handler returns at last: its settle is refused
+    assert await agree() == after
+    assert await b._ledger.reservations() == 0  # type: ignore[attr-defined]
+    clock.now += 601
+    await ledger_stats(b)
+    used, scopes, chains, keys = await accounting(replicas.url, replicas.prefix)
+    assert (used, scopes, chains) == (0, {}, 0)
+    assert not [k for k in keys if k.startswith((b"c:", b"r:"))], keys
