@@ -7,6 +7,7 @@ HTTP tests are in test_replicas.py.
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -577,3 +578,17 @@ async def test_per_principal_accounting_survives_a_dead_replicas_recovery(
     used, scopes, chains, keys = await accounting(replicas.url, replicas.prefix)
     assert (used, scopes, chains) == (0, {}, 0)
     assert not [k for k in keys if k.startswith((b"c:", b"r:"))], keys
+
+
+def test_the_overhead_benchmark_runs_tiny(redis_server: Any) -> None:
+    """benchmarks/bench_ledger_redis.py at a tiny scale: both transitions, sane numbers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_ledger_redis
+
+    table = bench_ledger_redis.run(10, redis_server.url)
+    assert [row["transition"] for row in table.rows] == ["prompt", "resume"]
+    for row in table.rows:
+        assert row["scripts"] == 2
+        assert 0 < row["memory µs"] < row["redis µs"]
+        assert isinstance(row["ok"], bool)
+    assert "server time" in " ".join(table.notes)
