@@ -30,6 +30,11 @@ and who may run a transition:
   calls without ``lifetime=`` share a second, ``direct`` lifetime.
 * When Redis cannot be reached, admissions (``begin``, ``find``, ``claim``,
   ``commit``) answer ``busy``; settling calls are logged and left to the lease.
+* Round trips: a prompt is ``begin`` + ``commit``; a resume on the replica that
+  issued the prompt is ``claim`` + ``settle`` (``find`` answers from ``_Known``),
+  on another replica ``find`` + ``claim`` + ``settle``. Scripts go through
+  ``ScriptWire`` (``_wire.py``), which retries a dropped connection once; every
+  script recognizes its own earlier run, so the retry is exact.
 """
 
 from __future__ import annotations
