@@ -58,6 +58,7 @@ column for syntax errors) and quotes at most a short prefix of the input.
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import re
@@ -123,6 +124,8 @@ _RULE_NORMALIZED = (
     f"{_OUT_OF_PROFILE} (normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
 )
 _NESTING = f"nesting deeper than {MAX_DEPTH} levels"
+_DUPLICATE = "duplicate object member name"
+_CONTAINERS = frozenset((tuple, list))
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -135,6 +138,8 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
 # Strings and brackets, for the nesting walk.
+# Splits text into gaps and tokens (strings and numbers), keeping the tokens.
+_TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
 # Splits text (with strings replaced) at brackets, for finding the n-th bracket.
 _BRACKET_SPLIT = re.compile(r"[\[\]{}]")
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
@@ -200,9 +205,11 @@ def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
 class _Rejected(Exception):
     """Raised inside the decoder's hooks; ``parse`` locates the problem and re-raises."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, token: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        #: The number token refused by a ``parse_float`` hook (``_locate_number`` finds it).
+        self.token = token
 
 
 def _coefficient_violation(significant: str, exponent: int) -> str | None:
@@ -300,21 +307,74 @@ def normalized(value: Decimal) -> int | Decimal:
     return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
 
 
-def _exact_float(token: str) -> int | Decimal:
+def _exact_float_slow(token: str) -> int | Decimal:
     value = _decimal(token)
     if value is None:
-        raise _Rejected(f"number {short_prefix(token)} is too large to represent")
+        raise _Rejected(f"number {short_prefix(token)} is too large to represent", token)
     return normalized(value)
 
 
-def _profiled_float(token: str) -> int | Decimal:
+def _profiled_float_slow(token: str) -> int | Decimal:
     if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
         reason = _token_violation(token)
         if reason is not None:
-            raise _Rejected(reason)
+            raise _Rejected(reason, token)
     value = _decimal(token)
     assert value is not None  # nonzero numbers in the profile have small exponents
     return normalized(value)
+
+
+# Longest mantissa (and exponent text) the fast path of ``_float_hook`` reads itself.
+_FAST_MANTISSA = 64
+_FAST_EXPONENT = 6
+
+
+def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | Decimal]:
+    """The ``parse_float`` hook: a fast path for the common shapes, else ``slow``.
+
+    The C scanner calls it once per token with a fraction or an exponent, so it reads
+    the token's text with a few C string calls instead of ``Decimal.as_tuple``. A
+    token ``[-]W[.F][e±X]`` with a short mantissa and exponent whose decimal adjustment
+    ``A = X - len(F)`` satisfies ``len(WF) + |A| ≤ 4096`` (and ``|X| ≤ 4096``) is
+    inside the profile (``digits(c) + |n| ≤ len(WF) + |A|``); it is integral when
+    ``A ≥ 0`` (its value is then ``int(WF) x 10^A``), and when ``A < 0`` and its last
+    digit is not 0 it is not integral and ``Decimal(token)`` is already normal.
+    Anything else (trailing zeros, long tokens, big exponents, rejections) goes to
+    ``slow``, which is exact.
+    """
+
+    def hook(token: str) -> int | Decimal:
+        if "e" in token or "E" in token:
+            mantissa, _, written_text = token.replace("E", "e").partition("e")
+            if len(written_text) > _FAST_EXPONENT or len(mantissa) > _FAST_MANTISSA:
+                return slow(token)
+            written = int(written_text)
+            dot = mantissa.find(".")
+            adjusted = written - len(mantissa) + dot + 1 if dot >= 0 else written
+        elif len(token) <= _FAST_MANTISSA:
+            if token[-1] != "0":
+                return Decimal(token)  # a fraction without trailing zeros
+            return slow(token)
+        else:
+            return slow(token)
+        if (
+            -PROFILE_LIMIT <= written <= PROFILE_LIMIT
+            and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
+        ):
+            if adjusted >= 0:
+                coefficient = int(mantissa.replace(".", ""))
+                return coefficient * _power_of_ten(adjusted) if coefficient else 0
+            if mantissa[-1] != "0":
+                return Decimal(token)
+        elif not mantissa.strip("-.0"):
+            return 0  # zero, whatever its exponent
+        return slow(token)
+
+    return hook
+
+
+_exact_float = _float_hook(_exact_float_slow)
+_profiled_float = _float_hook(_profiled_float_slow)
 
 
 def _big_int(token: str) -> int | Decimal:
@@ -355,17 +415,19 @@ def _token_problem(token: str, *, profile: bool) -> str | None:
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
-        raise _Rejected("duplicate object member name")
+        raise _Rejected(_DUPLICATE)
     return result
 
 
-def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[Any, int]]:
+def _decoder(
+    *, profile: bool, native_int: bool, strict_objects: bool = False
+) -> Callable[[str, int], tuple[Any, int]]:
     if native_int:
         parse_int: Callable[[str], int | Decimal] = int  # the C scanner's own fast path
     else:
         parse_int = _profiled_int if profile else _big_int
     decoder = json.JSONDecoder(
-        object_pairs_hook=_reject_duplicates,
+        object_pairs_hook=_reject_duplicates if strict_objects else None,
         parse_float=_profiled_float if profile else _exact_float,
         parse_int=parse_int,
         parse_constant=_reject_constant,
@@ -374,16 +436,33 @@ def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[A
     return scan
 
 
-# Native ``int`` raises ValueError past the interpreter's digit limit; ``parse`` then
-# retries with the hooked variant. In the profile, native ints are used unless the text
-# holds an integer token of more than 4,096 digits outside strings (one regex pass).
+# The decoders build objects in C (no hook per object); duplicate member names are
+# checked afterwards (``_duplicate``). Native ``int`` raises ValueError past the
+# interpreter's digit limit; ``parse`` then retries with the hooked variant. In the
+# profile, native ints are used unless the text holds an integer token of more than
+# 4,096 digits outside strings (one regex pass).
 _SCAN_EXACT = _decoder(profile=False, native_int=True)
 _SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
 _SCAN_PROFILED = _decoder(profile=True, native_int=True)
 _SCAN_PROFILED_BIG = _decoder(profile=True, native_int=False)
+# The same with the duplicate check as an object hook, for syntax errors only: a
+# duplicate in an object closed before the error is the first problem.
+_STRICT = {
+    scan: _decoder(profile=profile, native_int=native, strict_objects=True)
+    for scan, profile, native in (
+        (_SCAN_EXACT, False, True),
+        (_SCAN_EXACT_BIG, False, False),
+        (_SCAN_PROFILED, True, True),
+        (_SCAN_PROFILED_BIG, True, False),
+    )
+}
 
 
-# Reads the pointer of a too-deep bracket: every scalar kept as text, objects as pairs.
+# Every scalar kept as text (no hook, no conversion): for finding pointers and names.
+_SCAN_TEXT: Callable[[str, int], tuple[Any, int]] = cast(
+    Any, json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
+).scan_once
+# The same with objects as tuples of pairs, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
     Any,
     json.JSONDecoder(object_pairs_hook=tuple, parse_float=str, parse_int=str, parse_constant=str),
@@ -432,6 +511,9 @@ def _check_nesting(text: str, profile: bool) -> None:
     at = index + sum(map(len, pieces[: index + 1]))
     strings = stripped.count('"', 0, at) // 2
     position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    fast = _nesting_problem(text[:position], brackets, depths[:index], profile)
+    if fast is not None:
+        raise fast
     earlier = _prefix_problem(text[:position], profile)
     if earlier is not None:
         raise earlier
@@ -443,44 +525,59 @@ def _check_nesting(text: str, profile: bool) -> None:
     raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
 
 
-def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
-    """The nesting error for a bracket opened at the end of ``prefix``, or ``None``.
+def _nesting_problem(
+    prefix: str, brackets: str, depths: list[int], profile: bool
+) -> JSONError | None:
+    """The first problem of a document whose bracket at the end of ``prefix`` nests one
+    level too deep, or ``None`` when this fast path cannot tell (``_check_nesting``
+    then decodes the prefix on its own).
 
-    ``prefix`` holds ``MAX_DEPTH`` open containers and no other problem; ``depths`` is
-    the running depth after each of its first ``brackets``. The prefix is closed with
-    a placeholder value and the open containers' closers, decoded in C (objects as
-    tuples of pairs, so the last member is the last one written), and the pointer
-    read by following the last item of each level.
+    ``prefix`` holds ``MAX_DEPTH`` open containers; ``depths`` is the running depth
+    after each of its ``brackets``. It is closed with a placeholder value and the
+    open containers' closers and decoded once, in C: a number it refuses, a repeated
+    name, or else the nesting at the pointer of the placeholder's container.
     """
-    try:
-        levels = bytes(depths)
-    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    if document is None:  # pragma: no cover - see _closed
         return None
-    closers = "".join(
-        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
-        for level in range(MAX_DEPTH, 0, -1)
-    )
-    head = prefix.rstrip(" \t\n\r")
-    last = head[-1:]
-    if closers[0] == "}" and last == "{":
-        document = head + '"":0' + closers
-    elif closers[0] == "}" and last == ",":
-        document = head[:-1] + closers
-    elif last == ":" or (closers[0] == "]" and last in ("[", ",")):
-        document = head + "0" + closers
-    else:  # pragma: no cover - e.g. a value without a comma before the bracket
+    scan = _profiled_scan(document) if profile else _SCAN_EXACT
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = scan(document, start)
+    except _Rejected as exc:
+        located = _locate_number(prefix, exc.token, exc.reason) if exc.token else None
+        return JSONError(*located) if located is not None else None
+    except (ValueError, StopIteration, RecursionError):  # syntax errors, long integers
+        return None
+    if end != len(document):  # a whole value ended before: extra data
+        return None
+    if _may_repeat_names(value, document):
+        located = _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+        return JSONError(*located) if located is not None else None
+    return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
+
+
+def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
+    """The first problem of a document whose bracket at the end of ``prefix`` nests too
+    deep and that has no other problem but repeated names before it; ``None`` for
+    spellings ``_closed`` does not handle."""
+    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    if document is None:  # pragma: no cover - see _closed
         return None
     try:
-        value, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
+        tree, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
+    duplicate = _first_duplicate(tree, [])
+    if duplicate is not None:
+        return duplicate
     path: list[str | int] = []
     for _ in range(MAX_DEPTH):
-        if isinstance(value, list):
-            path.append(len(value) - 1)
-            value = value[-1]
+        if isinstance(tree, list):
+            path.append(len(tree) - 1)
+            tree = tree[-1]
         else:
-            name, value = value[-1]
+            name, tree = tree[-1]
             path.append(name)
     return (_NESTING, pointer(path))
 
@@ -489,17 +586,24 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     """The first problem of ``prefix`` that is not merely its end, or ``None``.
 
     ``prefix`` is a document cut just before a bracket that nests too deep, so it
-    nests at most ``MAX_DEPTH`` deep and decoding it is safe.
+    nests at most ``MAX_DEPTH`` deep and decoding it is safe. A repeated member name
+    is not reported here (``_nesting_pointer`` finds it) unless a syntax error follows it.
     """
     scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
     start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
     try:
         _, end = scan(prefix, start)
     except _Rejected as exc:
-        located = _locate(prefix, profile=profile)
+        located = None
+        if exc.token is not None:
+            located = _locate_number(prefix, exc.token, exc.reason)
+        if located is None:
+            located = _locate(prefix, profile=profile)
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
-        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+        if exc.pos < len(prefix):
+            return _duplicate_before(prefix, scan) or _syntax_error(exc.msg, prefix, exc.pos)
+        return None
     except StopIteration as exc:
         if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
             return _syntax_error("Expecting value", prefix, exc.value)
@@ -511,7 +615,19 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
         return None
     # A whole value ended before the offending bracket: what follows is extra data.
-    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
+    return _duplicate_before(prefix, scan) or _syntax_error(
+        "Extra data",
+        prefix,
+        _WHITESPACE.match(prefix, end).end(),  # type: ignore[union-attr]
+    )
+
+
+def _duplicate_before(text: str, scan: Callable[[str, int], tuple[Any, int]]) -> JSONError | None:
+    try:
+        _raise_duplicate_before(text, scan)
+    except JSONError as exc:
+        return exc
+    return None
 
 
 def _prefix_problem_big(prefix: str) -> JSONError | None:
@@ -522,10 +638,18 @@ def _prefix_problem_big(prefix: str) -> JSONError | None:
         located = _locate(prefix, profile=False)
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
-        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+        if exc.pos < len(prefix):
+            return _duplicate_before(prefix, _SCAN_EXACT_BIG) or _syntax_error(
+                exc.msg, prefix, exc.pos
+            )
+        return None
     except StopIteration:  # pragma: no cover - the prefix starts with a bracket
         return None
-    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
+    return _duplicate_before(prefix, _SCAN_EXACT_BIG) or _syntax_error(
+        "Extra data",
+        prefix,
+        _WHITESPACE.match(prefix, end).end(),  # type: ignore[union-attr]
+    )
 
 
 def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
@@ -550,7 +674,7 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
                     return None
                 path[-1] = name
                 if max_depth is None and name in seen:
-                    return (f"duplicate object member name {short_prefix(name)}", pointer(path))
+                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
                 seen.add(name)
                 expect_name = False
         elif first in "[{":
@@ -617,13 +741,19 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
     try:
         value, end = scan(text, start)
     except _Rejected as exc:
-        located = _locate(text, profile=profile)
+        located = None
+        if exc.token is not None:
+            located = _locate_number(text, exc.token, exc.reason)
+        if located is None:  # a constant or a long integer: walk the tokens
+            located = _locate(text, profile=profile)
         if located is None:  # pragma: no cover - the walk finds what the decoder refused
             raise JSONError(exc.reason) from None
         raise JSONError(*located) from None
     except json.JSONDecodeError as exc:
+        _raise_duplicate_before(text, scan)
         raise _syntax_error(exc.msg, text, exc.pos) from None
     except StopIteration as exc:
+        _raise_duplicate_before(text, scan)
         raise _syntax_error("Expecting value", text, exc.value) from None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
@@ -636,8 +766,165 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
     if end != len(text):
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if end != len(text):
+            _raise_duplicate_before(text, scan)
             raise _syntax_error("Extra data", text, end)
+    if _may_repeat_names(value, text):
+        located = _first_duplicate(_SCAN_POINTER(text, start)[0], [])
+        if located is not None:
+            raise JSONError(*located)
     return value
+
+
+def _raise_duplicate_before(text: str, scan: Callable[[str, int], tuple[Any, int]]) -> None:
+    """On a syntax error: raise the duplicate name of an object closed before it, if any.
+
+    Decodes again with the duplicate check as an object hook (the error path only).
+    """
+    if text.count(":") < 2:
+        return
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    try:
+        _STRICT[scan](text, start)
+    except _Rejected as exc:
+        if exc.token is None and exc.reason == _DUPLICATE:
+            located = _locate(text, profile=False)
+            if located is not None:
+                raise JSONError(*located) from None
+    except (ValueError, StopIteration, RecursionError):
+        pass
+
+
+def _may_repeat_names(value: Any, text: str) -> bool:
+    """Whether some object of ``value``, decoded from valid JSON ``text``, repeated a name.
+
+    Every member written is one colon outside strings, and the decoder keeps one entry
+    per distinct name. The objects are reached level by level with
+    ``gc.get_referents`` (in C); only the items themselves are looked at in Python, by
+    type. Linear, and a fraction of a decode.
+    """
+    colons = text.count(":")
+    if colons < 2:
+        return False
+    members = 0
+    level: list[Any] = [value]
+    while level:
+        objects = [item for item in level if type(item) is dict]
+        members += sum(map(len, objects))
+        level = gc.get_referents(*level)
+    return members != colons and members != _STRINGS.sub("", text).count(":")
+
+
+def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
+    """The first repeated member name in document order, in a decode with objects as
+    tuples of pairs (``_SCAN_POINTER``): ``(reason, pointer)`` or ``None``.
+
+    Each container costs a few C calls to tell whether it repeats a name or holds a
+    container at all; only then are its items looked at one by one.
+    """
+    if type(value) is tuple:
+        members = dict(value)
+        repeats = len(members) != len(value)
+        if not repeats and _CONTAINERS.isdisjoint(map(type, members.values())):
+            return None
+        seen: set[str] = set()
+        for name, item in value:
+            if repeats:
+                if name in seen:
+                    path.append(name)
+                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+                seen.add(name)
+            if type(item) is tuple or type(item) is list:
+                path.append(name)
+                located = _first_duplicate(item, path)
+                if located is not None:
+                    return located
+                path.pop()
+    elif type(value) is list and not _CONTAINERS.isdisjoint(map(type, value)):
+        for index, item in enumerate(value):
+            if type(item) is tuple or type(item) is list:
+                path.append(index)
+                located = _first_duplicate(item, path)
+                if located is not None:
+                    return located
+                path.pop()
+    return None
+
+
+def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
+    """``(reason, pointer)`` for the first occurrence of number ``token`` outside strings.
+
+    The decoder refuses a token by its text alone, so its first occurrence is the one
+    refused. A duplicate name before it comes first and is reported instead. Linear:
+    one regex split to find the token, then one decode of the text before it.
+    """
+    parts = _TOKEN_SPLIT.split(text)  # gap, token, gap, token, ... (in C)
+    try:
+        index = parts.index(token, 1)  # a gap never equals a whole number token
+    except ValueError:  # pragma: no cover - the token is in the text
+        return None
+    return _problem_at(text[: sum(map(len, parts[:index]))], reason)
+
+
+def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
+    """The first problem of a document whose value starting at the end of ``prefix``
+    (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
+    before it, else ``reason`` with that value's pointer; ``None`` for spellings
+    ``_closed`` does not handle."""
+    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+    depth = depths[-1] if depths else 0
+    if not depth:
+        return (reason, "")  # the root
+    document = _closed(prefix, bracket_text, depths, depth)
+    if document is None:  # pragma: no cover - see _closed
+        return None
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = _SCAN_TEXT(document, start)
+    except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
+        return None
+    if end != len(document):  # pragma: no cover - the prefix had no problem
+        return None
+    if _may_repeat_names(value, document):
+        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+    return (reason, pointer(_last_path(value, depth)))
+
+
+def _last_path(value: Any, depth: int) -> list[str | int]:
+    """The path to the last value written ``depth`` levels down (objects without repeats)."""
+    path: list[str | int] = []
+    for _ in range(depth):
+        if isinstance(value, list):
+            path.append(len(value) - 1)
+            value = value[-1]
+        else:
+            name = next(reversed(value))
+            path.append(name)
+            value = value[name]
+    return path
+
+
+def _closed(prefix: str, brackets: str, depths: list[int], depth: int) -> str | None:
+    """``prefix`` (``depth`` containers open; ``depths`` the running depth after each
+    of ``brackets``) closed with a placeholder value ``0`` where the next value starts
+    and the open containers' closers; ``None`` for spellings this does not handle."""
+    try:
+        levels = bytes(depths)
+    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+        return None
+    closers = "".join(
+        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
+        for level in range(depth, 0, -1)
+    )
+    head = prefix.rstrip(" \t\n\r")
+    last = head[-1:]
+    if closers[0] == "}" and last == "{":
+        return head + '"":0' + closers
+    if closers[0] == "}" and last == ",":
+        return head[:-1] + closers
+    if last == ":" or (closers[0] == "]" and last in ("[", ",")):
+        return head + "0" + closers
+    return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
 def _check_surrogates(value: Any, path: list[str | int]) -> None:
