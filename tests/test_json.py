@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from opgate import _json
 from opgate._json import (
     MAX_DEPTH,
     PROFILE_LIMIT,
@@ -1464,3 +1465,106 @@ def test_profiled_integers_use_the_native_path_unless_an_integer_is_too_long() -
             f"(normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
         )
     assert parse("[" + "9" * PROFILE_LIMIT + "]", profile=True) == [int("9" * PROFILE_LIMIT)]
+
+
+# --- the C-speed parse path (issue 9, item 1) ----------------------------------------------------
+
+
+def _number_tokens() -> st.SearchStrategy[str]:
+    whole = st.sampled_from(["0", "1", "-1", "10", "-0", "123", "5", "100", "-2", "90000"])
+    fraction = st.sampled_from(["", ".0", ".5", ".50", ".05", ".000", ".1234", ".10", ".0001"])
+    exponent = st.one_of(
+        st.just(""),
+        st.integers(-4200, 4200).map(lambda x: f"e{x}"),
+        st.integers(0, 4200).map(lambda x: f"E+{x}"),
+        st.integers(0, 99).map(lambda x: f"e-0{x}"),
+        st.sampled_from(["e4096", "e4095", "e4097", "e-4096", "e-4097", "e99999", "e-999999"]),
+    )
+    return (
+        st.tuples(whole, fraction, exponent)
+        .map("".join)
+        .filter(lambda t: "." in t or "e" in t.lower())
+    )
+
+
+def _hook_result(hook: Callable[[str], object], token: str) -> object:
+    try:
+        value = hook(token)
+    except _json._Rejected as exc:
+        return ("refused", exc.reason)
+    return (type(value), value, str(value))
+
+
+@FAST
+@given(_number_tokens())
+@example("1.50")
+@example("-0.0e-99999")
+@example("12.50e3")
+@example("0.001e4097")
+def test_the_fast_number_hook_agrees_with_the_exact_rules(token: str) -> None:
+    # The parse_float hook reads common tokens from their text; the slow hook applies
+    # the profile rules and normalization exactly. Same value, type, spelling, refusal.
+    assert _hook_result(_json._profiled_float, token) == _hook_result(
+        _json._profiled_float_slow, token
+    )
+    assert _hook_result(_json._exact_float, token) == _hook_result(_json._exact_float_slow, token)
+
+
+def _problem_documents() -> st.SearchStrategy[str]:
+    """Small documents whose values may repeat names or hold refused numbers."""
+    names = st.sampled_from(["a", "b", "k", "a:b", "\\u0061"])
+    scalars = st.sampled_from(["1", "1.5", "1e4097", "0.001e4097", '"1e4097"', '"x:y"', "null"])
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+            st.lists(st.tuples(names, inner), max_size=4).map(
+                lambda members: "{" + ",".join(f'"{n}":{v}' for n, v in members) + "}"
+            ),
+        ),
+        max_leaves=12,
+    )
+
+
+@FAST
+@given(_problem_documents())
+def test_problems_are_located_as_the_token_walk_locates_them(text: str) -> None:
+    # The reference is the token walk (_locate): the first repeated name or refused
+    # number in document order, with its pointer. parse finds it without the walk.
+    expected = _json._locate(text, profile=True)
+    if expected is None:
+        parse(text, profile=True)
+    else:
+        error = rejection(text, profile=True)
+        assert (error.reason, error.pointer) == expected
+
+
+def test_repeated_names_are_found_after_a_hookless_decode() -> None:
+    assert parse('{"a:b":1,"c":"x:y","d":{"e":":"}}') == {"a:b": 1, "c": "x:y", "d": {"e": ":"}}
+    error = rejection('[{"k":1},{"k":2,"k":3}]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/1/k")
+    error = rejection('[{"k":[1]},{"x":{"y":1,"y":2}}]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'y'", "/1/x/y")
+    # Names compare after decoding escapes.
+    error = rejection('{"a":1,"\\u0061":2}')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")
+
+
+def test_a_refused_number_is_located_past_the_same_text_in_strings() -> None:
+    error = rejection('{"s":"1e4097","t":["1e4097"],"y":[1,{"z":1e4097}]}', profile=True)
+    assert error.pointer == "/y/1/z"
+    assert (
+        error.reason
+        == f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
+    )
+    # A repeated name before the refused number is the first problem.
+    error = rejection('[{"k":1,"k":2},1e4097]', profile=True)
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/0/k")
+
+
+def test_a_repeated_name_before_a_syntax_error_or_a_too_deep_bracket_comes_first() -> None:
+    error = rejection('[{"k":1,"k":2},x]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/0/k")
+    # Also in an object still open at the too-deep bracket (it was written before it).
+    error = rejection('{"a":1,"a":' + "[" * (MAX_DEPTH + 1))
+    assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")

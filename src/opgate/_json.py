@@ -58,6 +58,7 @@ column for syntax errors) and quotes at most a short prefix of the input.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import pickle
@@ -338,7 +339,9 @@ def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | D
     ``A = X - len(F)`` satisfies ``len(WF) + |A| ≤ 4096`` (and ``|X| ≤ 4096``) is
     inside the profile (``digits(c) + |n| ≤ len(WF) + |A|``); it is integral when
     ``A ≥ 0`` (its value is then ``int(WF) x 10^A``), and when ``A < 0`` and its last
-    digit is not 0 it is not integral and ``Decimal(token)`` is already normal.
+    digit is not 0 it is not integral and ``Decimal(token)`` is already normal. A
+    short fraction without exponent loses its trailing zeros (and its point, if then
+    integral).
     Anything else (trailing zeros, long tokens, big exponents, rejections) goes to
     ``slow``, which is exact.
     """
@@ -354,7 +357,8 @@ def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | D
         elif len(token) <= _FAST_MANTISSA:
             if token[-1] != "0":
                 return Decimal(token)  # a fraction without trailing zeros
-            return slow(token)
+            token = token.rstrip("0")
+            return int(token[:-1]) if token[-1] == "." else Decimal(token)
         else:
             return slow(token)
         if (
@@ -373,8 +377,11 @@ def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | D
     return hook
 
 
-_exact_float = _float_hook(_exact_float_slow)
-_profiled_float = _float_hook(_profiled_float_slow)
+# Results are immutable (int, Decimal), so a repeated token (``0.5``, ``1.0``, or an
+# attacker's ``1e4095`` written ten thousand times) is answered by the cache, in C. The
+# bound keeps it under about 2 MB (a cached value has at most 4,096 digits).
+_exact_float = functools.lru_cache(maxsize=1024)(_float_hook(_exact_float_slow))
+_profiled_float = functools.lru_cache(maxsize=1024)(_float_hook(_profiled_float_slow))
 
 
 def _big_int(token: str) -> int | Decimal:
