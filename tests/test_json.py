@@ -1568,3 +1568,30 @@ def test_a_repeated_name_before_a_syntax_error_or_a_too_deep_bracket_comes_first
     # Also in an object still open at the too-deep bracket (it was written before it).
     error = rejection('{"a":1,"a":' + "[" * (MAX_DEPTH + 1))
     assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")
+
+
+@FAST
+@given(
+    _problem_documents(),
+    st.integers(0, 10_000),
+    st.sampled_from(["", "x", "]", "}", ",", ":", '"', " 1"]),
+)
+def test_a_repeated_name_before_a_syntax_error_is_the_first_problem(
+    text: str, cut: int, garbage: str
+) -> None:
+    # Any repeated name written before the syntax error (in a closed or a still open
+    # object) is reported instead of it; the reference is the token walk of the text
+    # before the error.
+    broken = text[: cut % (len(text) + 1)] + garbage
+    try:
+        json.loads(broken, parse_constant=str)
+    except json.JSONDecodeError as exc:
+        position = exc.pos
+    else:
+        return
+    expected = _json._locate(broken[:position], profile=False)
+    error = rejection(broken)
+    if expected is not None and expected[0].startswith("duplicate"):
+        assert (error.reason, error.pointer) == expected
+    else:
+        assert error.reason.startswith("invalid JSON: ")

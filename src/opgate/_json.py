@@ -138,6 +138,7 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 # later: every scan below is linear in the text.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
+_CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 # Strings and brackets, for the nesting walk.
 # Splits text into gaps and tokens (strings and numbers), keeping the tokens.
 _TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
@@ -609,7 +610,9 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
         if exc.pos < len(prefix):
-            return _duplicate_before(prefix, scan) or _syntax_error(exc.msg, prefix, exc.pos)
+            return _duplicate_before(prefix, scan, exc.pos) or _syntax_error(
+                exc.msg, prefix, exc.pos
+            )
         return None
     except StopIteration as exc:
         if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
@@ -622,16 +625,15 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
         return None
     # A whole value ended before the offending bracket: what follows is extra data.
-    return _duplicate_before(prefix, scan) or _syntax_error(
-        "Extra data",
-        prefix,
-        _WHITESPACE.match(prefix, end).end(),  # type: ignore[union-attr]
-    )
+    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
+    return _duplicate_before(prefix, scan, extra) or _syntax_error("Extra data", prefix, extra)
 
 
-def _duplicate_before(text: str, scan: Callable[[str, int], tuple[Any, int]]) -> JSONError | None:
+def _duplicate_before(
+    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
+) -> JSONError | None:
     try:
-        _raise_duplicate_before(text, scan)
+        _raise_duplicate_before(text, scan, position)
     except JSONError as exc:
         return exc
     return None
@@ -646,16 +648,15 @@ def _prefix_problem_big(prefix: str) -> JSONError | None:
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
         if exc.pos < len(prefix):
-            return _duplicate_before(prefix, _SCAN_EXACT_BIG) or _syntax_error(
+            return _duplicate_before(prefix, _SCAN_EXACT_BIG, exc.pos) or _syntax_error(
                 exc.msg, prefix, exc.pos
             )
         return None
     except StopIteration:  # pragma: no cover - the prefix starts with a bracket
         return None
-    return _duplicate_before(prefix, _SCAN_EXACT_BIG) or _syntax_error(
-        "Extra data",
-        prefix,
-        _WHITESPACE.match(prefix, end).end(),  # type: ignore[union-attr]
+    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
+    return _duplicate_before(prefix, _SCAN_EXACT_BIG, extra) or _syntax_error(
+        "Extra data", prefix, extra
     )
 
 
@@ -757,10 +758,10 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
             raise JSONError(exc.reason) from None
         raise JSONError(*located) from None
     except json.JSONDecodeError as exc:
-        _raise_duplicate_before(text, scan)
+        _raise_duplicate_before(text, scan, exc.pos)
         raise _syntax_error(exc.msg, text, exc.pos) from None
     except StopIteration as exc:
-        _raise_duplicate_before(text, scan)
+        _raise_duplicate_before(text, scan, exc.value)
         raise _syntax_error("Expecting value", text, exc.value) from None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
@@ -773,7 +774,7 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
     if end != len(text):
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if end != len(text):
-            _raise_duplicate_before(text, scan)
+            _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
     if _may_repeat_names(value, text):
         located = _first_duplicate(_SCAN_POINTER(text, start)[0], [])
@@ -782,23 +783,74 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
     return value
 
 
-def _raise_duplicate_before(text: str, scan: Callable[[str, int], tuple[Any, int]]) -> None:
-    """On a syntax error: raise the duplicate name of an object closed before it, if any.
+def _raise_duplicate_before(
+    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
+) -> None:
+    """On a syntax error at ``position``: raise the first repeated name before it, if any.
 
-    Decodes again with the duplicate check as an object hook (the error path only).
+    The text before the error is valid JSON so far: it is closed where it stops and
+    decoded once in C (``_duplicate_in_prefix``). Spellings that cannot be closed
+    that way are decoded again with the duplicate check as an object hook.
     """
-    if text.count(":") < 2:
+    if not text.count(":", 0, position):  # a repeat needs a member and a name after it
+        return
+    prefix = text[:position]
+    located = _duplicate_in_prefix(prefix)
+    if located is _UNKNOWN:  # the error may be inside a string: drop that string
+        parts = _TOKEN_SPLIT.split(prefix)
+        if len(parts) > 2 and parts[-2][:1] == '"' and not _CLOSED_STRING.fullmatch(parts[-2]):
+            located = _duplicate_in_prefix(prefix[: -len(parts[-2]) - len(parts[-1])])
+    if located is not _UNKNOWN:
+        if located is not None:
+            raise JSONError(*located)
         return
     start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         _STRICT[scan](text, start)
     except _Rejected as exc:
         if exc.token is None and exc.reason == _DUPLICATE:
-            located = _locate(text, profile=False)
-            if located is not None:
-                raise JSONError(*located) from None
+            found = _locate(text, profile=False)
+            if found is not None:
+                raise JSONError(*found) from None
     except (ValueError, StopIteration, RecursionError):
         pass
+
+
+_UNKNOWN = ("", "")
+
+
+def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
+    """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
+    none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
+    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+    depth = depths[-1] if depths else 0
+    if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
+        return _UNKNOWN
+    if depth:
+        document = _closed(prefix, bracket_text, depths, depth, ended=True)
+    else:
+        document = prefix.rstrip(" \t\n\r")
+    if not document or not document.strip(" \t\n\r"):
+        return None if document is not None else _UNKNOWN
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = _SCAN_TEXT(document, start)
+    except (ValueError, StopIteration):
+        head = len(prefix.rstrip(" \t\n\r"))
+        if not depth or document[head - 1 : head] != '"':
+            return _UNKNOWN
+        # The prefix ends with a member name: give it a placeholder value.
+        document = document[:head] + ":0" + document[head:]
+        try:
+            value, end = _SCAN_TEXT(document, start)
+        except (ValueError, StopIteration):
+            return _UNKNOWN
+    if end != len(document):
+        return _UNKNOWN
+    if _may_repeat_names(value, document):
+        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+    return None
 
 
 def _may_repeat_names(value: Any, text: str) -> bool:
@@ -911,10 +963,13 @@ def _last_path(value: Any, depth: int) -> list[str | int]:
     return path
 
 
-def _closed(prefix: str, brackets: str, depths: list[int], depth: int) -> str | None:
+def _closed(
+    prefix: str, brackets: str, depths: list[int], depth: int, *, ended: bool = False
+) -> str | None:
     """``prefix`` (``depth`` containers open; ``depths`` the running depth after each
     of ``brackets``) closed with a placeholder value ``0`` where the next value starts
-    and the open containers' closers; ``None`` for spellings this does not handle."""
+    and the open containers' closers; with ``ended``, a prefix that ends with a value
+    is closed after it. ``None`` for spellings this does not handle."""
     try:
         levels = bytes(depths)
     except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
@@ -931,6 +986,8 @@ def _closed(prefix: str, brackets: str, depths: list[int], depth: int) -> str | 
         return head[:-1] + closers
     if last == ":" or (closers[0] == "]" and last in ("[", ",")):
         return head + "0" + closers
+    if ended and last and last in '}]"0123456789el':
+        return head + closers  # checked by decoding: a name without its value fails
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
