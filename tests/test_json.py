@@ -1595,3 +1595,20 @@ def test_a_repeated_name_before_a_syntax_error_is_the_first_problem(
         assert (error.reason, error.pointer) == expected
     else:
         assert error.reason.startswith("invalid JSON: ")
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 500, 5_000])
+def test_closed_documents_nested_too_deep_are_refused_after_a_successful_decode(
+    levels: int,
+) -> None:
+    # Depth is now measured on the decoded value (or the decoder's RecursionError),
+    # not before decoding: a complete document nested too deep is still refused,
+    # with the pointer of the offending container, and so are deep objects.
+    error = rejection("[" * levels + "]" * levels)
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"
+    assert error.pointer == "/0" * MAX_DEPTH
+    error = rejection('{"k":' * levels + "1" + "}" * levels, profile=True)
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"
+    assert error.pointer == "/k" * MAX_DEPTH
+    # Exactly at the bound it parses.
+    assert parse("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None

@@ -733,10 +733,13 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    if text.count("[") + text.count("{") > MAX_DEPTH:
-        _check_nesting(text, profile)
+    # With more openers than the bound the text may nest too deep. The C decoder is
+    # safe at any depth (it raises RecursionError past the interpreter's limit), so
+    # depth is measured on the decoded value, and the exact, first-in-document-order
+    # report (``_check_nesting``) is made only when it is too deep or decoding failed.
+    deep = text.count("[") + text.count("{") > MAX_DEPTH
     scan = _profiled_scan(text) if profile else _SCAN_EXACT
-    value = _decode(text, scan, profile)
+    value = _decode(text, scan, profile, deep)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     ):
@@ -744,11 +747,21 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     return value  # type: ignore[no-any-return]
 
 
-def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: bool) -> Any:
+def _decode(
+    text: str, scan: Callable[[str, int], tuple[Any, int]], profile: bool, deep: bool = False
+) -> Any:
+    """Decode ``text`` in C and report its first problem in document order.
+
+    With ``deep`` (more openers than ``MAX_DEPTH``) a too-deep bracket may be the
+    first problem: ``_check_nesting`` runs before any other problem is reported, and
+    after a successful decode only if the value is too deep.
+    """
     start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         value, end = scan(text, start)
     except _Rejected as exc:
+        if deep:
+            _check_nesting(text, profile)
         located = None
         if exc.token is not None:
             located = _locate_number(text, exc.token, exc.reason)
@@ -758,25 +771,36 @@ def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: boo
             raise JSONError(exc.reason) from None
         raise JSONError(*located) from None
     except json.JSONDecodeError as exc:
+        if deep:
+            _check_nesting(text, profile)
         _raise_duplicate_before(text, scan, exc.pos)
         raise _syntax_error(exc.msg, text, exc.pos) from None
     except StopIteration as exc:
+        if deep:
+            _check_nesting(text, profile)
         _raise_duplicate_before(text, scan, exc.value)
         raise _syntax_error("Expecting value", text, exc.value) from None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
-            return _decode(text, _SCAN_EXACT_BIG, profile)
+            return _decode(text, _SCAN_EXACT_BIG, profile, deep)
         if scan is _SCAN_PROFILED:
-            return _decode(text, _SCAN_PROFILED_BIG, profile)
+            return _decode(text, _SCAN_PROFILED_BIG, profile, deep)
         raise  # pragma: no cover - the hooked variants never raise ValueError
-    except RecursionError:  # pragma: no cover - _check_nesting bounds depth first
-        raise JSONError(_NESTING) from None
+    except RecursionError:  # nested past the interpreter's limit
+        _check_nesting(text, profile)
+        raise JSONError(_NESTING) from None  # pragma: no cover - _check_nesting raises
     if end != len(text):
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if end != len(text):
+            if deep:
+                _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
-    if _may_repeat_names(value, text):
+    depth, repeated = _shape(value, text, deep)
+    if depth > MAX_DEPTH:
+        _check_nesting(text, profile)
+        raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
+    if repeated:
         located = _first_duplicate(_SCAN_POINTER(text, start)[0], [])
         if located is not None:
             raise JSONError(*located)
@@ -853,24 +877,35 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
     return None
 
 
-def _may_repeat_names(value: Any, text: str) -> bool:
-    """Whether some object of ``value``, decoded from valid JSON ``text``, repeated a name.
+def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
+    """The nesting depth of ``value`` (decoded from valid JSON ``text``) when ``deep``
+    (else 0), and whether one of its objects repeated a name.
 
     Every member written is one colon outside strings, and the decoder keeps one entry
-    per distinct name. The objects are reached level by level with
+    per distinct name. The containers are reached level by level with
     ``gc.get_referents`` (in C); only the items themselves are looked at in Python, by
     type. Linear, and a fraction of a decode.
     """
     colons = text.count(":")
-    if colons < 2:
-        return False
+    if colons < 2 and not deep:
+        return (0, False)
     members = 0
+    depth = 0
     level: list[Any] = [value]
     while level:
-        objects = [item for item in level if type(item) is dict]
-        members += sum(map(len, objects))
-        level = gc.get_referents(*level)
-    return members != colons and members != _STRINGS.sub("", text).count(":")
+        containers = [item for item in level if type(item) is dict or type(item) is list]
+        if not containers:
+            break
+        depth += 1
+        members += sum(map(len, [item for item in containers if type(item) is dict]))
+        level = gc.get_referents(*containers)
+    repeated = colons >= 2 and members != colons and members != _STRINGS.sub("", text).count(":")
+    return (depth if deep else 0, repeated)
+
+
+def _may_repeat_names(value: Any, text: str) -> bool:
+    """Whether some object of ``value``, decoded from valid JSON ``text``, repeated a name."""
+    return _shape(value, text, False)[1]
 
 
 def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
