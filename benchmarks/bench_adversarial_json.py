@@ -41,8 +41,19 @@ def _fill(head: str, unit: str, tail: str, size: int = SIZE) -> str:
 
 
 def _deep_legal(size: int = SIZE) -> str:
-    block = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    # Inside ``{"a":[...]}`` (two levels), so each block reaches exactly MAX_DEPTH.
+    block = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)
     return _fill('{"a":[', block + ",", block + "]}", size)
+
+
+def _deep_legal_objects(size: int = SIZE) -> str:
+    block = '{"k":' * (MAX_DEPTH - 2) + "1" + "}" * (MAX_DEPTH - 2)
+    return _fill('{"a":[', block + ",", block + "]}", size)
+
+
+def _too_deep_near_start(size: int = SIZE) -> str:
+    block = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)  # one level too deep, first
+    return _fill('{"a":[', block + ",", '{"k":1}]}', size)
 
 
 def _too_deep_at_end(size: int = SIZE) -> str:
@@ -66,6 +77,8 @@ SHAPES: dict[str, Callable[[], str]] = {
     ),
     "many small objects": lambda: _fill('{"a":[', '{"k":[1]},', "{}]}"),
     "deep-but-legal nesting": _deep_legal,
+    "deep-but-legal objects": _deep_legal_objects,
+    "too deep near the start": _too_deep_near_start,
     "too deep at the end": _too_deep_at_end,
     "duplicate member at the end": lambda: (
         "{"

@@ -737,7 +737,11 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
     # report (``_check_nesting``) is made only when it is too deep or decoding failed.
+    # Without objects to count (fewer than two colons) the pre-scan is the cheaper way.
     deep = text.count("[") + text.count("{") > MAX_DEPTH
+    if deep and text.count(":") < 2:
+        _check_nesting(text, profile)
+        deep = False
     scan = _profiled_scan(text) if profile else _SCAN_EXACT
     value = _decode(text, scan, profile, deep)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
