@@ -1537,6 +1537,16 @@ def test_problems_are_located_as_the_token_walk_locates_them(text: str) -> None:
     else:
         error = rejection(text, profile=True)
         assert (error.reason, error.pointer) == expected
+    # After more openers than MAX_DEPTH, mostly arrays (pre-scan and object hook) or
+    # mostly objects (depth and names measured on the decoded value).
+    for padding in ("[]," * (MAX_DEPTH + 2), '{"k":1},' * (MAX_DEPTH + 2)):
+        padded = "[" + padding + text + "]"
+        if expected is None:
+            parse(padded, profile=True)
+        else:
+            error = rejection(padded, profile=True)
+            assert error.reason == expected[0]
+            assert error.pointer == f"/{MAX_DEPTH + 2}{expected[1]}"
 
 
 def test_repeated_names_are_found_after_a_hookless_decode() -> None:

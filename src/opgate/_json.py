@@ -737,13 +737,18 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
     # report (``_check_nesting``) is made only when it is too deep or decoding failed.
-    # Without objects to count (fewer than two colons) the pre-scan is the cheaper way.
-    deep = text.count("[") + text.count("{") > MAX_DEPTH
-    if deep and text.count(":") < 2:
+    # When arrays dominate (fewer than one member per two openers), measuring the
+    # decoded value level by level costs more than the pre-scan (which also stops a
+    # document that nests too deep early), and the few objects are checked for
+    # repeated names by an object hook instead.
+    openers = text.count("[") + text.count("{")
+    deep = openers > MAX_DEPTH
+    strict = deep and 2 * text.count(":") < openers
+    if strict:
         _check_nesting(text, profile)
         deep = False
     scan = _profiled_scan(text) if profile else _SCAN_EXACT
-    value = _decode(text, scan, profile, deep)
+    value = _decode(text, scan, profile, deep, strict)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     ):
@@ -752,7 +757,11 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
 
 
 def _decode(
-    text: str, scan: Callable[[str, int], tuple[Any, int]], profile: bool, deep: bool = False
+    text: str,
+    scan: Callable[[str, int], tuple[Any, int]],
+    profile: bool,
+    deep: bool = False,
+    strict: bool = False,
 ) -> Any:
     """Decode ``text`` in C and report its first problem in document order.
 
@@ -762,10 +771,12 @@ def _decode(
     """
     start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        value, end = scan(text, start)
+        value, end = (_STRICT[scan] if strict else scan)(text, start)
     except _Rejected as exc:
         if deep:
             _check_nesting(text, profile)
+        if exc.token is None and exc.reason == _DUPLICATE:  # the strict object hook
+            _raise_duplicate_before(text, scan, len(text))
         located = None
         if exc.token is not None:
             located = _locate_number(text, exc.token, exc.reason)
@@ -786,9 +797,9 @@ def _decode(
         raise _syntax_error("Expecting value", text, exc.value) from None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
-            return _decode(text, _SCAN_EXACT_BIG, profile, deep)
+            return _decode(text, _SCAN_EXACT_BIG, profile, deep, strict)
         if scan is _SCAN_PROFILED:
-            return _decode(text, _SCAN_PROFILED_BIG, profile, deep)
+            return _decode(text, _SCAN_PROFILED_BIG, profile, deep, strict)
         raise  # pragma: no cover - the hooked variants never raise ValueError
     except RecursionError:  # nested past the interpreter's limit
         _check_nesting(text, profile)
@@ -800,6 +811,8 @@ def _decode(
                 _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
+    if strict:
+        return value  # depth checked before, names by the object hook
     depth, repeated = _shape(value, text, deep)
     if depth > MAX_DEPTH:
         _check_nesting(text, profile)
