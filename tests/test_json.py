@@ -1342,7 +1342,30 @@ def closed_escaped_quotes(size: int) -> str:
     return '["' + '\\"' * ((size - len(tail)) // 2) + '",' + tail + "]"
 
 
-ADVERSARIAL_SHAPES = [unterminated_escaped_quotes, stray_escaped_quotes, closed_escaped_quotes]
+def objects_then_repeated_name(size: int) -> str:
+    """Many small objects, the last one repeating a name (the repeated-name locator)."""
+    return "[" + '{"k":[1]},' * ((size - 20) // 10) + '{"x":1,"x":2}]'
+
+
+def strings_then_refused_number(size: int) -> str:
+    """Many strings, some spelling the refused number, then that number (its locator)."""
+    number = "1e99999999999999999999"  # too large to represent, with or without the profile
+    return "[" + f'"{number}",' * ((size - 30) // 25) + number + "]"
+
+
+def repeated_name_then_syntax_error(size: int) -> str:
+    """Many small objects, one repeating a name, then a syntax error."""
+    return "[" + '{"k":[1]},' * ((size - 30) // 10) + '{"k":1,"k":2},x]'
+
+
+ADVERSARIAL_SHAPES = [
+    unterminated_escaped_quotes,
+    stray_escaped_quotes,
+    closed_escaped_quotes,
+    objects_then_repeated_name,
+    strings_then_refused_number,
+    repeated_name_then_syntax_error,
+]
 
 
 def cpu_per_call(text: str, calls: int, rounds: int) -> float:
