@@ -737,13 +737,13 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
     # report (``_check_nesting``) is made only when it is too deep or decoding failed.
-    # When arrays dominate (fewer than one member per two openers), measuring the
+    # When arrays dominate (fewer than one member per four openers), measuring the
     # decoded value level by level costs more than the pre-scan (which also stops a
     # document that nests too deep early), and the few objects are checked for
     # repeated names by an object hook instead.
     openers = text.count("[") + text.count("{")
     deep = openers > MAX_DEPTH
-    strict = deep and 2 * text.count(":") < openers
+    strict = deep and 4 * text.count(":") < openers
     if strict:
         _check_nesting(text, profile)
         deep = False
