@@ -62,7 +62,7 @@ catalogs = st.lists(entries, max_size=40, unique_by=lambda entry: entry.name)
 
 # Tunings that make the index's planner take every path (tiny blocks, tiny limits)
 # on small catalogs; the default tuning is the first.
-TUNINGS: list[dict[str, int]] = [
+TUNINGS: list[dict[str, object]] = [
     {},
     {"_VOCABULARY_BLOCK": 1, "_DENSE_MIN": 0, "_DENSE_FRACTION": 1 << 30, "_READ": 1},
     {"_VOCABULARY_BLOCK": 2, "_VOCABULARY_SCAN_LIMIT": 2, "_INTERSECT_FROM": 0},
@@ -70,11 +70,13 @@ TUNINGS: list[dict[str, int]] = [
     {"_SPARSE_LIMIT": 0, "_DENSE_MIN": 2, "_DENSE_FRACTION": 4},
     {"_VOCABULARY_SCAN_LIMIT": 0, "_POSITIONS_LIMIT": 1, "_VERIFY_LIMIT": 1 << 30},
     {"_SPARSE_LIMIT": 0, "_POSITIONS_LIMIT": 0, "_DENSE_MIN": 1 << 30, "_READ": 2},
+    {"_SURVIVORS": (0, 0, 1 << 30, 1 << 30), "_SPLIT_FROM": 0, "_SHORT_PRECOMPUTE": 0},
+    {"_SURVIVORS": (0, 0, 2, 1), "_GROUPS_PRECOMPUTE": 0, "_DENSE_MIN": 1},
 ]
 
 
 @contextmanager
-def tuned(tuning: dict[str, int]) -> Iterator[None]:
+def tuned(tuning: dict[str, object]) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in tuning.items():
             patch.setattr(_search, name, value)
@@ -107,7 +109,7 @@ def catalog_and_query(draw: st.DrawFn) -> tuple[list[IndexEntry], str, str]:
 @FAST
 @given(case=catalog_and_query())
 def test_ranking_matches_the_plain_rule(
-    tuning: dict[str, int], case: tuple[list[IndexEntry], str, str]
+    tuning: dict[str, object], case: tuple[list[IndexEntry], str, str]
 ) -> None:
     catalog, query, group = case
     with tuned(tuning):
@@ -118,7 +120,7 @@ def test_ranking_matches_the_plain_rule(
 @FAST
 @given(case=catalog_and_query())
 def test_keyset_continuation_from_every_position_gives_exactly_the_rest(
-    tuning: dict[str, int], case: tuple[list[IndexEntry], str, str]
+    tuning: dict[str, object], case: tuple[list[IndexEntry], str, str]
 ) -> None:
     catalog, query, group = case
     with tuned(tuning):
@@ -381,9 +383,9 @@ class CountingIndex(SearchIndex):
         super().__init__(entries)
         self.candidates = 0
 
-    def _tier_of(self, entry_id: int, terms: tuple[str, ...]) -> int:
+    def _tier_of(self, entry_id: int, terms: tuple[str, ...], limit: int) -> int:
         self.candidates += 1
-        return super()._tier_of(entry_id, terms)
+        return super()._tier_of(entry_id, terms, limit)
 
 
 @pytest.fixture(scope="module")

@@ -100,11 +100,15 @@ _VOCABULARY_BLOCK = 32
 
 #: At most this many vocabulary blocks are searched for one piece (well under a
 #: microsecond each); a piece found in more is broad and constrains nothing.
-_VOCABULARY_SCAN_LIMIT = 96
+_VOCABULARY_SCAN_LIMIT = 128
 
 #: A piece contained in more vocabulary pieces than this is broad: listing them
 #: would cost more than testing the piece on the other terms' candidates.
 _POSITIONS_LIMIT = 384
+
+#: A piece whose gram lookup leaves more vocabulary blocks than this is searched for
+#: in the whole vocabulary at once (``SearchIndex._containing``).
+_SPLIT_FROM = 64
 
 #: A piece's trigram lists are intersected once its rarest trigram is in more than
 #: this many vocabulary blocks (an intersection costs about 50 ns a block).
@@ -120,6 +124,13 @@ _FILTER_LIMIT = 4096
 _DENSE_FRACTION = 128
 _DENSE_MIN = 32
 
+#: A one- or two-character name part whose sparse trigrams list more ids than this
+#: gets its own bitset at construction.
+_SHORT_PRECOMPUTE = 128
+
+#: A one- or two-character part of more groups than this gets its own bitset.
+_GROUPS_PRECOMPUTE = 16
+
 #: A field of a term whose sparse postings hold more ids than this is unknown:
 #: setting their bits would cost more than testing the term on candidates.
 _SPARSE_LIMIT = 2048
@@ -127,6 +138,11 @@ _SPARSE_LIMIT = 2048
 #: A name intersection of at most this many entries is tested name by name, so that
 #: it becomes exact.
 _VERIFY_LIMIT = 64
+
+#: When a text tier's candidates are down to this many, the remaining terms are
+#: tested on each of them instead of having their fields listed: per tier (testing
+#: the documentation, a long text, costs more than testing a summary).
+_SURVIVORS = (0, 0, 32, 16)
 
 #: Bits read at once from a candidate set.
 _READ = 256
@@ -143,6 +159,7 @@ _Ids = Sequence[int]
 _Blocks = Sequence[int]
 
 _NO_TIER = len(_TIERS)  # worse than any tier: "no match"
+_UNCHECKED = -1  # for ``checked`` in ``_ranked``: "worse than tier -1", not checked yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +364,11 @@ def _dense_positions(
     }
 
 
+def _add_occurrence(length: int, total: int, before: int) -> int:
+    """``accumulate`` step over the text between occurrences: where the next one starts."""
+    return total + length + before
+
+
 def _runs(ids: _Ids) -> list[tuple[int, int]]:
     """The ascending ids as runs of consecutive ids: ``(first, length)`` pairs."""
     runs: list[tuple[int, int]] = []
@@ -434,6 +456,12 @@ class _Term:
         self._pieces: list[list[int] | None] | None = None
         self.text = text
 
+    def kept(self) -> bool:
+        """Whether the term's text fields are kept by the index (``_closures``)."""
+        index = self._index
+        position = bisect_left(index._vocabulary, self.text)
+        return position in index._closures and index._vocabulary[position] == self.text
+
     def field(self, tier: int) -> _Field:
         found = self._fields[tier]
         if found is None:
@@ -450,6 +478,9 @@ class _Term:
         index, term = self._index, self.text
         dense, sparse, size = index._name_dense, index._name_sparse, len(index._order)
         if len(term) < _GRAM:
+            known = index._name_short.get(term)
+            if known is not None:
+                return _Field(known, True)
             containing = index._name_shorter.get(term, ())
             lists = [sparse[gram] for gram in containing if gram in sparse]
             if _size(lists) > _SPARSE_LIMIT:
@@ -477,9 +508,19 @@ class _Term:
 
     def _group(self) -> _Field:
         index, term = self._index, self.text
-        if term not in index._groups_joined:
+        known = index._group_short.get(term)
+        if known is not None:
+            return _Field(known, True)
+        joined = index._groups_joined
+        at = joined.find(term)
+        if at < 0:
             return _Field(0, True)
-        return _Field(_union(index._group_bits(g) for g in index._group_ids if term in g), True)
+        groups, starts, bits = index._group_list, index._group_starts, 0
+        while at >= 0:  # each group holding the term once
+            number = bisect_right(starts, at) - 1
+            bits |= index._group_bits(groups[number])
+            at = joined.find(term, starts[number + 1]) if number + 1 < len(starts) else -1
+        return _Field(bits, True)
 
     def _text(self, tier: int) -> _Field:
         index = self._index
@@ -487,22 +528,26 @@ class _Term:
         # A term that is one piece occurs in a text exactly when one of the text's
         # pieces contains it; otherwise each of its pieces lies in one of them.
         exact = self.text in pieces
+        if exact:
+            position = bisect_left(index._vocabulary, self.text)
+            closure = index._closures.get(position)
+            if closure is not None and index._vocabulary[position] == self.text:
+                return _Field(closure[tier - TIER_SUMMARY], True)
         if self._pieces is None:
             wanted = [self.text] if exact else sorted(pieces)
             self._pieces = [index._vocabulary_positions(piece) for piece in wanted]
         field = tier - TIER_SUMMARY
-        postings, dense, size = index._postings[field], index._dense[field], len(index._order)
+        postings, dense = index._postings[field], index._dense[field]
         found: int | None = None
         for positions in self._pieces:
             if positions is None:
                 exact = False
                 continue
-            bits = _union(dense[p] for p in positions if p in dense)
-            lists = [postings.get(p) for p in positions if p not in dense]
-            if _size(lists) > _SPARSE_LIMIT:
+            sparse = sum(postings.count(p) for p in positions if p not in dense)
+            if sparse > _SPARSE_LIMIT:
                 exact = False
                 continue
-            bits |= _bits(lists, size)
+            bits = index._field_bits(field, positions)
             found = bits if found is None else found & bits
         return _Field(found, exact)
 
@@ -517,6 +562,7 @@ class SearchIndex:
     """
 
     __slots__ = (
+        "_closures",
         "_dense",
         "_documents_f",
         "_entries",
@@ -524,10 +570,14 @@ class SearchIndex:
         "_exact",
         "_group_f",
         "_group_ids",
+        "_group_list",
         "_group_runs",
+        "_group_short",
+        "_group_starts",
         "_groups_joined",
         "_name_dense",
         "_name_f",
+        "_name_short",
         "_name_shorter",
         "_name_sparse",
         "_names",
@@ -537,6 +587,8 @@ class SearchIndex:
         "_vocabulary",
         "_vocabulary_blocks",
         "_vocabulary_grams",
+        "_vocabulary_joined",
+        "_vocabulary_starts",
     )
 
     def __init__(self, entries: Sequence[IndexEntry]) -> None:
@@ -567,6 +619,16 @@ class SearchIndex:
             for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
                 shorter[part].append(gram)
         self._name_shorter: dict[str, list[str]] = dict(shorter)
+        # A one- or two-character part whose sparse trigrams list many ids (``on`` in
+        # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
+        # sets that many bits.
+        self._name_short: dict[str, int] = {}
+        for part, containing in shorter.items():
+            lists = [self._name_sparse[gram] for gram in containing if gram in self._name_sparse]
+            if _size(lists) > _SHORT_PRECOMPUTE:
+                dense = self._name_dense
+                bits = _union(dense[gram] for gram in containing if gram in dense)
+                self._name_short[part] = bits | _bits(lists, size)
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
@@ -576,10 +638,26 @@ class SearchIndex:
         for entry_id, group in enumerate(self._group_f):
             group_ids[group].append(entry_id)
         self._group_ids: dict[str, array[int]] = dict(group_ids)
-        self._groups_joined = _SEPARATOR.join(self._group_ids)
+        # The distinct groups joined, and where each starts: a term's groups are found
+        # with a substring search, not a test of every group.
+        self._group_list = list(self._group_ids)
+        self._groups_joined = _SEPARATOR.join(self._group_list)
+        self._group_starts = array(
+            "i", accumulate((len(g) + 1 for g in self._group_list), initial=0)
+        )
         # Groups are usually runs of consecutive ids (names start with their group).
         self._group_runs: dict[str, list[tuple[int, int]]] = {
             group: _runs(ids) for group, ids in self._group_ids.items()
+        }
+        # A one- or two-character part found in many groups is kept as a bitset.
+        holders: defaultdict[str, list[str]] = defaultdict(list)
+        for group in self._group_list:
+            for part in {group[k : k + width] for width in (1, 2) for k in range(len(group))}:
+                holders[part].append(group)
+        self._group_short: dict[str, int] = {
+            part: _union(map(self._group_bits, groups))
+            for part, groups in holders.items()
+            if len(groups) > _GROUPS_PRECOMPUTE
         }
 
         # Every text field folded once, so a query never folds documentation.
@@ -592,11 +670,42 @@ class SearchIndex:
         self._vocabulary: list[str] = [piece.decode() for piece in encoded]
         self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
         self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
+        self._vocabulary_joined = _SEPARATOR.join(self._vocabulary)
+        self._vocabulary_starts = array(
+            "i", accumulate((len(piece) + 1 for piece in self._vocabulary), initial=0)
+        )
         self._postings = (_Postings(encoded, summaries), _Postings(encoded, documents))
         self._dense: tuple[dict[int, int], dict[int, int]] = (
             _dense_positions(encoded, summaries, size),
             _dense_positions(encoded, documents, size),
         )
+        # A common piece is a common query term: its fields (the union over every
+        # piece containing it) are kept, so such a term costs one lookup. A broad one
+        # of one or two characters (``on``, ``to``) is left out: it is so common that
+        # testing it on the other terms' candidates costs less than its fields.
+        self._closures: dict[int, tuple[int, int]] = {}
+        for position in sorted(self._dense[0].keys() | self._dense[1].keys()):
+            piece = self._vocabulary[position]
+            positions = self._vocabulary_positions(piece, limited=len(piece) < _GRAM)
+            if positions is None:
+                continue
+            self._closures[position] = (
+                self._field_bits(0, positions),
+                self._field_bits(1, positions),
+            )
+
+    def _field_bits(self, field: int, positions: Iterable[int]) -> int:
+        """The union of the postings of ``positions`` in a text field (0: summary)."""
+        postings, dense = self._postings[field], self._dense[field]
+        bits = 0
+        lists = []
+        for position in positions:
+            found = dense.get(position)
+            if found is None:
+                lists.append(postings.get(position))
+            else:
+                bits |= found
+        return bits | _bits(lists, len(self._order))
 
     def _group_bits(self, group: str) -> int:
         runs = self._group_runs[group]
@@ -695,48 +804,81 @@ class SearchIndex:
             return
         sources = [_Term(self, term) for term in terms]
         allowed = self._group_bits(folded_group) if folded_group else self._everything
-        # Per term, the union of its fields so far: a superset, and an exact subset.
-        supersets: list[int | None] = [0] * len(sources)
-        subsets = [0] * len(sources)
-        exact = True
-        below = 0  # entries certainly of a better tier than the current one
+        # Per term, its fields computed so far, tier by tier; ``broad``: one is unknown.
+        fields: list[list[_Field]] = [[] for _ in sources]
+        broad = [False] * len(sources)
         done = 0  # entries placed after a check with the rule
         checked: dict[int, int] = {}  # the tiers of the entries checked so far
+        # Terms whose text fields are kept first (they cost a lookup), then the
+        # longest first: a long term is usually the rarest.
+        by_cost = sorted(range(len(sources)), key=lambda k: (not sources[k].kept(), -len(terms[k])))
         for tier in _TIERS:
-            for k, source in enumerate(sources):
-                field = source.field(tier)
-                bits = supersets[k]
-                supersets[k] = None if bits is None or field.bits is None else bits | field.bits
-                if field.exact:
-                    subsets[k] |= field.bits  # type: ignore[operator]
-                else:
+            candidates = allowed & ~(self._below(fields, allowed, tier) | done)
+            exact = True
+            for k in by_cost:
+                listed = fields[k]
+                if broad[k]:
                     exact = False
-            if tier >= after_tier:
-                start = start_id if tier == after_tier else 0
-                candidates = allowed
-                for bits in supersets:
-                    if bits is not None:
-                        candidates &= bits
-                candidates &= ~below
-                if candidates >> start:
-                    if exact:
-                        for entry_id in _ones(candidates, start):
-                            yield tier, order[entry_id]
-                    else:
-                        placed: list[int] = []
-                        for entry_id in _ones(candidates, start):
-                            found = checked.get(entry_id)
-                            if found is None:
-                                found = checked[entry_id] = self._tier_of(entry_id, terms)
-                            if found == tier:
-                                placed.append(entry_id)
-                                yield tier, order[entry_id]
-                        # Checked, so certain: later tiers need not read them again.
-                        done |= _bits([placed], len(order))
-            below = reduce(and_, subsets, allowed) | done
+                    continue  # unknown: every entry, tested one by one
+                if (
+                    len(listed) <= tier
+                    and tier >= TIER_SUMMARY
+                    and candidates.bit_count() <= _SURVIVORS[tier]
+                ):
+                    # So few candidates left that testing the term on each costs less
+                    # than listing its field: it waits for a later tier.
+                    exact = False
+                    continue
+                while len(listed) <= tier:
+                    listed.append(sources[k].field(len(listed)))
+                superset = 0
+                for field in listed:
+                    if field.bits is None:
+                        broad[k] = True
+                        break
+                    superset |= field.bits
+                    exact = exact and field.exact
+                if broad[k]:
+                    exact = False
+                else:
+                    candidates &= superset
+            # Again, now that every term listed here has its fields below this tier (a
+            # term left waiting earlier may have just had them computed).
+            candidates &= ~self._below(fields, allowed, tier)
+            if tier < after_tier or not candidates:
+                continue
+            start = start_id if tier == after_tier else 0
+            if exact:
+                for entry_id in _ones(candidates, start):
+                    yield tier, order[entry_id]
+                continue
+            placed: list[int] = []
+            for entry_id in _ones(candidates, start):
+                # Known: its tier, or ``-2 - t`` when it was found worse than tier ``t``.
+                found = checked.get(entry_id, _UNCHECKED)
+                if found < 0 and -2 - found < tier:
+                    # The rule itself, reading no field past this tier's.
+                    found = self._tier_of(entry_id, terms, tier)
+                    checked[entry_id] = -2 - tier if found == _NO_TIER else found
+                if found == tier:
+                    placed.append(entry_id)
+                    yield tier, order[entry_id]
+            # Checked, so certain: later tiers need not read them again.
+            done |= _bits([placed], len(order))
 
-    def _tier_of(self, entry_id: int, terms: tuple[str, ...]) -> int:
-        """The entry's tier for ``terms`` by the rule itself (``_NO_TIER``: no match)."""
+    @staticmethod
+    def _below(fields: list[list[_Field]], allowed: int, tier: int) -> int:
+        """Entries certainly of a better tier than ``tier``: those every term matches in
+        an exact field below it (all of them, when every such field is exact)."""
+        below = allowed
+        for listed in fields:
+            below &= _union(field.bits for field in listed[:tier] if field.exact)  # type: ignore[misc]
+        return below
+
+    def _tier_of(self, entry_id: int, terms: tuple[str, ...], limit: int) -> int:
+        """The entry's tier for ``terms`` by the rule itself, if at most ``limit``;
+        otherwise ``_NO_TIER`` (fields past ``limit``, the documentation above all,
+        are not read)."""
         fields = (
             self._name_f[entry_id],
             self._group_f[entry_id],
@@ -748,21 +890,22 @@ class SearchIndex:
             found = 0
             while term not in fields[found]:
                 found += 1
-                if found == _NO_TIER:
+                if found > limit:
                     return _NO_TIER
             if found > worst:
                 worst = found
         return worst
 
-    def _vocabulary_positions(self, piece: str) -> list[int] | None:
-        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad."""
+    def _vocabulary_positions(self, piece: str, *, limited: bool = True) -> list[int] | None:
+        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad
+        (unless not ``limited``)."""
         lists = self._vocabulary_grams.all(piece)
         if not lists:
             return []
         blocks: _Blocks
         if len(piece) < _GRAM:  # the piece is in one of these lists: their union
             if len(lists) > 1 and _size(lists) > _FILTER_LIMIT:
-                return None
+                return self._containing(piece) if not limited else None
             blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
         else:  # the piece is in all of these lists: intersect, rarest first
             lists.sort(key=len)
@@ -774,10 +917,14 @@ class SearchIndex:
                     if len(common) <= _INTERSECT_FROM:
                         break
                 blocks = sorted(common)
-        if len(blocks) > _VOCABULARY_SCAN_LIMIT:
+        if limited and len(blocks) > _VOCABULARY_SCAN_LIMIT:
             return None
+        positions: list[int]
+        if len(blocks) > _SPLIT_FROM:
+            positions = self._containing(piece)
+            return positions if len(positions) <= _POSITIONS_LIMIT or not limited else None
         texts = self._vocabulary_blocks
-        positions: list[int] = []
+        positions = []
         for number in blocks:
             text = texts[number]
             at = text.find(piece)
@@ -788,10 +935,20 @@ class SearchIndex:
             while at >= 0:
                 position += text.count(_SEPARATOR, counted, at)
                 positions.append(position)
-                if len(positions) > _POSITIONS_LIMIT:
+                if len(positions) > _POSITIONS_LIMIT and limited:
                     return None
                 counted = text.find(_SEPARATOR, at)
                 at = text.find(piece, counted)
         return positions
+
+    def _containing(self, piece: str) -> list[int]:
+        """Vocabulary positions of the pieces containing ``piece``, by one pass over the
+        whole vocabulary at C speed (splitting it at each occurrence)."""
+        parts = self._vocabulary_joined.split(piece)
+        parts.pop()
+        # Where each occurrence starts; the piece holding it starts at or before.
+        ends = accumulate(map(len, parts), partial(_add_occurrence, len(piece)))
+        found = map(bisect_right, repeat(self._vocabulary_starts), ends)
+        return [position - 1 for position in dict.fromkeys(found)]
 
     # --- the rule -----------------------------------------------------------------------
