@@ -456,6 +456,11 @@ class _Term:
         self._pieces: list[list[int] | None] | None = None
         self.text = text
 
+    def in_no_text(self) -> bool:
+        """Whether the term is known to occur in no summary and no documentation (a
+        piece of it is in no text), once a text field was computed."""
+        return self._pieces is not None and any(positions == [] for positions in self._pieces)
+
     def kept(self) -> bool:
         """Whether the term's text fields are kept by the index (``_closures``)."""
         index = self._index
@@ -543,6 +548,8 @@ class _Term:
             if positions is None:
                 exact = False
                 continue
+            if not positions:  # a piece in no text: the term is in no text either
+                return _Field(0, True)
             sparse = sum(postings.count(p) for p in positions if p not in dense)
             if sparse > _SPARSE_LIMIT:
                 exact = False
@@ -842,6 +849,11 @@ class SearchIndex:
                     exact = False
                 else:
                     candidates &= superset
+            if tier == TIER_SUMMARY and any(
+                listed and all(field.bits == 0 for field in listed) and sources[k].in_no_text()
+                for k, listed in enumerate(fields)
+            ):
+                return  # a term matches no name, no group and no text: nothing matches
             # Again, now that every term listed here has its fields below this tier (a
             # term left waiting earlier may have just had them computed).
             candidates &= ~self._below(fields, allowed, tier)
