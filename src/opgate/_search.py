@@ -820,7 +820,9 @@ class SearchIndex:
         # longest first: a long term is usually the rarest.
         by_cost = sorted(range(len(sources)), key=lambda k: (not sources[k].kept(), -len(terms[k])))
         for tier in _TIERS:
-            candidates = allowed & ~(self._below(fields, allowed, tier) | done)
+            candidates = allowed & ~done
+            if tier >= TIER_SUMMARY:  # counted below, to decide whether to list a field
+                candidates &= ~self._below(fields, allowed, tier)
             exact = True
             for k in by_cost:
                 listed = fields[k]
