@@ -1,7 +1,7 @@
 """Search latency against catalog size, opgate beside the comparison packages, as a chart.
 
 ``python benchmarks/bench_chart.py [--sizes 1000 3000 10000 30000] [--runs 200]
-[--no-compare] [--output docs/search-latency.png]``
+[--no-compare] [--real 1 5] [--output docs/search-latency.png]``
 
 For each size, the synthetic catalog (``common.synthetic_catalog``) is registered in
 opgate (allow-all policy) and, when installed (the ``bench`` extra), in mcp-lens-py and
@@ -10,6 +10,12 @@ three text query shapes of ``bench_registry.QUERIES`` (common term, rare term, t
 terms; page 1, five results where the package pages); a point is the median over
 those shapes of each shape's median time. The chart (log-log, matplotlib from the
 ``bench`` extra) is written to ``--output``; the table is printed.
+
+``--real 1 5`` adds opgate's points on the real botocore catalog (``real_catalog.py``:
+about 20,000 and 100,000 operations; needs botocore from the ``bench`` extra): the
+median, over 200 seeded ``real_queries``, of each query's median page-1 time (the
+operations registered without input schemas, which search never reads, so the
+registries build in seconds). The comparison packages are not run on it.
 """
 
 from __future__ import annotations
@@ -58,11 +64,38 @@ def _comparison_ms(size: int, which: str) -> float | None:
     return statistics.median(medians)
 
 
-def run(sizes: Sequence[int] = DEFAULT_SIZES, *, runs: int = 200, compare: bool = True) -> Table:
+def _real_ms(copies: int, queries: int = 200, repeat: int = 5) -> tuple[int, float]:
+    """Catalog size and median page-1 latency (ms) over real queries on the real catalog."""
+    import bench_real
+    from real_catalog import real_catalog, real_queries
+
+    catalog = real_catalog(copies)
+    drawn = real_queries(real_catalog(1), queries)
+    registry = Registry(
+        bench_real.to_operations(catalog, schemas=False), AllowAll(), limits=bench_real.LIMITS
+    )
+
+    async def measure() -> list[float]:
+        medians = []
+        for query in drawn:
+            timing = await time_async(lambda q=query: registry.search(None, q), runs=repeat)
+            medians.append(timing.median_ns / 1e6)
+        return medians
+
+    return len(catalog), statistics.median(asyncio.run(measure()))
+
+
+def run(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    runs: int = 200,
+    compare: bool = True,
+    real: Sequence[int] = (),
+) -> Table:
     """Median search latency (ms) per package and catalog size."""
     table = Table(
         "Search latency against catalog size (synthetic catalog, page 1, median over query shapes)",
-        ("catalog", "opgate ms", "mcp-lens-py ms", "fastmcp-gateway ms"),
+        ("catalog", "opgate ms", "mcp-lens-py ms", "fastmcp-gateway ms", "opgate real ms"),
     )
     for size in sizes:
         row: dict[str, float | int | None] = {"catalog": size, "opgate ms": _opgate_ms(size, runs)}
@@ -70,6 +103,9 @@ def run(sizes: Sequence[int] = DEFAULT_SIZES, *, runs: int = 200, compare: bool 
             row["mcp-lens-py ms"] = _comparison_ms(size, "mcp-lens-py")
             row["fastmcp-gateway ms"] = _comparison_ms(size, "fastmcp-gateway")
         table.add(**row)
+    for copies in real:
+        size, milliseconds = _real_ms(copies)
+        table.add(catalog=size, **{"opgate real ms": milliseconds})
     return table
 
 
@@ -83,15 +119,16 @@ def plot(table: Table, output: Path) -> Path | None:
     except ImportError:
         return None
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for column, marker in (
-        ("opgate ms", "o"),
-        ("mcp-lens-py ms", "s"),
-        ("fastmcp-gateway ms", "^"),
+    for column, marker, label in (
+        ("opgate ms", "o", "opgate"),
+        ("mcp-lens-py ms", "s", "mcp-lens-py"),
+        ("fastmcp-gateway ms", "^", "fastmcp-gateway"),
+        ("opgate real ms", "D", "opgate, real botocore catalog (median over 200 queries)"),
     ):
         points = [(r["catalog"], r.get(column)) for r in table.rows if r.get(column) is not None]
         if points:
             xs, ys = zip(*points, strict=True)
-            axes.plot(xs, ys, marker=marker, label=column.removesuffix(" ms"))
+            axes.plot(xs, ys, marker=marker, label=label)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("operations in the catalog")
@@ -112,9 +149,12 @@ def main(argv: Sequence[str] | None = None) -> Table:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--no-compare", action="store_true")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--real", type=int, nargs="*", default=[], help="copies of the real catalog to add"
+    )
     args = parser.parse_args(argv)
     print(f"{machine_info()}\n", flush=True)
-    table = run(args.sizes, runs=args.runs, compare=not args.no_compare)
+    table = run(args.sizes, runs=args.runs, compare=not args.no_compare, real=args.real)
     print(format_table(table), flush=True)
     written = plot(table, args.output)
     print(f"chart: {written or 'matplotlib not installed'}")

@@ -1,7 +1,7 @@
 """Load and soak: concurrent official MCP clients against 1 and 3 replicas on one Redis.
 
 ``python benchmarks/load_replicas.py [--replicas 1 3] [--clients 8] [--duration 30]
-[--warmup 5] [--redis URL]``
+[--warmup 5] [--lifetime 60] [--redis URL]``
 
 For each replica count it starts that many ``opgate serve replica_app:build_registry
 --http`` processes sharing a secret and a Redis ledger (a ``redis-server`` on a free
@@ -16,15 +16,22 @@ loopback port, unless ``--redis`` names one; tests/redis_server.py), then runs
   answered by retries (``invoke prompt`` and ``invoke resume`` requests), the result.
 
 It prints requests per second, p50/p99 latency per request kind, errors (any
-exception or ``isError`` result; 0 expected) and each replica's RSS after the
-warm-up and at the end. The long soak is ``--duration 600``; CI runs a bounded one
-(tests/test_load.py).
+exception or ``isError`` result; 0 expected), each replica's RSS and Redis's
+``used_memory`` after the warm-up and at the end, and the machine's load average.
+Prompts live ``--lifetime`` seconds (60 by default, through
+``$OPGATE_REPLICA_LIFETIME``): records expire, are swept and give their bytes back
+many times within a run, so a leak of records or of accounted bytes shows as growth
+or as ``busy`` errors. (With the default 600 s all eight clients — one principal —
+retain ten minutes of chains, which outgrows the default per-principal budget of
+8 MiB after about six minutes: the ledger then answers ``busy``, as designed.) The
+long soak is ``--duration 600``; CI runs a bounded one (tests/test_load.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sys
 import tempfile
@@ -35,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types as types
+import redis
 
 from common import Table, format_table, machine_info
 from replicas import ReplicaSet, RoundRobinTransport, client
@@ -137,27 +145,44 @@ class RunResult:
     stats: Stats
     rss_start: list[int]
     rss_end: list[int]
+    redis_start: int = 0
+    redis_end: int = 0
+    load_start: float = 0.0
+    load_end: float = 0.0
 
     @property
     def requests(self) -> int:
         return sum(len(v) for v in self.stats.latencies.values())
 
 
-async def _drive(replicas: ReplicaSet, clients: int, warmup: float, duration: float) -> RunResult:
+def _redis_memory(url: str) -> int:
+    """Redis's ``used_memory`` in bytes."""
+    client = redis.Redis.from_url(url)
+    try:
+        return int(client.info("memory")["used_memory"])
+    finally:
+        client.close()
+
+
+async def _drive(
+    replicas: ReplicaSet, clients: int, warmup: float, duration: float, redis_url: str
+) -> RunResult:
     stats = Stats()
     stop = time.monotonic() + warmup + duration
 
-    async def mark() -> tuple[list[int], float]:
+    async def mark() -> tuple[list[int], int, float, float]:
         await asyncio.sleep(warmup)
         stats.recording = True
-        return replicas.rss(), time.monotonic()
+        load = os.getloadavg()[0]
+        return replicas.rss(), _redis_memory(redis_url), load, time.monotonic()
 
     marker = asyncio.create_task(mark())
     await asyncio.gather(*(_one_client(replicas.ports, i, stats, stop) for i in range(clients)))
-    rss_start, started = await marker
+    rss_start, redis_start, load_start, started = await marker
     return RunResult(
-        len(replicas.ports), clients, time.monotonic() - started, stats, rss_start, replicas.rss()
-    )
+        len(replicas.ports), clients, time.monotonic() - started, stats, rss_start,
+        replicas.rss(), redis_start, _redis_memory(redis_url), load_start, os.getloadavg()[0],
+    )  # fmt: skip
 
 
 def run(
@@ -166,6 +191,7 @@ def run(
     clients: int,
     duration: float,
     warmup: float,
+    lifetime: float = 60.0,
     redis_url: str | None = None,
 ) -> list[RunResult]:
     """Run the load once per replica count; returns the measurements."""
@@ -184,9 +210,15 @@ def run(
             for count in counts:
                 prefix = f"load{count}-{time.time_ns()}"
                 with ReplicaSet(
-                    count, ledger_url=redis_url, prefix=prefix, log_dir=directory
+                    count,
+                    ledger_url=redis_url,
+                    prefix=prefix,
+                    log_dir=directory,
+                    environment={"OPGATE_REPLICA_LIFETIME": str(lifetime)},
                 ) as replicas:
-                    results.append(asyncio.run(_drive(replicas, clients, warmup, duration)))
+                    results.append(
+                        asyncio.run(_drive(replicas, clients, warmup, duration, redis_url))
+                    )
         finally:
             if server is not None:
                 server.stop()
@@ -205,6 +237,8 @@ def tables(results: Sequence[RunResult]) -> list[Table]:
             "errors",
             "RSS start MiB",
             "RSS end MiB",
+            "Redis MiB start/end",
+            "load avg start/end",
         ),
     )
     latency = Table(
@@ -222,6 +256,9 @@ def tables(results: Sequence[RunResult]) -> list[Table]:
             **{
                 "RSS start MiB": " / ".join(f"{r / MIB:.0f}" for r in result.rss_start),
                 "RSS end MiB": " / ".join(f"{r / MIB:.0f}" for r in result.rss_end),
+                "Redis MiB start/end": f"{result.redis_start / MIB:.1f} / "
+                f"{result.redis_end / MIB:.1f}",
+                "load avg start/end": f"{result.load_start:.1f} / {result.load_end:.1f}",
             },
         )
         for kind in KINDS:
@@ -239,8 +276,9 @@ def tables(results: Sequence[RunResult]) -> list[Table]:
     if errors:
         throughput.notes.append("errors seen: " + ", ".join(errors[:10]))
     throughput.notes.append(
-        "RSS per replica after warm-up and at the end; the load driver (all clients) is one "
-        "extra Python process on the same machine."
+        "RSS per replica and Redis used_memory after warm-up and at the end; 1-minute load "
+        "average of the machine then; the load driver (all clients) is one extra Python "
+        "process on the same machine."
     )
     return [throughput, latency]
 
@@ -251,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=30.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument(
+        "--lifetime", type=float, default=60.0, help="the prompts' input lifetime, seconds"
+    )
     parser.add_argument("--redis", help="use this redis:// URL instead of starting redis-server")
     arguments = parser.parse_args(argv)
     print(machine_info())
@@ -259,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         clients=arguments.clients,
         duration=arguments.duration,
         warmup=arguments.warmup,
+        lifetime=arguments.lifetime,
         redis_url=arguments.redis,
     )
     for table in tables(results):

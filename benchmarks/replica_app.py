@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -24,6 +25,7 @@ from opgate import (
     FormInput,
     InputAction,
     Invocation,
+    Limits,
     Operation,
     Registry,
     Result,
@@ -121,5 +123,12 @@ def operations() -> list[Operation]:
 
 
 def build_registry() -> Registry:
-    """A fresh registry; ``opgate serve`` adds the shared secret and ledger."""
-    return Registry(operations(), OpenPolicy())
+    """A fresh registry; ``opgate serve`` adds the shared secret and ledger.
+
+    ``$OPGATE_REPLICA_LIFETIME`` (seconds), when set, is the prompts' input lifetime:
+    the load command's soak sets it short so that records expire, are swept and their
+    bytes come back many times within the run.
+    """
+    lifetime = os.environ.get("OPGATE_REPLICA_LIFETIME")
+    limits = None if not lifetime else Limits(input_lifetime=timedelta(seconds=float(lifetime)))
+    return Registry(operations(), OpenPolicy(), limits=limits)

@@ -91,6 +91,26 @@ def test_construction_benchmark_tiny() -> None:
         assert row["target MB"] in (150.0, 300.0)
 
 
+def test_real_catalog_benchmark_search_only_tiny() -> None:
+    # --search-only: no construction probe, operations registered without their schemas.
+    (search,) = bench_real.run(
+        (1,),
+        queries=4,
+        repeat=1,
+        source="synthetic:60",
+        guest_runs=(1, 1),
+        build=False,
+        schemas=False,
+    )
+    assert {row["catalog"] for row in search.rows} == {60}
+    catalog = bench_real.catalog_for("synthetic:5", 1)
+    bare = bench_real.to_operations(catalog, schemas=False)
+    assert all(op.input_schema is None for op in bare)
+    assert [op.input_schema for op in bench_real.to_operations(catalog)] == [
+        op.input_schema for op in catalog
+    ]
+
+
 def test_chart_benchmark_tiny(tmp_path: Path) -> None:
     table = bench_chart.run((50, 120), runs=5, compare=False)
     assert [row["catalog"] for row in table.rows] == [50, 120]

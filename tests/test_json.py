@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from opgate import _json
 from opgate._json import (
     MAX_DEPTH,
     PROFILE_LIMIT,
@@ -1341,7 +1342,30 @@ def closed_escaped_quotes(size: int) -> str:
     return '["' + '\\"' * ((size - len(tail)) // 2) + '",' + tail + "]"
 
 
-ADVERSARIAL_SHAPES = [unterminated_escaped_quotes, stray_escaped_quotes, closed_escaped_quotes]
+def objects_then_repeated_name(size: int) -> str:
+    """Many small objects, the last one repeating a name (the repeated-name locator)."""
+    return "[" + '{"k":[1]},' * ((size - 20) // 10) + '{"x":1,"x":2}]'
+
+
+def strings_then_refused_number(size: int) -> str:
+    """Many strings, some spelling the refused number, then that number (its locator)."""
+    number = "1e99999999999999999999"  # too large to represent, with or without the profile
+    return "[" + f'"{number}",' * ((size - 30) // 25) + number + "]"
+
+
+def repeated_name_then_syntax_error(size: int) -> str:
+    """Many small objects, one repeating a name, then a syntax error."""
+    return "[" + '{"k":[1]},' * ((size - 30) // 10) + '{"k":1,"k":2},x]'
+
+
+ADVERSARIAL_SHAPES = [
+    unterminated_escaped_quotes,
+    stray_escaped_quotes,
+    closed_escaped_quotes,
+    objects_then_repeated_name,
+    strings_then_refused_number,
+    repeated_name_then_syntax_error,
+]
 
 
 def cpu_per_call(text: str, calls: int, rounds: int) -> float:
@@ -1597,3 +1621,160 @@ def test_is_plain_means_from_python_returns_an_equal_copy_type_for_type() -> Non
     for _ in range(200):
         nested = [nested]
     assert not is_plain(nested)
+
+
+# --- the C-speed parse path (issue 9, item 1) ----------------------------------------------------
+
+
+def _number_tokens() -> st.SearchStrategy[str]:
+    whole = st.sampled_from(["0", "1", "-1", "10", "-0", "123", "5", "100", "-2", "90000"])
+    fraction = st.sampled_from(["", ".0", ".5", ".50", ".05", ".000", ".1234", ".10", ".0001"])
+    exponent = st.one_of(
+        st.just(""),
+        st.integers(-4200, 4200).map(lambda x: f"e{x}"),
+        st.integers(0, 4200).map(lambda x: f"E+{x}"),
+        st.integers(0, 99).map(lambda x: f"e-0{x}"),
+        st.sampled_from(["e4096", "e4095", "e4097", "e-4096", "e-4097", "e99999", "e-999999"]),
+    )
+    return (
+        st.tuples(whole, fraction, exponent)
+        .map("".join)
+        .filter(lambda t: "." in t or "e" in t.lower())
+    )
+
+
+def _hook_result(hook: Callable[[str], object], token: str) -> object:
+    try:
+        value = hook(token)
+    except _json._Rejected as exc:
+        return ("refused", exc.reason)
+    return (type(value), value, str(value))
+
+
+@FAST
+@given(_number_tokens())
+@example("1.50")
+@example("-0.0e-99999")
+@example("12.50e3")
+@example("0.001e4097")
+def test_the_fast_number_hook_agrees_with_the_exact_rules(token: str) -> None:
+    # The parse_float hook reads common tokens from their text; the slow hook applies
+    # the profile rules and normalization exactly. Same value, type, spelling, refusal.
+    assert _hook_result(_json._profiled_float, token) == _hook_result(
+        _json._profiled_float_slow, token
+    )
+    assert _hook_result(_json._exact_float, token) == _hook_result(_json._exact_float_slow, token)
+
+
+def _problem_documents() -> st.SearchStrategy[str]:
+    """Small documents whose values may repeat names or hold refused numbers."""
+    names = st.sampled_from(["a", "b", "k", "a:b", "\\u0061"])
+    scalars = st.sampled_from(["1", "1.5", "1e4097", "0.001e4097", '"1e4097"', '"x:y"', "null"])
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4).map(lambda items: "[" + ",".join(items) + "]"),
+            st.lists(st.tuples(names, inner), max_size=4).map(
+                lambda members: "{" + ",".join(f'"{n}":{v}' for n, v in members) + "}"
+            ),
+        ),
+        max_leaves=12,
+    )
+
+
+@FAST
+@given(_problem_documents())
+def test_problems_are_located_as_the_token_walk_locates_them(text: str) -> None:
+    # The reference is the token walk (_locate): the first repeated name or refused
+    # number in document order, with its pointer. parse finds it without the walk.
+    expected = _json._locate(text, profile=True)
+    if expected is None:
+        parse(text, profile=True)
+    else:
+        error = rejection(text, profile=True)
+        assert (error.reason, error.pointer) == expected
+    # After more openers than MAX_DEPTH, mostly arrays (pre-scan and object hook) or
+    # mostly objects (depth and names measured on the decoded value).
+    for padding in ("[]," * (MAX_DEPTH + 2), '{"k":1},' * (MAX_DEPTH + 2)):
+        padded = "[" + padding + text + "]"
+        if expected is None:
+            parse(padded, profile=True)
+        else:
+            error = rejection(padded, profile=True)
+            assert error.reason == expected[0]
+            assert error.pointer == f"/{MAX_DEPTH + 2}{expected[1]}"
+
+
+def test_repeated_names_are_found_after_a_hookless_decode() -> None:
+    assert parse('{"a:b":1,"c":"x:y","d":{"e":":"}}') == {"a:b": 1, "c": "x:y", "d": {"e": ":"}}
+    error = rejection('[{"k":1},{"k":2,"k":3}]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/1/k")
+    error = rejection('[{"k":[1]},{"x":{"y":1,"y":2}}]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'y'", "/1/x/y")
+    # Names compare after decoding escapes.
+    error = rejection('{"a":1,"\\u0061":2}')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")
+
+
+def test_a_refused_number_is_located_past_the_same_text_in_strings() -> None:
+    error = rejection('{"s":"1e4097","t":["1e4097"],"y":[1,{"z":1e4097}]}', profile=True)
+    assert error.pointer == "/y/1/z"
+    assert (
+        error.reason
+        == f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
+    )
+    # A repeated name before the refused number is the first problem.
+    error = rejection('[{"k":1,"k":2},1e4097]', profile=True)
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/0/k")
+
+
+def test_a_repeated_name_before_a_syntax_error_or_a_too_deep_bracket_comes_first() -> None:
+    error = rejection('[{"k":1,"k":2},x]')
+    assert (error.reason, error.pointer) == ("duplicate object member name 'k'", "/0/k")
+    # Also in an object still open at the too-deep bracket (it was written before it).
+    error = rejection('{"a":1,"a":' + "[" * (MAX_DEPTH + 1))
+    assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")
+
+
+@FAST
+@given(
+    _problem_documents(),
+    st.integers(0, 10_000),
+    st.sampled_from(["", "x", "]", "}", ",", ":", '"', " 1"]),
+)
+def test_a_repeated_name_before_a_syntax_error_is_the_first_problem(
+    text: str, cut: int, garbage: str
+) -> None:
+    # Any repeated name written before the syntax error (in a closed or a still open
+    # object) is reported instead of it; the reference is the token walk of the text
+    # before the error.
+    broken = text[: cut % (len(text) + 1)] + garbage
+    try:
+        json.loads(broken, parse_constant=str)
+    except json.JSONDecodeError as exc:
+        position = exc.pos
+    else:
+        return
+    expected = _json._locate(broken[:position], profile=False)
+    error = rejection(broken)
+    if expected is not None and expected[0].startswith("duplicate"):
+        assert (error.reason, error.pointer) == expected
+    else:
+        assert error.reason.startswith("invalid JSON: ")
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 500, 5_000])
+def test_closed_documents_nested_too_deep_are_refused_after_a_successful_decode(
+    levels: int,
+) -> None:
+    # Depth is now measured on the decoded value (or the decoder's RecursionError),
+    # not before decoding: a complete document nested too deep is still refused,
+    # with the pointer of the offending container, and so are deep objects.
+    error = rejection("[" * levels + "]" * levels)
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"
+    assert error.pointer == "/0" * MAX_DEPTH
+    error = rejection('{"k":' * levels + "1" + "}" * levels, profile=True)
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"
+    assert error.pointer == "/k" * MAX_DEPTH
+    # Exactly at the bound it parses.
+    assert parse("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None

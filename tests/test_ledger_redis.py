@@ -7,6 +7,7 @@ HTTP tests are in test_replicas.py.
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from opgate import (
     finish,
 )
 from opgate.redis import RedisLedger
+from opgate.redis._wire import ScriptWire
 
 from conftest import SECRET, Ctx, TeamPolicy, free_port, ledger_stats
 from redis_server import RedisServer
@@ -422,6 +424,8 @@ async def test_a_redis_restart_loses_continuations_not_cursors(tmp_path: Path) -
         outcome = await answer(b, pending)
         assert code(outcome) is FailureCode.EXPIRED
         assert "intent or job key" in outcome.failure.message
+        # the replica that issued it knows the record, and finds it lost at the claim
+        assert code(await answer(a, pending)) is FailureCode.EXPIRED
         assert isinstance(
             await b.search(Ctx(), "orders", limit=2, cursor=page.next_cursor), SearchPage
         )
@@ -453,3 +457,138 @@ async def test_an_unreachable_redis_is_busy_for_prompts_only() -> None:
         assert isinstance(await reg.search(Ctx(), "orders"), SearchPage)
     finally:
         await reg.aclose()
+
+
+@pytest.mark.parametrize("op", ["begin", "commit", "claim", "settle"])
+async def test_a_script_run_whose_reply_was_lost_is_not_run_twice(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    """A connection can drop after Redis ran a script and before its reply came back; the
+    replica then sends the same run again (the same ids) on a new connection. The script
+    must recognize its own earlier run: no second reservation charged, no ``busy`` against
+    its own claim, no prompt committed twice or orphaned."""
+    handler = Steps()
+    reg = replicas.replica(handler)
+
+    async def chain() -> None:
+        first = await start(reg)
+        second = await answer(reg, first)
+        assert isinstance(second, Pending), second
+        assert isinstance(await answer(reg, second), Completed)
+
+    await chain()  # a clean chain: what one completed chain keeps charged
+    clean = (await ledger_stats(reg)).used
+    exchange = ScriptWire._exchange
+    marker = b"$%d\r\n%s\r\n" % (len(op), op.encode())
+    lost: list[bytes] = []
+
+    async def losing(self: ScriptWire, connection: Any, command: bytes) -> Any:
+        reply = await exchange(self, connection, command)
+        if marker in command and not lost:
+            lost.append(command)  # it ran on the server; its reply never arrives
+            raise redis_client.ConnectionError("connection reset by peer")
+        return reply
+
+    monkeypatch.setattr(ScriptWire, "_exchange", losing)
+    del handler.calls[:]
+    await chain()
+    assert lost
+    assert [call is None or call[1] for call in handler.calls] == [True, False, False]
+    assert (await ledger_stats(reg)).used == 2 * clean  # nothing charged twice, nothing left
+    assert await reg._ledger.reservations() == 0  # type: ignore[attr-defined]
+
+
+async def test_prompts_in_flight_past_their_deadline_do_not_stall_the_sweep(
+    replicas: Replicas,
+) -> None:
+    """The sweep removes due records in batches of 64 and leaves the ones in flight to
+    their settle; 64 long handlers past their deadlines must not keep every later due
+    record (and the bytes it holds) from being removed."""
+    clock = Clock()
+    handler = Steps()
+    handler.gate = anyio.Event()
+    reg = replicas.replica(handler, clock=clock, lease=timedelta(hours=1))
+    held = [await start(reg) for _ in range(64)]
+    clock.now += 1
+    await start(reg)  # due one second after the held ones; never answered
+    async with anyio.create_task_group() as group:
+        for pending in held:
+            group.start_soon(answer, reg, pending)
+        with anyio.fail_after(30):
+            while len(handler.calls) < 65 + 64:
+                await anyio.sleep(0.01)
+        clock.now += 601  # past every deadline; the held handlers are still running
+        for _ in range(3):  # each ledger call sweeps one batch; batches move on
+            await ledger_stats(reg)
+        assert (await ledger_stats(reg)).live == 64  # the idle prompt was removed
+        handler.gate.set()
+    stats = await ledger_stats(reg)
+    assert (stats.live, stats.used) == (0, 0)  # each settle removed its own record
+
+
+async def accounting(url: str, prefix: str) -> tuple[int, dict[bytes, int], int, list[bytes]]:
+    """``used``, the per-principal shares, the chains' retained total, and every key left."""
+    values = await dump(url, prefix)
+    head = f"{{{prefix}}}:".encode()
+    used = int(values.get(head + b"used") or 0)
+    scopes = {k: int(v) for k, v in (values.get(head + b"scopes") or {}).items()}
+    chains = sum(int(v.get(b"r", 0)) for k, v in values.items() if k.startswith(head + b"c:"))
+    return used, scopes, chains, sorted(k[len(head) :] for k in values)
+
+
+async def test_per_principal_accounting_survives_a_dead_replicas_recovery(
+    replicas: Replicas,
+) -> None:
+    """Two principals, one chain each; alice's answer dies with its replica and is
+    recovered elsewhere after the lease. At every step the global count, the sum of the
+    principals' shares and the sum of the chains' retained bytes agree; each principal's
+    share is what its own chain holds; after the deadlines nothing is left charged."""
+    clock = Clock()
+    lease = timedelta(seconds=2)
+    dying, healthy = Steps(), Steps()
+    a = replicas.replica(dying, clock=clock, lease=lease)
+    b = replicas.replica(healthy, clock=clock, lease=lease)
+    alice, bob = Ctx("alice"), Ctx("bob")
+
+    async def agree() -> dict[bytes, int]:
+        used, scopes, chains, _ = await accounting(replicas.url, replicas.prefix)
+        assert used == sum(scopes.values()) == chains
+        assert (await ledger_stats(b)).used == used
+        return scopes
+
+    first_a, first_b = await start(a, alice), await start(b, bob)
+    shares = await agree()
+    assert len(shares) == 2
+    assert len(set(shares.values())) == 1  # the same flow, the same charge
+    dying.gate = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: answer(a, first_a, ctx=alice))
+        await dying.entered.wait()
+        assert isinstance(await answer(b, first_b, ctx=bob), Pending)  # bob's goes on
+        await agree()
+        clock.now += 2.1  # alice's replica stopped renewing: its lease ran out
+        recovered = await answer(b, first_a, ctx=alice)
+        assert isinstance(recovered, Completed), recovered
+        after = await agree()
+        dying.gate.set()  # the "dead" handler returns at last: its settle is refused
+    assert await agree() == after
+    assert await b._ledger.reservations() == 0  # type: ignore[attr-defined]
+    clock.now += 601
+    await ledger_stats(b)
+    used, scopes, chains, keys = await accounting(replicas.url, replicas.prefix)
+    assert (used, scopes, chains) == (0, {}, 0)
+    assert not [k for k in keys if k.startswith((b"c:", b"r:"))], keys
+
+
+def test_the_overhead_benchmark_runs_tiny(redis_server: Any) -> None:
+    """benchmarks/bench_ledger_redis.py at a tiny scale: both transitions, sane numbers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_ledger_redis
+
+    table = bench_ledger_redis.run(10, redis_server.url)
+    assert [row["transition"] for row in table.rows] == ["prompt", "resume"]
+    for row in table.rows:
+        assert row["scripts"] == 2
+        assert 0 < row["memory µs"] < row["redis µs"]
+        assert isinstance(row["ok"], bool)
+    assert "server time" in " ".join(table.notes)

@@ -6,7 +6,6 @@ import itertools
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -63,19 +62,21 @@ catalogs = st.lists(entries, max_size=40, unique_by=lambda entry: entry.name)
 
 # Tunings that make the index's planner take every path (tiny blocks, tiny limits)
 # on small catalogs; the default tuning is the first.
-TUNINGS: list[dict[str, int]] = [
+TUNINGS: list[dict[str, object]] = [
     {},
-    {"_BLOCK": 1, "_VOCABULARY_BLOCK": 1, "_CHUNK": 1},
-    {"_BLOCK": 2, "_VOCABULARY_BLOCK": 2, "_VOCABULARY_SCAN_LIMIT": 2, "_INTERSECT_FROM": 0},
-    {"_BLOCK": 3, "_FILTER_LIMIT": 0, "_MATERIALIZE_LIMIT": 0, "_MERGE_FANOUT": 1},
-    {"_BLOCK": 4, "_BISECT_LISTS": 0, "_MATERIALIZE_LIMIT": 3, "_MERGE_FANOUT": 2},
-    {"_VOCABULARY_SCAN_LIMIT": 0, "_FILTER_LIMIT": 2, "_BISECT_LISTS": 1},
-    {"_WINDOW": 1, "_CONVERT_LIMIT": 0, "_BLOCK": 2},
+    {"_VOCABULARY_BLOCK": 1, "_DENSE_MIN": 0, "_DENSE_FRACTION": 1 << 30, "_READ": 1},
+    {"_VOCABULARY_BLOCK": 2, "_VOCABULARY_SCAN_LIMIT": 2, "_INTERSECT_FROM": 0},
+    {"_DENSE_MIN": 1 << 30, "_VERIFY_LIMIT": 0, "_READ": 3, "_FILTER_LIMIT": 0},
+    {"_SPARSE_LIMIT": 0, "_DENSE_MIN": 2, "_DENSE_FRACTION": 4},
+    {"_VOCABULARY_SCAN_LIMIT": 0, "_POSITIONS_LIMIT": 1, "_VERIFY_LIMIT": 1 << 30},
+    {"_SPARSE_LIMIT": 0, "_POSITIONS_LIMIT": 0, "_DENSE_MIN": 1 << 30, "_READ": 2},
+    {"_SURVIVORS": (0, 0, 1 << 30, 1 << 30), "_SPLIT_FROM": 0, "_SHORT_PRECOMPUTE": 0},
+    {"_SURVIVORS": (0, 0, 2, 1), "_GROUPS_PRECOMPUTE": 0, "_DENSE_MIN": 1},
 ]
 
 
 @contextmanager
-def tuned(tuning: dict[str, int]) -> Iterator[None]:
+def tuned(tuning: dict[str, object]) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in tuning.items():
             patch.setattr(_search, name, value)
@@ -108,7 +109,7 @@ def catalog_and_query(draw: st.DrawFn) -> tuple[list[IndexEntry], str, str]:
 @FAST
 @given(case=catalog_and_query())
 def test_ranking_matches_the_plain_rule(
-    tuning: dict[str, int], case: tuple[list[IndexEntry], str, str]
+    tuning: dict[str, object], case: tuple[list[IndexEntry], str, str]
 ) -> None:
     catalog, query, group = case
     with tuned(tuning):
@@ -119,7 +120,7 @@ def test_ranking_matches_the_plain_rule(
 @FAST
 @given(case=catalog_and_query())
 def test_keyset_continuation_from_every_position_gives_exactly_the_rest(
-    tuning: dict[str, int], case: tuple[list[IndexEntry], str, str]
+    tuning: dict[str, object], case: tuple[list[IndexEntry], str, str]
 ) -> None:
     catalog, query, group = case
     with tuned(tuning):
@@ -373,7 +374,8 @@ def realistic(size: int, seed: int = 11) -> list[IndexEntry]:
 
 
 class CountingIndex(SearchIndex):
-    """A real index that counts the candidate blocks its planner hands out."""
+    """A real index that counts the candidates it checks with the rule itself (those a
+    term's inexact or unknown field left in doubt)."""
 
     __slots__ = ("candidates",)
 
@@ -381,10 +383,9 @@ class CountingIndex(SearchIndex):
         super().__init__(entries)
         self.candidates = 0
 
-    def _candidates(self, *args: Any) -> Iterator[int]:
-        for number in super()._candidates(*args):
-            self.candidates += 1
-            yield number
+    def _tier_of(self, entry_id: int, terms: tuple[str, ...], limit: int) -> int:
+        self.candidates += 1
+        return super()._tier_of(entry_id, terms, limit)
 
 
 @pytest.fixture(scope="module")
@@ -394,7 +395,7 @@ def large() -> tuple[list[IndexEntry], CountingIndex]:
 
 
 def candidates(index: CountingIndex, query: str, take: int | None = None) -> int:
-    """How many candidate blocks a search reads (for its first ``take`` results)."""
+    """How many candidates a search checks one by one (for its first ``take`` results)."""
     index.candidates = 0
     list(itertools.islice(index.ranked(query), take))
     return index.candidates
@@ -440,33 +441,32 @@ def test_work_grows_with_candidates_not_the_catalog(
     large: tuple[list[IndexEntry], CountingIndex],
 ) -> None:
     _, index = large
-    blocks = len(index) // _search._BLOCK
-    # Nothing matches: no block, or only the blocks of a rare name trigram, is read.
+    # Nothing matches: the fields' bitsets are empty, no entry is checked.
     assert candidates(index, "zzyzx") == 0
     assert candidates(index, "invoices carriers") == 0  # both common, never together
-    assert candidates(index, "create_99999") <= 64
-    # A first page over a broad term reads a few blocks, whichever tier it comes from.
-    assert candidates(index, "invoices", take=6) <= 4
-    assert candidates(index, "create invoices", take=6) <= 4
-    assert candidates(index, "webhook", take=6) <= 8
-    # A rare term reads about the blocks of its matches, all tiers included.
-    assert candidates(index, "create_1234") <= 64
-    assert candidates(index, "list_77") <= blocks // 10
-    # Only a term matching nearly everything reads nearly every block.
-    assert candidates(index, "e") > blocks
+    assert candidates(index, "create_99999") == 0
+    # One-piece terms are exact on every field, and so are names of up to three
+    # characters or with a rare trigram: no entry is checked, even walking every match
+    # (as a restrictive policy does).
+    for query in ["webhook", "pending webhook", "list_77", "ap", "ap webhook"]:
+        assert candidates(index, query) == 0, query
+    # A longer name term made only of common trigrams is a superset on names: its
+    # candidates are checked, each at most once, whichever tiers they are read for.
+    for query in ["invoices", "create invoices"]:
+        assert 0 < candidates(index, query) <= len(reference(index._entries, query)), query
+        assert candidates(index, query, take=6) <= 6
+    # A term spanning pieces is a superset on text fields: a first page checks few.
+    assert candidates(index, "billing.coupons", take=6) <= 12
+    assert candidates(index, '{"tickets_id":', take=6) <= 64
+    # A term matching nearly everything is unknown on text fields; its first page
+    # checks a few entries, not the catalog.
+    assert candidates(index, "e", take=6) <= 12
 
 
-def test_one_piece_terms_skip_the_block_path_on_text_tiers(
+def test_inexact_fields_stay_exact_under_a_group_filter(
     large: tuple[list[IndexEntry], CountingIndex],
 ) -> None:
     catalog, index = large
-    # One-piece terms: tiers 1-3 come from entry lists, so no candidate block is read
-    # beyond tier 0's, even when walking every match (as a restrictive policy does).
-    assert candidates(index, "webhook") == 0
-    assert candidates(index, "pending webhook") == 0
-    assert candidates(index, "webhook", take=6) == 0
-    # A term spanning pieces still takes the block path, and stays exact.
-    assert candidates(index, "billing.coupons") > 0
-    for query in ["webhook", "pending webhook", "audit", "billing.coupons"]:
+    for query in ["webhook", "pending webhook", "audit", "billing.coupons", "e ap"]:
         expected = reference(catalog, query, "SHIPPING")
         assert list(index.ranked(query, "SHIPPING")) == expected

@@ -58,7 +58,10 @@ column for syntax errors) and quotes at most a short prefix of the input.
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
+import marshal
 import pickle
 import re
 from collections.abc import Callable, Mapping
@@ -125,6 +128,8 @@ _RULE_NORMALIZED = (
     f"{_OUT_OF_PROFILE} (normalized coefficient digits + |exponent| ≤ {PROFILE_LIMIT})"
 )
 _NESTING = f"nesting deeper than {MAX_DEPTH} levels"
+_DUPLICATE = "duplicate object member name"
+_CONTAINERS = frozenset((tuple, list))
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -136,7 +141,10 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 # later: every scan below is linear in the text.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
+_CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 # Strings and brackets, for the nesting walk.
+# Splits text into gaps and tokens (strings and numbers), keeping the tokens.
+_TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
 # Splits text (with strings replaced) at brackets, for finding the n-th bracket.
 _BRACKET_SPLIT = re.compile(r"[\[\]{}]")
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
@@ -202,9 +210,11 @@ def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
 class _Rejected(Exception):
     """Raised inside the decoder's hooks; ``parse`` locates the problem and re-raises."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, token: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        #: The number token refused by a ``parse_float`` hook (``_locate_number`` finds it).
+        self.token = token
 
 
 def _coefficient_violation(significant: str, exponent: int) -> str | None:
@@ -302,21 +312,80 @@ def normalized(value: Decimal) -> int | Decimal:
     return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
 
 
-def _exact_float(token: str) -> int | Decimal:
+def _exact_float_slow(token: str) -> int | Decimal:
     value = _decimal(token)
     if value is None:
-        raise _Rejected(f"number {short_prefix(token)} is too large to represent")
+        raise _Rejected(f"number {short_prefix(token)} is too large to represent", token)
     return normalized(value)
 
 
-def _profiled_float(token: str) -> int | Decimal:
+def _profiled_float_slow(token: str) -> int | Decimal:
     if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
         reason = _token_violation(token)
         if reason is not None:
-            raise _Rejected(reason)
+            raise _Rejected(reason, token)
     value = _decimal(token)
     assert value is not None  # nonzero numbers in the profile have small exponents
     return normalized(value)
+
+
+# Longest mantissa (and exponent text) the fast path of ``_float_hook`` reads itself.
+_FAST_MANTISSA = 64
+_FAST_EXPONENT = 6
+
+
+def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | Decimal]:
+    """The ``parse_float`` hook: a fast path for the common shapes, else ``slow``.
+
+    The C scanner calls it once per token with a fraction or an exponent, so it reads
+    the token's text with a few C string calls instead of ``Decimal.as_tuple``. A
+    token ``[-]W[.F][e±X]`` with a short mantissa and exponent whose decimal adjustment
+    ``A = X - len(F)`` satisfies ``len(WF) + |A| ≤ 4096`` (and ``|X| ≤ 4096``) is
+    inside the profile (``digits(c) + |n| ≤ len(WF) + |A|``); it is integral when
+    ``A ≥ 0`` (its value is then ``int(WF) x 10^A``), and when ``A < 0`` and its last
+    digit is not 0 it is not integral and ``Decimal(token)`` is already normal. A
+    short fraction without exponent loses its trailing zeros (and its point, if then
+    integral).
+    Anything else (trailing zeros, long tokens, big exponents, rejections) goes to
+    ``slow``, which is exact.
+    """
+
+    def hook(token: str) -> int | Decimal:
+        if "e" in token or "E" in token:
+            mantissa, _, written_text = token.replace("E", "e").partition("e")
+            if len(written_text) > _FAST_EXPONENT or len(mantissa) > _FAST_MANTISSA:
+                return slow(token)
+            written = int(written_text)
+            dot = mantissa.find(".")
+            adjusted = written - len(mantissa) + dot + 1 if dot >= 0 else written
+        elif len(token) <= _FAST_MANTISSA:
+            if token[-1] != "0":
+                return Decimal(token)  # a fraction without trailing zeros
+            token = token.rstrip("0")
+            return int(token[:-1]) if token[-1] == "." else Decimal(token)
+        else:
+            return slow(token)
+        if (
+            -PROFILE_LIMIT <= written <= PROFILE_LIMIT
+            and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
+        ):
+            if adjusted >= 0:
+                coefficient = int(mantissa.replace(".", ""))
+                return coefficient * _power_of_ten(adjusted) if coefficient else 0
+            if mantissa[-1] != "0":
+                return Decimal(token)
+        elif not mantissa.strip("-.0"):
+            return 0  # zero, whatever its exponent
+        return slow(token)
+
+    return hook
+
+
+# Results are immutable (int, Decimal), so a repeated token (``0.5``, ``1.0``, or an
+# attacker's ``1e4095`` written ten thousand times) is answered by the cache, in C. The
+# bound keeps it under about 2 MB (a cached value has at most 4,096 digits).
+_exact_float = functools.lru_cache(maxsize=1024)(_float_hook(_exact_float_slow))
+_profiled_float = functools.lru_cache(maxsize=1024)(_float_hook(_profiled_float_slow))
 
 
 def _big_int(token: str) -> int | Decimal:
@@ -357,17 +426,19 @@ def _token_problem(token: str, *, profile: bool) -> str | None:
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
-        raise _Rejected("duplicate object member name")
+        raise _Rejected(_DUPLICATE)
     return result
 
 
-def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[Any, int]]:
+def _decoder(
+    *, profile: bool, native_int: bool, strict_objects: bool = False
+) -> Callable[[str, int], tuple[Any, int]]:
     if native_int:
         parse_int: Callable[[str], int | Decimal] = int  # the C scanner's own fast path
     else:
         parse_int = _profiled_int if profile else _big_int
     decoder = json.JSONDecoder(
-        object_pairs_hook=_reject_duplicates,
+        object_pairs_hook=_reject_duplicates if strict_objects else None,
         parse_float=_profiled_float if profile else _exact_float,
         parse_int=parse_int,
         parse_constant=_reject_constant,
@@ -376,16 +447,33 @@ def _decoder(*, profile: bool, native_int: bool) -> Callable[[str, int], tuple[A
     return scan
 
 
-# Native ``int`` raises ValueError past the interpreter's digit limit; ``parse`` then
-# retries with the hooked variant. In the profile, native ints are used unless the text
-# holds an integer token of more than 4,096 digits outside strings (one regex pass).
+# The decoders build objects in C (no hook per object); duplicate member names are
+# checked afterwards (``_duplicate``). Native ``int`` raises ValueError past the
+# interpreter's digit limit; ``parse`` then retries with the hooked variant. In the
+# profile, native ints are used unless the text holds an integer token of more than
+# 4,096 digits outside strings (one regex pass).
 _SCAN_EXACT = _decoder(profile=False, native_int=True)
 _SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
 _SCAN_PROFILED = _decoder(profile=True, native_int=True)
 _SCAN_PROFILED_BIG = _decoder(profile=True, native_int=False)
+# The same with the duplicate check as an object hook, for syntax errors only: a
+# duplicate in an object closed before the error is the first problem.
+_STRICT = {
+    scan: _decoder(profile=profile, native_int=native, strict_objects=True)
+    for scan, profile, native in (
+        (_SCAN_EXACT, False, True),
+        (_SCAN_EXACT_BIG, False, False),
+        (_SCAN_PROFILED, True, True),
+        (_SCAN_PROFILED_BIG, True, False),
+    )
+}
 
 
-# Reads the pointer of a too-deep bracket: every scalar kept as text, objects as pairs.
+# Every scalar kept as text (no hook, no conversion): for finding pointers and names.
+_SCAN_TEXT: Callable[[str, int], tuple[Any, int]] = cast(
+    Any, json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
+).scan_once
+# The same with objects as tuples of pairs, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
     Any,
     json.JSONDecoder(object_pairs_hook=tuple, parse_float=str, parse_int=str, parse_constant=str),
@@ -434,6 +522,9 @@ def _check_nesting(text: str, profile: bool) -> None:
     at = index + sum(map(len, pieces[: index + 1]))
     strings = stripped.count('"', 0, at) // 2
     position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    fast = _nesting_problem(text[:position], brackets, depths[:index], profile)
+    if fast is not None:
+        raise fast
     earlier = _prefix_problem(text[:position], profile)
     if earlier is not None:
         raise earlier
@@ -445,44 +536,59 @@ def _check_nesting(text: str, profile: bool) -> None:
     raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
 
 
-def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
-    """The nesting error for a bracket opened at the end of ``prefix``, or ``None``.
+def _nesting_problem(
+    prefix: str, brackets: str, depths: list[int], profile: bool
+) -> JSONError | None:
+    """The first problem of a document whose bracket at the end of ``prefix`` nests one
+    level too deep, or ``None`` when this fast path cannot tell (``_check_nesting``
+    then decodes the prefix on its own).
 
-    ``prefix`` holds ``MAX_DEPTH`` open containers and no other problem; ``depths`` is
-    the running depth after each of its first ``brackets``. The prefix is closed with
-    a placeholder value and the open containers' closers, decoded in C (objects as
-    tuples of pairs, so the last member is the last one written), and the pointer
-    read by following the last item of each level.
+    ``prefix`` holds ``MAX_DEPTH`` open containers; ``depths`` is the running depth
+    after each of its ``brackets``. It is closed with a placeholder value and the
+    open containers' closers and decoded once, in C: a number it refuses, a repeated
+    name, or else the nesting at the pointer of the placeholder's container.
     """
-    try:
-        levels = bytes(depths)
-    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    if document is None:  # pragma: no cover - see _closed
         return None
-    closers = "".join(
-        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
-        for level in range(MAX_DEPTH, 0, -1)
-    )
-    head = prefix.rstrip(" \t\n\r")
-    last = head[-1:]
-    if closers[0] == "}" and last == "{":
-        document = head + '"":0' + closers
-    elif closers[0] == "}" and last == ",":
-        document = head[:-1] + closers
-    elif last == ":" or (closers[0] == "]" and last in ("[", ",")):
-        document = head + "0" + closers
-    else:  # pragma: no cover - e.g. a value without a comma before the bracket
+    scan = _profiled_scan(document) if profile else _SCAN_EXACT
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = scan(document, start)
+    except _Rejected as exc:
+        located = _locate_number(prefix, exc.token, exc.reason) if exc.token else None
+        return JSONError(*located) if located is not None else None
+    except (ValueError, StopIteration, RecursionError):  # syntax errors, long integers
+        return None
+    if end != len(document):  # a whole value ended before: extra data
+        return None
+    if _may_repeat_names(value, document):
+        located = _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+        return JSONError(*located) if located is not None else None
+    return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
+
+
+def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
+    """The first problem of a document whose bracket at the end of ``prefix`` nests too
+    deep and that has no other problem but repeated names before it; ``None`` for
+    spellings ``_closed`` does not handle."""
+    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    if document is None:  # pragma: no cover - see _closed
         return None
     try:
-        value, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
+        tree, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
+    duplicate = _first_duplicate(tree, [])
+    if duplicate is not None:
+        return duplicate
     path: list[str | int] = []
     for _ in range(MAX_DEPTH):
-        if isinstance(value, list):
-            path.append(len(value) - 1)
-            value = value[-1]
+        if isinstance(tree, list):
+            path.append(len(tree) - 1)
+            tree = tree[-1]
         else:
-            name, value = value[-1]
+            name, tree = tree[-1]
             path.append(name)
     return (_NESTING, pointer(path))
 
@@ -491,17 +597,26 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     """The first problem of ``prefix`` that is not merely its end, or ``None``.
 
     ``prefix`` is a document cut just before a bracket that nests too deep, so it
-    nests at most ``MAX_DEPTH`` deep and decoding it is safe.
+    nests at most ``MAX_DEPTH`` deep and decoding it is safe. A repeated member name
+    is not reported here (``_nesting_pointer`` finds it) unless a syntax error follows it.
     """
     scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
     start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
     try:
         _, end = scan(prefix, start)
     except _Rejected as exc:
-        located = _locate(prefix, profile=profile)
+        located = None
+        if exc.token is not None:
+            located = _locate_number(prefix, exc.token, exc.reason)
+        if located is None:
+            located = _locate(prefix, profile=profile)
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
-        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+        if exc.pos < len(prefix):
+            return _duplicate_before(prefix, scan, exc.pos) or _syntax_error(
+                exc.msg, prefix, exc.pos
+            )
+        return None
     except StopIteration as exc:
         if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
             return _syntax_error("Expecting value", prefix, exc.value)
@@ -513,7 +628,18 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
     except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
         return None
     # A whole value ended before the offending bracket: what follows is extra data.
-    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
+    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
+    return _duplicate_before(prefix, scan, extra) or _syntax_error("Extra data", prefix, extra)
+
+
+def _duplicate_before(
+    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
+) -> JSONError | None:
+    try:
+        _raise_duplicate_before(text, scan, position)
+    except JSONError as exc:
+        return exc
+    return None
 
 
 def _prefix_problem_big(prefix: str) -> JSONError | None:
@@ -524,10 +650,17 @@ def _prefix_problem_big(prefix: str) -> JSONError | None:
         located = _locate(prefix, profile=False)
         return JSONError(*located) if located is not None else JSONError(exc.reason)
     except json.JSONDecodeError as exc:
-        return _syntax_error(exc.msg, prefix, exc.pos) if exc.pos < len(prefix) else None
+        if exc.pos < len(prefix):
+            return _duplicate_before(prefix, _SCAN_EXACT_BIG, exc.pos) or _syntax_error(
+                exc.msg, prefix, exc.pos
+            )
+        return None
     except StopIteration:  # pragma: no cover - the prefix starts with a bracket
         return None
-    return _syntax_error("Extra data", prefix, _WHITESPACE.match(prefix, end).end())  # type: ignore[union-attr]
+    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
+    return _duplicate_before(prefix, _SCAN_EXACT_BIG, extra) or _syntax_error(
+        "Extra data", prefix, extra
+    )
 
 
 def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
@@ -552,7 +685,7 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
                     return None
                 path[-1] = name
                 if max_depth is None and name in seen:
-                    return (f"duplicate object member name {short_prefix(name)}", pointer(path))
+                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
                 seen.add(name)
                 expect_name = False
         elif first in "[{":
@@ -603,10 +736,22 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    if text.count("[") + text.count("{") > MAX_DEPTH:
+    # With more openers than the bound the text may nest too deep. The C decoder is
+    # safe at any depth (it raises RecursionError past the interpreter's limit), so
+    # depth is measured on the decoded value, and the exact, first-in-document-order
+    # report (``_check_nesting``) is made only when it is too deep or decoding failed.
+    # When arrays dominate (fewer than one member per four openers), measuring the
+    # decoded value level by level costs more than the pre-scan (which also stops a
+    # document that nests too deep early), and the few objects are checked for
+    # repeated names by an object hook instead.
+    openers = text.count("[") + text.count("{")
+    deep = openers > MAX_DEPTH
+    strict = deep and 4 * text.count(":") < openers
+    if strict:
         _check_nesting(text, profile)
+        deep = False
     scan = _profiled_scan(text) if profile else _SCAN_EXACT
-    value = _decode(text, scan, profile)
+    value = _decode(text, scan, profile, deep, strict)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     ):
@@ -614,32 +759,291 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     return value  # type: ignore[no-any-return]
 
 
-def _decode(text: str, scan: Callable[[str, int], tuple[Any, int]], profile: bool) -> Any:
+def _decode(
+    text: str,
+    scan: Callable[[str, int], tuple[Any, int]],
+    profile: bool,
+    deep: bool = False,
+    strict: bool = False,
+) -> Any:
+    """Decode ``text`` in C and report its first problem in document order.
+
+    With ``deep`` (more openers than ``MAX_DEPTH``) a too-deep bracket may be the
+    first problem: ``_check_nesting`` runs before any other problem is reported, and
+    after a successful decode only if the value is too deep.
+    """
     start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        value, end = scan(text, start)
+        value, end = (_STRICT[scan] if strict else scan)(text, start)
     except _Rejected as exc:
-        located = _locate(text, profile=profile)
+        if deep:
+            _check_nesting(text, profile)
+        if exc.token is None and exc.reason == _DUPLICATE:  # the strict object hook
+            _raise_duplicate_before(text, scan, len(text))
+        located = None
+        if exc.token is not None:
+            located = _locate_number(text, exc.token, exc.reason)
+        if located is None:  # a constant or a long integer: walk the tokens
+            located = _locate(text, profile=profile)
         if located is None:  # pragma: no cover - the walk finds what the decoder refused
             raise JSONError(exc.reason) from None
         raise JSONError(*located) from None
     except json.JSONDecodeError as exc:
+        if deep:
+            _check_nesting(text, profile)
+        _raise_duplicate_before(text, scan, exc.pos)
         raise _syntax_error(exc.msg, text, exc.pos) from None
     except StopIteration as exc:
+        if deep:
+            _check_nesting(text, profile)
+        _raise_duplicate_before(text, scan, exc.value)
         raise _syntax_error("Expecting value", text, exc.value) from None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
-            return _decode(text, _SCAN_EXACT_BIG, profile)
+            return _decode(text, _SCAN_EXACT_BIG, profile, deep, strict)
         if scan is _SCAN_PROFILED:
-            return _decode(text, _SCAN_PROFILED_BIG, profile)
+            return _decode(text, _SCAN_PROFILED_BIG, profile, deep, strict)
         raise  # pragma: no cover - the hooked variants never raise ValueError
-    except RecursionError:  # pragma: no cover - _check_nesting bounds depth first
-        raise JSONError(_NESTING) from None
+    except RecursionError:  # nested past the interpreter's limit
+        _check_nesting(text, profile)
+        raise JSONError(_NESTING) from None  # pragma: no cover - _check_nesting raises
     if end != len(text):
         end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if end != len(text):
+            if deep:
+                _check_nesting(text, profile)
+            _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
+    if strict:
+        return value  # depth checked before, names by the object hook
+    depth, repeated = _shape(value, text, deep)
+    if depth > MAX_DEPTH:
+        _check_nesting(text, profile)
+        raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
+    if repeated:
+        located = _first_duplicate(_SCAN_POINTER(text, start)[0], [])
+        if located is not None:
+            raise JSONError(*located)
     return value
+
+
+def _raise_duplicate_before(
+    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
+) -> None:
+    """On a syntax error at ``position``: raise the first repeated name before it, if any.
+
+    The text before the error is valid JSON so far: it is closed where it stops and
+    decoded once in C (``_duplicate_in_prefix``). Spellings that cannot be closed
+    that way are decoded again with the duplicate check as an object hook.
+    """
+    if not text.count(":", 0, position):  # a repeat needs a member and a name after it
+        return
+    prefix = text[:position]
+    located = _duplicate_in_prefix(prefix)
+    if located is _UNKNOWN:  # the error may be inside a string: drop that string
+        parts = _TOKEN_SPLIT.split(prefix)
+        if len(parts) > 2 and parts[-2][:1] == '"' and not _CLOSED_STRING.fullmatch(parts[-2]):
+            located = _duplicate_in_prefix(prefix[: -len(parts[-2]) - len(parts[-1])])
+    if located is not _UNKNOWN:
+        if located is not None:
+            raise JSONError(*located)
+        return
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    try:
+        _STRICT[scan](text, start)
+    except _Rejected as exc:
+        if exc.token is None and exc.reason == _DUPLICATE:
+            found = _locate(text, profile=False)
+            if found is not None:
+                raise JSONError(*found) from None
+    except (ValueError, StopIteration, RecursionError):
+        pass
+
+
+_UNKNOWN = ("", "")
+
+
+def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
+    """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
+    none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
+    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+    depth = depths[-1] if depths else 0
+    if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
+        return _UNKNOWN
+    if depth:
+        document = _closed(prefix, bracket_text, depths, depth, ended=True)
+    else:
+        document = prefix.rstrip(" \t\n\r")
+    if not document or not document.strip(" \t\n\r"):
+        return None if document is not None else _UNKNOWN
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = _SCAN_TEXT(document, start)
+    except (ValueError, StopIteration):
+        head = len(prefix.rstrip(" \t\n\r"))
+        if not depth or document[head - 1 : head] != '"':
+            return _UNKNOWN
+        # The prefix ends with a member name: give it a placeholder value.
+        document = document[:head] + ":0" + document[head:]
+        try:
+            value, end = _SCAN_TEXT(document, start)
+        except (ValueError, StopIteration):
+            return _UNKNOWN
+    if end != len(document):
+        return _UNKNOWN
+    if _may_repeat_names(value, document):
+        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+    return None
+
+
+def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
+    """The nesting depth of ``value`` (decoded from valid JSON ``text``) when ``deep``
+    (else 0), and whether one of its objects repeated a name.
+
+    Every member written is one colon outside strings, and the decoder keeps one entry
+    per distinct name. The containers are reached level by level with
+    ``gc.get_referents`` (in C); only the items themselves are looked at in Python, by
+    type. Linear, and a fraction of a decode.
+    """
+    colons = text.count(":")
+    if colons < 2 and not deep:
+        return (0, False)
+    members = 0
+    depth = 0
+    level: list[Any] = [value]
+    while level:
+        containers = [item for item in level if type(item) is dict or type(item) is list]
+        if not containers:
+            break
+        depth += 1
+        members += sum(map(len, [item for item in containers if type(item) is dict]))
+        level = gc.get_referents(*containers)
+    repeated = colons >= 2 and members != colons and members != _STRINGS.sub("", text).count(":")
+    return (depth if deep else 0, repeated)
+
+
+def _may_repeat_names(value: Any, text: str) -> bool:
+    """Whether some object of ``value``, decoded from valid JSON ``text``, repeated a name."""
+    return _shape(value, text, False)[1]
+
+
+def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
+    """The first repeated member name in document order, in a decode with objects as
+    tuples of pairs (``_SCAN_POINTER``): ``(reason, pointer)`` or ``None``.
+
+    Each container costs a few C calls to tell whether it repeats a name or holds a
+    container at all; only then are its items looked at one by one.
+    """
+    if type(value) is tuple:
+        members = dict(value)
+        repeats = len(members) != len(value)
+        if not repeats and _CONTAINERS.isdisjoint(map(type, members.values())):
+            return None
+        seen: set[str] = set()
+        for name, item in value:
+            if repeats:
+                if name in seen:
+                    path.append(name)
+                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+                seen.add(name)
+            if type(item) is tuple or type(item) is list:
+                path.append(name)
+                located = _first_duplicate(item, path)
+                if located is not None:
+                    return located
+                path.pop()
+    elif type(value) is list and not _CONTAINERS.isdisjoint(map(type, value)):
+        for index, item in enumerate(value):
+            if type(item) is tuple or type(item) is list:
+                path.append(index)
+                located = _first_duplicate(item, path)
+                if located is not None:
+                    return located
+                path.pop()
+    return None
+
+
+def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
+    """``(reason, pointer)`` for the first occurrence of number ``token`` outside strings.
+
+    The decoder refuses a token by its text alone, so its first occurrence is the one
+    refused. A duplicate name before it comes first and is reported instead. Linear:
+    one regex split to find the token, then one decode of the text before it.
+    """
+    parts = _TOKEN_SPLIT.split(text)  # gap, token, gap, token, ... (in C)
+    try:
+        index = parts.index(token, 1)  # a gap never equals a whole number token
+    except ValueError:  # pragma: no cover - the token is in the text
+        return None
+    return _problem_at(text[: sum(map(len, parts[:index]))], reason)
+
+
+def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
+    """The first problem of a document whose value starting at the end of ``prefix``
+    (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
+    before it, else ``reason`` with that value's pointer; ``None`` for spellings
+    ``_closed`` does not handle."""
+    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+    depth = depths[-1] if depths else 0
+    if not depth:
+        return (reason, "")  # the root
+    document = _closed(prefix, bracket_text, depths, depth)
+    if document is None:  # pragma: no cover - see _closed
+        return None
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
+    try:
+        value, end = _SCAN_TEXT(document, start)
+    except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
+        return None
+    if end != len(document):  # pragma: no cover - the prefix had no problem
+        return None
+    if _may_repeat_names(value, document):
+        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+    return (reason, pointer(_last_path(value, depth)))
+
+
+def _last_path(value: Any, depth: int) -> list[str | int]:
+    """The path to the last value written ``depth`` levels down (objects without repeats)."""
+    path: list[str | int] = []
+    for _ in range(depth):
+        if isinstance(value, list):
+            path.append(len(value) - 1)
+            value = value[-1]
+        else:
+            name = next(reversed(value))
+            path.append(name)
+            value = value[name]
+    return path
+
+
+def _closed(
+    prefix: str, brackets: str, depths: list[int], depth: int, *, ended: bool = False
+) -> str | None:
+    """``prefix`` (``depth`` containers open; ``depths`` the running depth after each
+    of ``brackets``) closed with a placeholder value ``0`` where the next value starts
+    and the open containers' closers; with ``ended``, a prefix that ends with a value
+    is closed after it. ``None`` for spellings this does not handle."""
+    try:
+        levels = bytes(depths)
+    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+        return None
+    closers = "".join(
+        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
+        for level in range(depth, 0, -1)
+    )
+    head = prefix.rstrip(" \t\n\r")
+    last = head[-1:]
+    if closers[0] == "}" and last == "{":
+        return head + '"":0' + closers
+    if closers[0] == "}" and last == ",":
+        return head[:-1] + closers
+    if last == ":" or (closers[0] == "]" and last in ("[", ",")):
+        return head + "0" + closers
+    if ended and last and last in '}]"0123456789el':
+        return head + closers  # checked by decoding: a name without its value fails
+    return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
 def _check_surrogates(value: Any, path: list[str | int]) -> None:
@@ -869,12 +1273,17 @@ def _check_profile(value: object, path: list[str | int]) -> None:
 def detach(value: JSONValue) -> JSONValue:
     """A deep copy of a value this module produced (containers copied, scalars equal).
 
-    A container is copied by a pickle round trip, which runs in C: a Python walk costs
-    about a microsecond per item, which at 64 KiB of small items passed the 20 ms budget
-    of ``Registry.invoke`` on its own (issue 9, item 1).
+    A container is copied by a marshal round trip (a pickle one if it holds a
+    ``Decimal``), which runs in C: a Python walk costs about a microsecond per item,
+    which at 64 KiB of small items passed the 20 ms budget of ``Registry.invoke`` on
+    its own (issue 9, item 1).
     """
     if isinstance(value, dict | list):
-        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
+        try:  # marshal knows every JSON type but Decimal and keeps no memo: about twice
+            # as fast as pickle for 64 KiB of small or nested containers
+            return marshal.loads(marshal.dumps(value))  # type: ignore[no-any-return]
+        except ValueError:  # a Decimal somewhere
+            return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
     return value
 
 

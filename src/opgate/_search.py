@@ -20,71 +20,60 @@ How it stays fast
 -----------------
 
 Entries get ids in name order, so id order is name order, and a keyset position
-``(tier, name)`` becomes ``(tier, first id after name)`` by bisection. Ids are
-grouped in *blocks* of ``_BLOCK`` consecutive ids; name postings are ascending
-arrays of block numbers (indexing per block instead of per entry is several times
-faster and smaller, and a candidate block is cheap to check), text postings are
-per entry (see "The entry path" below).
+``(tier, name)`` becomes ``(tier, first id after name)`` by bisection. A set of
+entries is a Python ``int`` used as a bitset (bit ``i`` for id ``i``): union,
+intersection and difference of whole sets run at C speed (about a microsecond at
+20,000 entries), and a page reads the lowest set bits from its start id on.
 
-For each tier ``t``, ``ranked`` walks candidate blocks in ascending order — a
-superset of the blocks holding an entry of tier ``t`` — and checks each with the
-rule itself: the block's fields of tiers ``0..t`` are folded and joined once, each
-term's occurrences are found field by field, and each entry's tier follows. The
-candidate streams only need to be supersets, and they are lazy: a page of five
-over a broad query stops after a few blocks. The cost grows with the candidate
-blocks, not with the catalog.
+For each term and field (tier) the query computes, on first use, a bitset of the
+entries where the term may match, flagged *exact* when it is the match set itself
+and not a superset; a field too costly to list is *unknown* (it constrains
+nothing):
 
-Where a term may match, per tier (each a union of block lists):
-
-* name: a trigram index over blocks of folded names. A term of three or more
-  characters is looked up by its rarest trigram, a shorter one by every trigram
-  containing it (each block's names are padded with a separator, so even a
-  one-letter name has a trigram);
-* group: the few distinct folded groups are tested directly;
+* name: a trigram index over the folded names, each padded with the separator, so
+  every substring of one to three characters of a name lies inside one of its
+  trigrams. A term of one or two characters is the union of the trigrams
+  containing it; three characters, its trigram; a longer term the intersection of
+  its trigrams, made exact by testing the names of its rarest sparse trigram (or,
+  when every trigram is dense, the intersection's few members);
+* group: the distinct folded groups holding the term, each a union of runs of ids;
 * summary and documentation: a text's *pieces* are the runs of two per-character
   views of it (one keeps letters, digits and underscores, the other ASCII
-  punctuation and symbols; see ``_pieces``), so every piece of a term occurring
-  in a text is a substring of one of the text's pieces. Each distinct piece has an
-  ascending list of entry ids per tier (turned into blocks on this path, per
-  query), and the sorted piece vocabulary has its own trigram index over blocks of
-  pieces: a term's piece finds the vocabulary pieces containing it with a gram
-  lookup and a substring search of a few vocabulary blocks. A piece contained in
-  too many vocabulary pieces (a digit, say), or listed for too many entries, is
-  *broad*: it constrains nothing.
+  punctuation and symbols; see ``_pieces``), so every piece of a term occurring in
+  a text is a substring of one of the text's pieces. The sorted vocabulary of
+  pieces has a trigram index over blocks of pieces: a term's piece finds the
+  vocabulary pieces containing it with a gram lookup and a substring search of a
+  few vocabulary blocks, and the field's bitset is the union of their postings.
+  The union is exact when the term is one piece; otherwise it is the intersection,
+  over the term's pieces, of such unions (a superset).
 
-A *constraint* for tier ``t`` is a union of block lists holding every block with
-an entry of tier ``t``: the group filter's blocks, and for each term (and each of
-its pieces) the blocks where it matches at or below ``t``; the union over terms
-of each term's tier-``t`` blocks (some term's best tier is exactly ``t``) is one
-more candidate driver. The smallest drives the walk; single sorted lists are
-intersected by leapfrogging (bisecting to the next common block), small unions
-eagerly as sets, and large ones only test the driver's blocks.
+Postings listed for many entries (a trigram or piece in at least
+``1/_DENSE_FRACTION`` of the catalog) are stored as bitsets, built once; the others
+as ascending id arrays, turned into bits per query. A term's field is unknown when
+that would cost too much (more than ``_SPARSE_LIMIT`` sparse ids, or a piece found
+in too many vocabulary pieces): such a term is common, so testing it directly on
+the candidates the other terms leave is cheap.
 
-The entry path (tiers 1 to 3)
------------------------------
-
-Checking blocks costs microseconds per candidate; a restrictive policy asks for
-hundreds of candidates per page. So when every term is one piece (it then occurs
-in a text exactly when one of the text's pieces contains it), not broad, and its
-name blocks are few enough to list, tiers 1 to 3 skip the block path: a term's
-exact matches per tier are unions of entry id lists (its groups' ids, and the ids
-of the vocabulary pieces containing it), plus its name matches, checked in its
-listed name blocks. ``_entry_matches`` walks growing windows of ids, skipping to
-the next id that could match, and computes each window's tier-``t`` entries with
-set operations: those every term matches at or below ``t`` minus those every term
-matches below ``t``. Tier 0 stays on the block path, whose name checks are cheap.
+An entry's tier is ``k`` when every term matches it at or below ``k`` and not every
+term matches it below ``k``. Tier by tier, best first and only as far as the
+caller reads (so the documentation field, the largest, is computed last), the
+candidates are the intersection over terms of each term's fields up to ``k`` (a
+superset), minus the intersection of their exact fields below ``k`` (a subset of
+the entries of better tiers). When every field involved is exact the candidates
+are exactly the tier's entries; otherwise each candidate read is checked with the
+rule itself on its folded fields.
 """
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import accumulate, compress, islice, repeat
+from functools import partial, reduce
+from itertools import accumulate, compress, repeat
+from operator import and_, or_
 
 __all__ = [
     "TIER_DOCUMENTATION",
@@ -106,46 +95,57 @@ TIER_SUMMARY = 2
 TIER_DOCUMENTATION = 3
 _TIERS = (TIER_NAME, TIER_GROUP, TIER_SUMMARY, TIER_DOCUMENTATION)
 
-#: Ids per block: about a sixth of the per-entry build work and memory, for the price
-#: of checking up to eight entries per candidate block.
-_BLOCK = 8
-
 #: Vocabulary pieces per block of the vocabulary gram index.
 _VOCABULARY_BLOCK = 32
 
 #: At most this many vocabulary blocks are searched for one piece (well under a
 #: microsecond each); a piece found in more is broad and constrains nothing.
-_VOCABULARY_SCAN_LIMIT = 512
+_VOCABULARY_SCAN_LIMIT = 128
+
+#: A piece contained in more vocabulary pieces than this is broad: listing them
+#: would cost more than testing the piece on the other terms' candidates.
+_POSITIONS_LIMIT = 384
+
+#: A piece whose gram lookup leaves more vocabulary blocks than this is searched for
+#: in the whole vocabulary at once (``SearchIndex._containing``).
+_SPLIT_FROM = 64
 
 #: A piece's trigram lists are intersected once its rarest trigram is in more than
 #: this many vocabulary blocks (an intersection costs about 50 ns a block).
 _INTERSECT_FROM = 32
 
-#: A driving union of more block lists than this is materialized, not heap-merged.
-_MERGE_FANOUT = 32
-
-#: A driving union of at most this many blocks is intersected eagerly, at C speed.
-_MATERIALIZE_LIMIT = 2048
-
-#: A constraint of more blocks than this never becomes a set: building it would cost
-#: more than the candidate blocks it could skip.
+#: A short piece whose trigram lists hold more blocks than this in all is broad.
 _FILTER_LIMIT = 4096
 
-#: A union of at most this many block lists is tested by bisecting each of them
-#: (about 0.3 µs a list) instead of becoming a set.
-_BISECT_LISTS = 4
+#: A posting list (of a name trigram, or of a piece in one field) holding at least
+#: one id in this many of the catalog's, and at least ``_DENSE_MIN`` ids, is kept as
+#: a bitset; the others as id arrays (a bitset costs one bit per entry of the
+#: catalog, an id four bytes).
+_DENSE_FRACTION = 128
+_DENSE_MIN = 32
 
-#: Largest chunk of candidate name blocks tested at once; chunks grow from one, so a
-#: page found in the first blocks reads no more.
-_CHUNK = 32
+#: A one- or two-character name part whose sparse trigrams list more ids than this
+#: gets its own bitset at construction.
+_SHORT_PRECOMPUTE = 128
 
-#: The first window of the entry-level walk, in ids; each next window is twice as wide,
-#: so a first page over a dense tier reads one small window, and a sparse walk few.
-_WINDOW = 128
+#: A one- or two-character part of more groups than this gets its own bitset.
+_GROUPS_PRECOMPUTE = 16
 
-#: A term piece whose entry postings (summary and documentation together) exceed this
-#: is broad on the block path: converting them to blocks would cost more than it saves.
-_CONVERT_LIMIT = 16384
+#: A field of a term whose sparse postings hold more ids than this is unknown:
+#: setting their bits would cost more than testing the term on candidates.
+_SPARSE_LIMIT = 2048
+
+#: A name intersection of at most this many entries is tested name by name, so that
+#: it becomes exact.
+_VERIFY_LIMIT = 64
+
+#: When a text tier's candidates are down to this many, the remaining terms are
+#: tested on each of them instead of having their fields listed: per tier (testing
+#: the documentation, a long text, costs more than testing a summary).
+_SURVIVORS = (0, 0, 32, 16)
+
+#: Bits read at once from a candidate set.
+_READ = 256
 
 #: The gram length: trigrams make a term's rarest gram selective.
 _GRAM = 3
@@ -155,9 +155,11 @@ _GRAM = 3
 # and no gram of a term spans two texts.
 _SEPARATOR = "\n"
 
+_Ids = Sequence[int]
 _Blocks = Sequence[int]
 
 _NO_TIER = len(_TIERS)  # worse than any tier: "no match"
+_UNCHECKED = -1  # for ``checked`` in ``_ranked``: "worse than tier -1", not checked yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,11 +318,6 @@ def _piece_entries(texts: Iterable[str]) -> dict[bytes, array[int]]:
     return dict(lists)
 
 
-def _to_blocks(ids: _Blocks) -> array[int]:
-    """The ascending distinct blocks of ascending entry ids."""
-    return array("i", dict.fromkeys(map(_BLOCK.__rfloordiv__, ids)))
-
-
 class _Postings:
     """Per vocabulary position, the ascending entry ids whose field holds that piece."""
 
@@ -343,173 +340,223 @@ class _Postings:
 # --- walking ----------------------------------------------------------------------------
 
 
-def _size(lists: Iterable[_Blocks]) -> int:
+def _is_dense(count: int, size: int) -> bool:
+    return count >= _DENSE_MIN and count * _DENSE_FRACTION >= size
+
+
+def _split_dense(
+    lists: dict[str, array[int]], size: int
+) -> tuple[dict[str, int], dict[str, array[int]]]:
+    """The posting lists long enough to be bitsets, as bitsets, and the others."""
+    dense = {key: _bits([ids], size) for key, ids in lists.items() if _is_dense(len(ids), size)}
+    sparse = {key: ids for key, ids in lists.items() if key not in dense}
+    return dense, sparse
+
+
+def _dense_positions(
+    vocabulary: Sequence[bytes], lists: dict[bytes, array[int]], size: int
+) -> dict[int, int]:
+    """By vocabulary position, the bitsets of the posting lists long enough to be."""
+    return {
+        position: _bits([ids], size)
+        for position, piece in enumerate(vocabulary)
+        if (ids := lists.get(piece)) is not None and _is_dense(len(ids), size)
+    }
+
+
+def _add_occurrence(length: int, total: int, before: int) -> int:
+    """``accumulate`` step over the text between occurrences: where the next one starts."""
+    return total + length + before
+
+
+def _runs(ids: _Ids) -> list[tuple[int, int]]:
+    """The ascending ids as runs of consecutive ids: ``(first, length)`` pairs."""
+    runs: list[tuple[int, int]] = []
+    first = previous = -2
+    for entry_id in ids:
+        if entry_id != previous + 1:
+            if previous >= 0:
+                runs.append((first, previous - first + 1))
+            first = entry_id
+        previous = entry_id
+    if previous >= 0:
+        runs.append((first, previous - first + 1))
+    return runs
+
+
+def _size(lists: Iterable[_Ids]) -> int:
     return sum(map(len, lists))
 
 
-def _tail(ascending: _Blocks, start: int) -> Iterator[int]:
+def _tail(ascending: _Ids, start: int) -> Iterator[int]:
     """The items ``>= start`` of an ascending sequence, lazily."""
     return map(ascending.__getitem__, range(bisect_left(ascending, start), len(ascending)))
 
 
-def _member(lists: list[_Blocks]) -> Callable[[int], bool]:
-    """A membership test for a union of a few ascending block lists, by bisection."""
+# --- bitsets ----------------------------------------------------------------------------
 
-    def member(block: int) -> bool:
-        for numbers in lists:
-            k = bisect_left(numbers, block)
-            if k < len(numbers) and numbers[k] == block:
-                return True
-        return False
-
-    return member
+_BIT = tuple(1 << k for k in range(8))
 
 
-def _leapfrog(lists: list[_Blocks], first: int) -> Iterator[int]:
-    """The ascending blocks ``>= first`` present in every one of the ascending lists."""
-    lists = sorted(lists, key=len)
-    candidate = first
-    while True:
-        for numbers in lists:
-            k = bisect_left(numbers, candidate)
-            if k == len(numbers):
-                return
-            if numbers[k] != candidate:
-                candidate = numbers[k]
-                break
-        else:
-            yield candidate
-            candidate += 1
+def _bits(lists: Iterable[_Ids], size: int) -> int:
+    """The bitset of the ids in ``lists`` (each id below ``size``)."""
+    buffer = bytearray((size + 7) >> 3)
+    bit = _BIT
+    for ids in lists:
+        for entry_id in ids:
+            buffer[entry_id >> 3] |= bit[entry_id & 7]
+    return int.from_bytes(buffer, "little")
 
 
-def _filtered(blocks: Iterator[int], members: list[Callable[[int], bool]]) -> Iterator[int]:
-    """The distinct blocks of an ascending stream that pass every membership test."""
-    previous = -1
-    for number in blocks:
-        if number != previous:
-            previous = number
-            if all(member(number) for member in members):
-                yield number
+def _union(bitsets: Iterable[int]) -> int:
+    return reduce(or_, bitsets, 0)
+
+
+def _ones(bitset: int, start: int) -> Iterator[int]:
+    """The set bits ``>= start`` of ``bitset``, ascending.
+
+    Skips to the lowest set bit with one shift of the whole set, then reads the next
+    ``_READ`` bits as a small integer, so a sparse set costs a few whole-set
+    operations per id and a dense one a few per ``_READ`` ids.
+    """
+    rest = bitset >> start
+    base = start
+    while rest:
+        skip = (rest & -rest).bit_length() - 1
+        rest >>= skip
+        base += skip
+        chunk = rest & ((1 << _READ) - 1)
+        rest >>= _READ
+        while chunk:
+            low = chunk & -chunk
+            yield base + low.bit_length() - 1
+            chunk ^= low
+        base += _READ
+
+
+class _Field:
+    """Where one term may match in one field: ``bits`` is a superset of its matches
+    (``None``: unknown, every entry), ``exact`` says it is the match set itself."""
+
+    __slots__ = ("bits", "exact")
+
+    def __init__(self, bits: int | None, exact: bool) -> None:
+        self.bits = bits
+        self.exact = exact and bits is not None
 
 
 class _Term:
-    """Where one folded term may match, per tier; computed on first use within one query.
+    """One folded term of a query: its fields, computed on first use."""
 
-    ``None`` stands for "too broad to list" (it constrains nothing).
-    """
-
-    __slots__ = ("_groups", "_index", "_names", "_names_exact", "_per_piece", "_positions", "text")
+    __slots__ = ("_fields", "_index", "_pieces", "text")
 
     def __init__(self, index: SearchIndex, text: str) -> None:
         self._index = index
-        self._names: list[_Blocks] | None = None
-        self._names_exact: list[_Blocks] | None = None
-        self._groups: list[_Blocks] | None = None
-        self._per_piece: dict[int, list[list[_Blocks]]] = {}
-        self._positions: list[list[int]] | None = None
+        self._fields: list[_Field | None] = [None, None, None, None]
+        self._pieces: list[list[int] | None] | None = None
         self.text = text
 
-    def tier_blocks(self, tier: int) -> list[_Blocks] | None:
-        """Block lists whose union holds every block where the term matches the
-        tier's field (on text tiers, those of the term's rarest piece)."""
-        if tier == TIER_NAME:
-            return self.names()
-        if tier == TIER_GROUP:
-            return self.groups()
-        choices = self.pieces(tier)
-        return min(choices, key=_size) if choices else None
+    def in_no_text(self) -> bool:
+        """Whether the term is known to occur in no summary and no documentation (a
+        piece of it is in no text), once a text field was computed."""
+        return self._pieces is not None and any(positions == [] for positions in self._pieces)
 
-    def constraints(self, tier: int) -> list[list[_Blocks]]:
-        """Unions of block lists, each holding every block where the term matches at
-        or below ``tier`` (on text tiers, one per piece of the term)."""
-        if tier == TIER_NAME:
-            return [self.names()]
-        names = self.names_exact()
-        if names is None:
-            return []
-        fixed = [*names, *self.groups()]
-        if tier == TIER_GROUP:
-            return [fixed]
-        summaries = self.pieces(TIER_SUMMARY)
-        if tier == TIER_SUMMARY:
-            return [fixed + lists for lists in summaries]
-        documents = self.pieces(TIER_DOCUMENTATION)
-        return [fixed + a + b for a, b in zip(summaries, documents, strict=True)]
-
-    def names(self) -> list[_Blocks]:
-        """Name blocks holding the term's trigrams: a superset of its name matches."""
-        if self._names is None:
-            self._names = self._index._name_grams.rarest(self.text)
-        return self._names
-
-    def names_exact(self) -> list[_Blocks] | None:
-        """The name blocks whose joined folded names contain the term; ``None`` if the
-        term's trigram blocks are too many to test."""
-        if self._names_exact is None:
-            lists = [numbers for numbers in self.names() if numbers]
-            if _size(lists) > _FILTER_LIMIT:
-                return None
-            numbers = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
-            texts = self._index._name_blocks
-            found = map(str.__contains__, map(texts.__getitem__, numbers), repeat(self.text))
-            self._names_exact = [array("i", compress(numbers, found))]
-        return self._names_exact
-
-    def groups(self) -> list[_Blocks]:
-        """The blocks of the groups containing the term (exact, at block level)."""
-        if self._groups is None:
-            groups = self._index._group_blocks.items()
-            self._groups = [blocks for group, blocks in groups if self.text in group]
-        return self._groups
-
-    def pieces(self, tier: int) -> list[list[_Blocks]]:
-        """For each piece of the term that is not broad, the blocks of a text tier
-        whose field holds a piece containing it."""
-        per_piece = self._per_piece.get(tier)
-        if per_piece is None:
-            postings = self._index._postings[tier - TIER_SUMMARY]
-            per_piece = [
-                [_to_blocks(postings.get(position)) for position in positions]
-                for positions in self.positions()
-            ]
-            self._per_piece[tier] = per_piece
-        return per_piece
-
-    def positions(self) -> list[list[int]]:
-        """For each piece of the term that is not broad, the vocabulary positions of
-        the pieces containing it."""
-        if self._positions is None:
-            index = self._index
-            summaries, documents = index._postings
-            self._positions = []
-            for positions in map(index._vocabulary_positions, _pieces(self.text)):
-                if positions is None:
-                    continue
-                listed = sum(map(summaries.count, positions)) + sum(map(documents.count, positions))
-                if listed <= _CONVERT_LIMIT:
-                    self._positions.append(positions)
-        return self._positions
-
-    def entry_lists(self) -> list[list[_Blocks]] | None:
-        """The term's exact matches by entry, per tier 1-3: each tier's entries are the
-        union of its ascending id lists. ``None`` unless the term is one piece (so it
-        occurs in a text exactly when a piece of the text contains it) that is not
-        broad, and its name matches are listed (``names_exact``)."""
-        if self.text not in _pieces(self.text) or self.names_exact() is None:
-            return None
+    def kept(self) -> bool:
+        """Whether the term's text fields are kept by the index (``_closures``)."""
         index = self._index
-        positions = index._vocabulary_positions(self.text)
-        if positions is None:
-            return None
-        groups: list[_Blocks] = [
-            ids for group, ids in index._group_ids.items() if self.text in group
-        ]
-        summaries, documents = index._postings
-        return [
-            groups,
-            [ids for ids in map(summaries.get, positions) if ids],
-            [ids for ids in map(documents.get, positions) if ids],
-        ]
+        position = bisect_left(index._vocabulary, self.text)
+        return position in index._closures and index._vocabulary[position] == self.text
+
+    def field(self, tier: int) -> _Field:
+        found = self._fields[tier]
+        if found is None:
+            if tier == TIER_NAME:
+                found = self._name()
+            elif tier == TIER_GROUP:
+                found = self._group()
+            else:
+                found = self._text(tier)
+            self._fields[tier] = found
+        return found
+
+    def _name(self) -> _Field:
+        index, term = self._index, self.text
+        dense, sparse, size = index._name_dense, index._name_sparse, len(index._order)
+        if len(term) < _GRAM:
+            known = index._name_short.get(term)
+            if known is not None:
+                return _Field(known, True)
+            containing = index._name_shorter.get(term, ())
+            lists = [sparse[gram] for gram in containing if gram in sparse]
+            if _size(lists) > _SPARSE_LIMIT:
+                return _Field(None, False)
+            bits = _union(dense[gram] for gram in containing if gram in dense)
+            return _Field(bits | _bits(lists, size), True)
+        grams = {term[k : k + _GRAM] for k in range(len(term) - _GRAM + 1)}
+        if not all(gram in dense or gram in sparse for gram in grams):
+            return _Field(0, True)
+        lists = [sparse[gram] for gram in grams if gram in sparse]
+        if lists:  # test the names of the rarest trigram
+            ids: _Ids = min(lists, key=len)
+            if len(term) > _GRAM:
+                tested = map(str.__contains__, map(index._name_f.__getitem__, ids), repeat(term))
+                ids = list(compress(ids, tested))
+            return _Field(_bits([ids], size), True)
+        bits = reduce(and_, (dense[gram] for gram in grams))
+        if len(term) == _GRAM:
+            return _Field(bits, True)
+        if bits.bit_count() <= _VERIFY_LIMIT:
+            names = index._name_f
+            found = [entry_id for entry_id in _ones(bits, 0) if term in names[entry_id]]
+            return _Field(_bits([found], size), True)
+        return _Field(bits, False)
+
+    def _group(self) -> _Field:
+        index, term = self._index, self.text
+        known = index._group_short.get(term)
+        if known is not None:
+            return _Field(known, True)
+        joined = index._groups_joined
+        at = joined.find(term)
+        if at < 0:
+            return _Field(0, True)
+        groups, starts, bits = index._group_list, index._group_starts, 0
+        while at >= 0:  # each group holding the term once
+            number = bisect_right(starts, at) - 1
+            bits |= index._group_bits(groups[number])
+            at = joined.find(term, starts[number + 1]) if number + 1 < len(starts) else -1
+        return _Field(bits, True)
+
+    def _text(self, tier: int) -> _Field:
+        index = self._index
+        pieces = _pieces(self.text)
+        # A term that is one piece occurs in a text exactly when one of the text's
+        # pieces contains it; otherwise each of its pieces lies in one of them.
+        exact = self.text in pieces
+        if exact:
+            position = bisect_left(index._vocabulary, self.text)
+            closure = index._closures.get(position)
+            if closure is not None and index._vocabulary[position] == self.text:
+                return _Field(closure[tier - TIER_SUMMARY], True)
+        if self._pieces is None:
+            wanted = [self.text] if exact else sorted(pieces)
+            self._pieces = [index._vocabulary_positions(piece) for piece in wanted]
+        field = tier - TIER_SUMMARY
+        postings, dense = index._postings[field], index._dense[field]
+        found: int | None = None
+        for positions in self._pieces:
+            if positions is None:
+                exact = False
+                continue
+            if not positions:  # a piece in no text: the term is in no text either
+                return _Field(0, True)
+            sparse = sum(postings.count(p) for p in positions if p not in dense)
+            if sparse > _SPARSE_LIMIT:
+                exact = False
+                continue
+            bits = index._field_bits(field, positions)
+            found = bits if found is None else found & bits
+        return _Field(found, exact)
 
 
 class SearchIndex:
@@ -522,42 +569,73 @@ class SearchIndex:
     """
 
     __slots__ = (
-        "_block_fields",
+        "_closures",
+        "_dense",
+        "_documents_f",
         "_entries",
+        "_everything",
         "_exact",
-        "_group_block_sets",
-        "_group_blocks",
         "_group_f",
         "_group_ids",
-        "_name_blocks",
+        "_group_list",
+        "_group_runs",
+        "_group_short",
+        "_group_starts",
+        "_groups_joined",
+        "_name_dense",
         "_name_f",
-        "_name_grams",
+        "_name_short",
+        "_name_shorter",
+        "_name_sparse",
         "_names",
         "_order",
         "_postings",
+        "_summaries_f",
         "_vocabulary",
         "_vocabulary_blocks",
         "_vocabulary_grams",
+        "_vocabulary_joined",
+        "_vocabulary_starts",
     )
 
     def __init__(self, entries: Sequence[IndexEntry]) -> None:
         """Index ``entries``; names must be unique (``ValueError`` otherwise)."""
         order = sorted(range(len(entries)), key=lambda k: entries[k].name)
         ordered = [entries[k] for k in order]
+        size = len(order)
         self._order: list[int] = order
         self._entries: list[IndexEntry] = ordered
         self._names: list[str] = [entry.name for entry in ordered]
         self._exact: dict[str, int] = {entries[k].name: k for k in order}
         if len(self._exact) != len(order):
             raise ValueError("search index entries must have unique names")
+        self._everything = (1 << size) - 1
 
         folded_names = (name.casefold() for name in self._names)
         self._name_f: list[str] = [  # a name that folds to itself shares its string
             folded if folded != name else name
             for name, folded in zip(self._names, folded_names, strict=True)
         ]
-        self._name_blocks = _block_texts(self._name_f, _BLOCK)
-        self._name_grams = _GramIndex(self._name_blocks)
+        grams: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+        for entry_id, name in enumerate(self._name_f):
+            padded = _SEPARATOR + name + _SEPARATOR
+            _append_all(grams, {padded[k : k + _GRAM] for k in range(len(padded) - 2)}, entry_id)
+        self._name_dense, self._name_sparse = _split_dense(grams, size)
+        shorter: defaultdict[str, list[str]] = defaultdict(list)
+        for gram in grams:
+            for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
+                shorter[part].append(gram)
+        self._name_shorter: dict[str, list[str]] = dict(shorter)
+        # A one- or two-character part whose sparse trigrams list many ids (``on`` in
+        # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
+        # sets that many bits.
+        self._name_short: dict[str, int] = {}
+        for part, containing in shorter.items():
+            lists = [self._name_sparse[gram] for gram in containing if gram in self._name_sparse]
+            if _size(lists) > _SHORT_PRECOMPUTE:
+                dense = self._name_dense
+                bits = _union(dense[gram] for gram in containing if gram in dense)
+                self._name_short[part] = bits | _bits(lists, size)
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
@@ -567,36 +645,80 @@ class SearchIndex:
         for entry_id, group in enumerate(self._group_f):
             group_ids[group].append(entry_id)
         self._group_ids: dict[str, array[int]] = dict(group_ids)
-        self._group_blocks: dict[str, array[int]] = {
-            group: array("i", sorted({entry_id // _BLOCK for entry_id in ids}))
-            for group, ids in group_ids.items()
+        # The distinct groups joined, and where each starts: a term's groups are found
+        # with a substring search, not a test of every group.
+        self._group_list = list(self._group_ids)
+        self._groups_joined = _SEPARATOR.join(self._group_list)
+        self._group_starts = array(
+            "i", accumulate((len(g) + 1 for g in self._group_list), initial=0)
+        )
+        # Groups are usually runs of consecutive ids (names start with their group).
+        self._group_runs: dict[str, list[tuple[int, int]]] = {
+            group: _runs(ids) for group, ids in self._group_ids.items()
         }
-        # A group filter tests many blocks: as a set, each test is one hash lookup.
-        self._group_block_sets = {
-            group: frozenset(blocks) for group, blocks in self._group_blocks.items()
+        # A one- or two-character part found in many groups is kept as a bitset.
+        holders: defaultdict[str, list[str]] = defaultdict(list)
+        for group in self._group_list:
+            for part in {group[k : k + width] for width in (1, 2) for k in range(len(group))}:
+                holders[part].append(group)
+        self._group_short: dict[str, int] = {
+            part: _union(map(self._group_bits, groups))
+            for part, groups in holders.items()
+            if len(groups) > _GROUPS_PRECOMPUTE
         }
 
-        # Every text field folded once, so a query never folds documentation; the block
-        # path's fields (tier-major per block) cost memory close to the texts' own.
-        summaries_f = [entry.summary.casefold() for entry in ordered]
-        documents_f = [_SEPARATOR.join(entry.documents).casefold() for entry in ordered]
-        self._block_fields: list[tuple[str, ...]] = [
-            (
-                *self._name_f[base : base + _BLOCK],
-                *self._group_f[base : base + _BLOCK],
-                *summaries_f[base : base + _BLOCK],
-                *documents_f[base : base + _BLOCK],
-            )
-            for base in range(0, len(ordered), _BLOCK)
-        ]
-        summaries = _piece_entries(summaries_f)
-        documents = _piece_entries(documents_f)
+        # Every text field folded once, so a query never folds documentation.
+        self._summaries_f = [entry.summary.casefold() for entry in ordered]
+        self._documents_f = [_SEPARATOR.join(entry.documents).casefold() for entry in ordered]
+        summaries = _piece_entries(self._summaries_f)
+        documents = _piece_entries(self._documents_f)
         # UTF-8 byte order is code point order: the vocabulary is sorted either way.
         encoded = sorted(summaries.keys() | documents.keys())
         self._vocabulary: list[str] = [piece.decode() for piece in encoded]
         self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
         self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
+        self._vocabulary_joined = _SEPARATOR.join(self._vocabulary)
+        self._vocabulary_starts = array(
+            "i", accumulate((len(piece) + 1 for piece in self._vocabulary), initial=0)
+        )
         self._postings = (_Postings(encoded, summaries), _Postings(encoded, documents))
+        self._dense: tuple[dict[int, int], dict[int, int]] = (
+            _dense_positions(encoded, summaries, size),
+            _dense_positions(encoded, documents, size),
+        )
+        # A common piece is a common query term: its fields (the union over every
+        # piece containing it) are kept, so such a term costs one lookup. A broad one
+        # of one or two characters (``on``, ``to``) is left out: it is so common that
+        # testing it on the other terms' candidates costs less than its fields.
+        self._closures: dict[int, tuple[int, int]] = {}
+        for position in sorted(self._dense[0].keys() | self._dense[1].keys()):
+            piece = self._vocabulary[position]
+            positions = self._vocabulary_positions(piece, limited=len(piece) < _GRAM)
+            if positions is None:
+                continue
+            self._closures[position] = (
+                self._field_bits(0, positions),
+                self._field_bits(1, positions),
+            )
+
+    def _field_bits(self, field: int, positions: Iterable[int]) -> int:
+        """The union of the postings of ``positions`` in a text field (0: summary)."""
+        postings, dense = self._postings[field], self._dense[field]
+        bits = 0
+        lists = []
+        for position in positions:
+            found = dense.get(position)
+            if found is None:
+                lists.append(postings.get(position))
+            else:
+                bits |= found
+        return bits | _bits(lists, len(self._order))
+
+    def _group_bits(self, group: str) -> int:
+        runs = self._group_runs[group]
+        if 4 * len(runs) > len(self._group_ids[group]):
+            return _bits([self._group_ids[group]], len(self._order))
+        return _union(((1 << length) - 1) << first for first, length in runs)
 
     def __len__(self) -> int:
         return len(self._order)
@@ -688,224 +810,116 @@ class SearchIndex:
                     yield TIER_NAME, order[entry_id]
             return
         sources = [_Term(self, term) for term in terms]
-        listed: list[list[list[_Blocks]]] | None = []
+        allowed = self._group_bits(folded_group) if folded_group else self._everything
+        # Per term, its fields computed so far, tier by tier; ``broad``: one is unknown.
+        fields: list[list[_Field]] = [[] for _ in sources]
+        broad = [False] * len(sources)
+        done = 0  # entries placed after a check with the rule
+        checked: dict[int, int] = {}  # the tiers of the entries checked so far
+        # Terms whose text fields are kept first (they cost a lookup), then the
+        # longest first: a long term is usually the rarest.
+        by_cost = sorted(range(len(sources)), key=lambda k: (not sources[k].kept(), -len(terms[k])))
         for tier in _TIERS:
-            if tier < after_tier:
+            candidates = allowed & ~done
+            if tier >= TIER_SUMMARY:  # counted below, to decide whether to list a field
+                candidates &= ~self._below(fields, allowed, tier)
+            exact = True
+            for k in by_cost:
+                listed = fields[k]
+                if broad[k]:
+                    exact = False
+                    continue  # unknown: every entry, tested one by one
+                if (
+                    len(listed) <= tier
+                    and tier >= TIER_SUMMARY
+                    and candidates.bit_count() <= _SURVIVORS[tier]
+                ):
+                    # So few candidates left that testing the term on each costs less
+                    # than listing its field: it waits for a later tier.
+                    exact = False
+                    continue
+                while len(listed) <= tier:
+                    listed.append(sources[k].field(len(listed)))
+                superset = 0
+                for field in listed:
+                    if field.bits is None:
+                        broad[k] = True
+                        break
+                    superset |= field.bits
+                    exact = exact and field.exact
+                if broad[k]:
+                    exact = False
+                else:
+                    candidates &= superset
+            if tier == TIER_SUMMARY and any(
+                listed and all(field.bits == 0 for field in listed) and sources[k].in_no_text()
+                for k, listed in enumerate(fields)
+            ):
+                return  # a term matches no name, no group and no text: nothing matches
+            # Again, now that every term listed here has its fields below this tier (a
+            # term left waiting earlier may have just had them computed).
+            candidates &= ~self._below(fields, allowed, tier)
+            if tier < after_tier or not candidates:
                 continue
             start = start_id if tier == after_tier else 0
-            if tier != TIER_NAME and listed is not None:
-                if not listed:
-                    found = [source.entry_lists() for source in sources]
-                    listed = [lists for lists in found if lists is not None]
-                    if len(listed) < len(found):
-                        listed = None
-                if listed is not None:
-                    names = [source.names_exact() or [] for source in sources]
-                    windows = self._entry_matches(listed, names, terms, tier, folded_group, start)
-                    for window in windows:
-                        yield from window
-                    continue
-            blocks = self._candidates(sources, tier, folded_group, start // _BLOCK)
-            if tier == TIER_NAME:
-                yield from self._name_matches(blocks, terms, folded_group, start)
-            else:
-                for number in blocks:
-                    yield from self._block_matches(number, terms, tier, folded_group, start)
+            if exact:
+                for entry_id in _ones(candidates, start):
+                    yield tier, order[entry_id]
+                continue
+            placed: list[int] = []
+            for entry_id in _ones(candidates, start):
+                # Known: its tier, or ``-2 - t`` when it was found worse than tier ``t``.
+                found = checked.get(entry_id, _UNCHECKED)
+                if found < 0 and -2 - found < tier:
+                    # The rule itself, reading no field past this tier's.
+                    found = self._tier_of(entry_id, terms, tier)
+                    checked[entry_id] = -2 - tier if found == _NO_TIER else found
+                if found == tier:
+                    placed.append(entry_id)
+                    yield tier, order[entry_id]
+            # Checked, so certain: later tiers need not read them again.
+            done |= _bits([placed], len(order))
 
-    def _entry_matches(
-        self,
-        listed: list[list[list[_Blocks]]],
-        names: list[list[_Blocks]],
-        terms: tuple[str, ...],
-        tier: int,
-        group: str,
-        start: int,
-    ) -> Iterator[list[tuple[int, int]]]:
-        """The entries from ``start`` on whose tier is ``tier`` (1 to 3), when every
-        term's matches are listed by entry (``_Term.entry_lists``).
+    @staticmethod
+    def _below(fields: list[list[_Field]], allowed: int, tier: int) -> int:
+        """Entries certainly of a better tier than ``tier``: those every term matches in
+        an exact field below it (all of them, when every such field is exact)."""
+        below = allowed
+        for listed in fields:
+            below &= _union(field.bits for field in listed[:tier] if field.exact)  # type: ignore[misc]
+        return below
 
-        An entry's tier is ``tier`` when every term matches it at or below ``tier`` and
-        not every term matches it below. The walk goes by windows of ids, growing, and
-        within a window computes that with set operations over the slices of the id
-        lists; a term's name matches (tier 0) come from its few exact name blocks.
-        Yields each window's results, in name order.
-        """
-        below = [[ids for lists in per_tier[: tier - 1] for ids in lists] for per_tier in listed]
-        at = [per_tier[tier - 1] for per_tier in listed]
-        if not any(at):
-            return
-        sizes = [
-            _size(lower) + _size(exact) + _BLOCK * _size(blocks)
-            for lower, exact, blocks in zip(below, at, names, strict=True)
-        ]
-        if 0 in sizes:
-            return
-        # The driver, whose next id starts each window: the smallest list of entries
-        # that every result is in (the group filter's, or a term's), or the union of
-        # the terms' tier lists (some term matches each result exactly at ``tier``).
-        term = min(range(len(sizes)), key=sizes.__getitem__)
-        driver: list[_Blocks] = below[term] + at[term]
-        driver_blocks: list[_Blocks] = names[term]
-        exact = [ids for lists in at for ids in lists]
-        if _size(exact) < sizes[term]:
-            driver, driver_blocks = exact, []
-        members: _Blocks = range(len(self._order))
-        if group:
-            members = self._group_ids[group]
-            if len(members) < min(sizes[term], _size(driver)):
-                driver, driver_blocks = [members], []
-        order, limit, width = self._order, len(self._order), _WINDOW
-        low = start
-        while low < limit:
-            # Skip to the driver's next id.
-            next_ids = [ids[k] for ids in driver if (k := bisect_left(ids, low)) < len(ids)]
-            first_block = low // _BLOCK
-            next_ids.extend(
-                max(_BLOCK * blocks[k], low)
-                for blocks in driver_blocks
-                if (k := bisect_left(blocks, first_block)) < len(blocks)
-            )
-            if not next_ids:
-                return
-            low = min(next_ids)
-            if group:  # every result is a member too: skip to the next one
-                k = bisect_left(members, low)
-                if k == len(members):
-                    return
-                low = members[k]
-            high = min(low + width, limit)
-            window = self._window(below, at, names, terms, members, low, high)
-            if window:
-                yield list(zip(repeat(tier), map(order.__getitem__, sorted(window))))
-            low = high
-            width *= 2
-
-    def _window(
-        self,
-        below: list[list[_Blocks]],
-        at: list[list[_Blocks]],
-        names: list[list[_Blocks]],
-        terms: tuple[str, ...],
-        members: _Blocks,
-        low: int,
-        high: int,
-    ) -> set[int]:
-        """The ids in ``[low, high)`` of the tier ``at`` describes (see ``_entry_matches``)."""
-        folded = self._name_f
-        allowed: set[int] | None = None
-        if not isinstance(members, range):
-            allowed = set(members[bisect_left(members, low) : bisect_left(members, high)])
-            if not allowed:
-                return allowed
-        found = allowed
-        lowers: list[set[int]] = []
-        for lower_lists, exact_lists, blocks, term in zip(below, at, names, terms, strict=True):
-            lower: set[int] = set()
-            for ids in lower_lists:
-                lower.update(ids[bisect_left(ids, low) : bisect_left(ids, high)])
-            for numbers in blocks:
-                first = bisect_left(numbers, low // _BLOCK)
-                for number in numbers[first : bisect_left(numbers, (high - 1) // _BLOCK + 1)]:
-                    begin, end = max(number * _BLOCK, low), min(number * _BLOCK + _BLOCK, high)
-                    tested = map(str.__contains__, folded[begin:end], repeat(term))
-                    lower.update(compress(range(begin, end), tested))
-            matched = set(lower)
-            for ids in exact_lists:
-                matched.update(ids[bisect_left(ids, low) : bisect_left(ids, high)])
-            found = matched if found is None else found & matched
-            if not found:
-                return found
-            lowers.append(lower)
-        assert found is not None
-        common = found.copy()
-        for lower in lowers:
-            common &= lower
-            if not common:
-                break
-        return found - common
-
-    # --- candidates -------------------------------------------------------------------
-
-    def _candidates(self, terms: list[_Term], tier: int, group: str, first: int) -> Iterator[int]:
-        """Ascending block numbers ``>= first``: a superset of the blocks holding an
-        entry of tier ``tier`` (see the module docstring)."""
-        everything = len(self._name_blocks)
-        constraints: list[list[_Blocks]] = [[self._group_blocks[group]]] if group else []
-        for term in terms:
-            constraints.extend(term.constraints(tier))
-        constraints = [[numbers for numbers in lists if numbers] for lists in constraints]
-        if not all(constraints):
-            return iter(())  # some constraint holds no block at all
-        sizes = [_size(lists) for lists in constraints]
-        # The driver: the smallest constraint, or the union of the terms' tier blocks.
-        driver: list[_Blocks] = [range(first, everything)]
-        size, chosen = everything, -1
-        for k, listed in enumerate(sizes):
-            if listed < size:
-                driver, size, chosen = constraints[k], listed, k
-        exact: list[_Blocks] = []
-        for term in terms:
-            found = term.tier_blocks(tier)
-            if found is None:
-                break
-            exact.extend(numbers for numbers in found if numbers)
-        else:
-            if _size(exact) < size:
-                driver, size, chosen = exact, _size(exact), -1
-            if not exact:
-                return iter(())
-        # The other constraints, smallest first; the group filter's (k == 0) is a set.
-        # One listing more than half of all blocks would filter too little to pay.
-        group_set = self._group_block_sets[group] if group else frozenset()
-        others = sorted(
-            (
-                (listed, lists, bool(group) and k == 0)
-                for k, (listed, lists) in enumerate(zip(sizes, constraints, strict=True))
-                if k != chosen and (2 * listed < everything or (group and k == 0))
-            ),
-            key=lambda other: other[0],
+    def _tier_of(self, entry_id: int, terms: tuple[str, ...], limit: int) -> int:
+        """The entry's tier for ``terms`` by the rule itself, if at most ``limit``;
+        otherwise ``_NO_TIER`` (fields past ``limit``, the documentation above all,
+        are not read)."""
+        fields = (
+            self._name_f[entry_id],
+            self._group_f[entry_id],
+            self._summaries_f[entry_id],
+            self._documents_f[entry_id],
         )
-        # A set filter must cost less to build than the candidate blocks it may skip.
-        budget = min(_FILTER_LIMIT, 64 * size + 64)
-        if len(driver) == 1 and all(len(lists) == 1 for _, lists, _ in others):
-            if not others:
-                return _tail(driver[0], first)
-            return _leapfrog([driver[0], *(lists[0] for _, lists, _ in others)], first)
-        if size <= _MATERIALIZE_LIMIT or len(driver) > _MERGE_FANOUT:
-            common = set().union(*driver)
-            for listed, lists, is_group in others:
-                if is_group:
-                    common &= group_set
-                elif listed <= budget and listed <= 8 * len(common):
-                    common.intersection_update(set().union(*lists) if len(lists) > 1 else lists[0])
-                elif len(lists) <= _BISECT_LISTS:
-                    member = _member(lists)
-                    common = {number for number in common if member(number)}
-                if not common:
-                    return iter(())
-            return _tail(sorted(common), first)
-        members = [
-            group_set.__contains__
-            if is_group
-            else _member(lists)
-            if len(lists) <= _BISECT_LISTS
-            else set().union(*lists).__contains__
-            for listed, lists, is_group in others
-            if is_group or len(lists) <= _BISECT_LISTS or listed <= budget
-        ]
-        if len(driver) == 1:
-            return _filtered(_tail(driver[0], first), members)
-        return _filtered(heapq.merge(*(_tail(numbers, first) for numbers in driver)), members)
+        worst = TIER_NAME
+        for term in terms:
+            found = 0
+            while term not in fields[found]:
+                found += 1
+                if found > limit:
+                    return _NO_TIER
+            if found > worst:
+                worst = found
+        return worst
 
-    def _vocabulary_positions(self, piece: str) -> list[int] | None:
-        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad."""
+    def _vocabulary_positions(self, piece: str, *, limited: bool = True) -> list[int] | None:
+        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad
+        (unless not ``limited``)."""
         lists = self._vocabulary_grams.all(piece)
         if not lists:
             return []
         blocks: _Blocks
         if len(piece) < _GRAM:  # the piece is in one of these lists: their union
             if len(lists) > 1 and _size(lists) > _FILTER_LIMIT:
-                return None
+                return self._containing(piece) if not limited else None
             blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
         else:  # the piece is in all of these lists: intersect, rarest first
             lists.sort(key=len)
@@ -917,10 +931,14 @@ class SearchIndex:
                     if len(common) <= _INTERSECT_FROM:
                         break
                 blocks = sorted(common)
-        if len(blocks) > _VOCABULARY_SCAN_LIMIT:
+        if limited and len(blocks) > _VOCABULARY_SCAN_LIMIT:
             return None
+        positions: list[int]
+        if len(blocks) > _SPLIT_FROM:
+            positions = self._containing(piece)
+            return positions if len(positions) <= _POSITIONS_LIMIT or not limited else None
         texts = self._vocabulary_blocks
-        positions: list[int] = []
+        positions = []
         for number in blocks:
             text = texts[number]
             at = text.find(piece)
@@ -931,62 +949,20 @@ class SearchIndex:
             while at >= 0:
                 position += text.count(_SEPARATOR, counted, at)
                 positions.append(position)
+                if len(positions) > _POSITIONS_LIMIT and limited:
+                    return None
                 counted = text.find(_SEPARATOR, at)
                 at = text.find(piece, counted)
         return positions
 
+    def _containing(self, piece: str) -> list[int]:
+        """Vocabulary positions of the pieces containing ``piece``, by one pass over the
+        whole vocabulary at C speed (splitting it at each occurrence)."""
+        parts = self._vocabulary_joined.split(piece)
+        parts.pop()
+        # Where each occurrence starts; the piece holding it starts at or before.
+        ends = accumulate(map(len, parts), partial(_add_occurrence, len(piece)))
+        found = map(bisect_right, repeat(self._vocabulary_starts), ends)
+        return [position - 1 for position in dict.fromkeys(found)]
+
     # --- the rule -----------------------------------------------------------------------
-
-    def _name_matches(
-        self, blocks: Iterator[int], terms: tuple[str, ...], group: str, start: int
-    ) -> Iterator[tuple[int, int]]:
-        """The entries of the candidate blocks whose name holds every term (tier 0).
-
-        Names are joined by block already, so blocks are first tested in chunks at C
-        speed; chunks grow from one, so a page found in the first blocks reads no more.
-        """
-        texts, names, groups, order = self._name_blocks, self._name_f, self._group_f, self._order
-        limit = len(order)
-        size = 1
-        while chunk := list(islice(blocks, size)):
-            for term in terms:
-                tested = map(str.__contains__, map(texts.__getitem__, chunk), repeat(term))
-                chunk = list(compress(chunk, tested))
-            for number in chunk:
-                first = number * _BLOCK
-                for entry_id in range(max(first, start), min(first + _BLOCK, limit)):
-                    if group and groups[entry_id] != group:
-                        continue
-                    name = names[entry_id]
-                    if all(term in name for term in terms):
-                        yield TIER_NAME, order[entry_id]
-            size = min(2 * size, _CHUNK)
-
-    def _block_matches(
-        self, number: int, terms: tuple[str, ...], tier: int, group: str, start: int
-    ) -> Iterator[tuple[int, int]]:
-        """The entries of one candidate block (from ``start`` on) whose tier is ``tier``.
-
-        Each entry's fields — name, group, summary, joined documents — were folded
-        once, at construction; an entry's tier is, over its terms, the worst of the
-        first field (in tier order) that holds the term.
-        """
-        base = number * _BLOCK
-        count = min(base + _BLOCK, len(self._order)) - base
-        fields = self._block_fields[number]
-        order, groups = self._order, self._group_f
-        for owner in range(max(0, start - base), count):
-            if group and groups[base + owner] != group:
-                continue
-            worst = TIER_NAME
-            for term in terms:
-                for found in _TIERS:
-                    if term in fields[found * count + owner]:
-                        break
-                else:
-                    worst = _NO_TIER
-                    break
-                if found > worst:
-                    worst = found
-            if worst == tier:
-                yield tier, order[base + owner]

@@ -30,6 +30,11 @@ and who may run a transition:
   calls without ``lifetime=`` share a second, ``direct`` lifetime.
 * When Redis cannot be reached, admissions (``begin``, ``find``, ``claim``,
   ``commit``) answer ``busy``; settling calls are logged and left to the lease.
+* Round trips: a prompt is ``begin`` + ``commit``; a resume on the replica that
+  issued the prompt is ``claim`` + ``settle`` (``find`` answers from ``_Known``),
+  on another replica ``find`` + ``claim`` + ``settle``. Scripts go through
+  ``ScriptWire`` (``_wire.py``), which retries a dropped connection once; every
+  script recognizes its own earlier run, so the retry is exact.
 """
 
 from __future__ import annotations
@@ -49,9 +54,7 @@ from typing import Any
 import anyio
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError, RedisError
+from redis.exceptions import RedisError
 
 from .._failures import Failure, FailureCode
 from .._forms import InputMode, StoredPrompt
@@ -70,6 +73,7 @@ from .._ledger import (
 )
 from .._limits import CHAIN_FIXED_BYTES, Limits
 from ._script import SCRIPT
+from ._wire import ScriptWire
 
 __all__ = ["DEFAULT_LEASE", "RETENTION_GRACE", "RedisLedger"]
 
@@ -173,6 +177,55 @@ class RedisReservation:
     open: bool = True
 
 
+#: The prompts a replica keeps of records it committed or found (see ``_Known``).
+KNOWN_RECORDS = 4096
+KNOWN_BYTES = 8 * 1024 * 1024
+
+
+class _Known:
+    """What a replica already knows of records it committed or found, to find them again
+    without a round trip.
+
+    Everything kept is immutable for a record's life (its chain, round, deadline,
+    binding HMAC and prompt), so an entry is never stale; whether the record is still
+    live is what ``claim`` asks Redis, atomically with taking it. Entries leave when
+    their deadline passes, when their chain moves past them, and oldest first beyond
+    ``KNOWN_RECORDS`` entries or ``KNOWN_BYTES`` of prompts.
+    """
+
+    __slots__ = ("_bytes", "_entries")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[str, int, int, bytes, StoredPrompt]] = {}
+        self._bytes = 0
+
+    def add(
+        self, key: str, chain: str, round_: int, deadline: int, binding: bytes, prompt: object
+    ) -> None:
+        assert isinstance(prompt, StoredPrompt)
+        if key in self._entries:
+            return
+        self._entries[key] = (chain, round_, deadline, binding, prompt)
+        self._bytes += prompt.size
+        while len(self._entries) > KNOWN_RECORDS or self._bytes > KNOWN_BYTES:
+            self.drop(next(iter(self._entries)))
+
+    def get(self, key: str, now_ms: int) -> tuple[str, int, int, bytes, StoredPrompt] | None:
+        entry = self._entries.get(key)
+        if entry is not None and entry[2] <= now_ms:
+            self.drop(key)
+            return None
+        return entry
+
+    def drop(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[4].size
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class RedisBackend:
     """The ``LedgerBackend`` of one registry on a shared Redis (see the module docstring)."""
 
@@ -197,9 +250,10 @@ class RedisBackend:
         self._mac = keys.mac
         self._revision = revision.encode("ascii")
         self._limit_args = (limits.chain_bytes, limits.principal_bytes, limits.ledger_bytes)
-        self._client: Redis | None = None
-        self._script: AsyncScript | None = None
+        self._wire: ScriptWire | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._key = self._key_prefix.encode("utf-8")
+        self._known = _Known()
         self._leases: dict[str, int] = {}
         self._renewer: asyncio.Task[None] | None = None
         self.default_lifetime = Lifetime(self, DIRECT)
@@ -219,40 +273,37 @@ class RedisBackend:
 
     # -- the connection -------------------------------------------------------------
 
-    def _connection(self) -> AsyncScript:
+    def _connection(self) -> ScriptWire:
         loop = asyncio.get_running_loop()
-        if self._script is None or self._loop is not loop:
-            self._client = Redis.from_url(self._url)
-            self._script = self._client.register_script(SCRIPT)
+        if self._wire is None or self._loop is not loop:
+            # connections belong to the event loop that opened them
+            self._wire = ScriptWire(self._url, SCRIPT)
             self._loop = loop
             self._renewer = None
-        return self._script
+        return self._wire
 
     async def aclose(self) -> None:
         """Close this replica's connections (a later call reconnects)."""
         if self._renewer is not None:
             self._renewer.cancel()
             self._renewer = None
-        client, self._client, self._script = self._client, None, None
-        if client is not None:
+        wire, self._wire = self._wire, None
+        if wire is not None:
             with anyio.CancelScope(shield=True):
-                await client.aclose()
+                await wire.aclose()
 
     def _now_ms(self) -> int:
         return math.floor(self._clock() * 1000)
 
     async def _run(self, op: str, now_ms: int, *args: str | int | bytes) -> list[Any]:
         """One shielded, bounded script run; ``RedisError`` for an unreachable store."""
-        script = self._connection()
-        keys, argv = [self._key_prefix], [op, now_ms, *self._limit_args, *args]
-        with anyio.CancelScope(shield=True), anyio.fail_after(CALL_TIMEOUT):
-            try:
-                reply = await script(keys=keys, args=argv)
-            except ConnectionError:
-                # A pooled connection the server closed (a Redis restart): once more,
-                # on a fresh connection. Should the first run have happened after all,
-                # what it took is held by a lease nobody renews and comes back.
-                reply = await script(keys=keys, args=argv)
+        wire = self._connection()
+        argv = (op, now_ms, *self._limit_args, *args)
+        reply: Any = None
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CALL_TIMEOUT):
+            reply = await wire.run(self._key, argv)
+        if reply is None:
+            raise TimeoutError(f"ledger {op}: no reply from Redis in {CALL_TIMEOUT} s")
         assert isinstance(reply, list)
         reply[0] = reply[0].decode("ascii")
         return reply
@@ -289,9 +340,8 @@ class RedisBackend:
             count = self._leases.pop(member, 0) - 1
             if count > 0:
                 self._leases[member] = count
-        if not self._leases and self._renewer is not None:
-            self._renewer.cancel()
-            self._renewer = None
+        # The renewer is left to find no leases when it wakes and end by itself: one
+        # task serves a replica's back-to-back transitions, none is made per transition.
 
     async def _renew(self) -> None:
         """Extend every lease this replica holds, every third of a lease, while it holds any."""
@@ -299,6 +349,8 @@ class RedisBackend:
         while self._leases:
             await asyncio.sleep(interval)
             members = list(self._leases)
+            if not members:
+                return
             now = self._now_ms()
             try:
                 await self._run("renew", now, now + self._lease_ms, *members)
@@ -401,29 +453,49 @@ class RedisBackend:
         self._drop("s:" + reservation.id)
         if parent is not None:
             self._drop(_in_flight(parent))
+        round_, deadline = int(reply[1]), int(reply[2])
+        if parent is not None:
+            self._known.drop(parent.key)
+        self._known.add(key, reservation.chain, round_, deadline, reservation.binding, prompt)
         record = RedisRecord(
-            key, reservation.chain, int(reply[1]), int(reply[2]) / 1000, prompt,
-            reservation.binding, reservation.lifetime,
+            key, reservation.chain, round_, deadline / 1000, prompt, reservation.binding,
+            reservation.lifetime,
         )  # fmt: skip
         return record, token
 
     async def find(self, token: str, binding: Binding) -> RedisRecord | None:
-        """The live record for ``token`` if it is bound to ``binding``, else ``None``."""
+        """The live record for ``token`` if it is bound to ``binding``, else ``None``.
+
+        A record this replica committed or found before is found without a round trip
+        (``_Known``): its prompt and binding cannot have changed, and whether it is
+        still live is checked by ``claim``, which takes it atomically. (So a record
+        that Redis lost before its deadline — a restart — is ``expired`` at the claim,
+        after the answer was checked, instead of before.)
+        """
         raw_key = token_hash(token)
-        reply = await self._admit("find", self._now_ms(), raw_key.hex())
+        key = raw_key.hex()
+        now = self._now_ms()
+        expected = self._binding_mac(binding)
+        known = self._known.get(key, now)
+        if known is not None:
+            chain, round_, deadline, stored, prompt = known
+            if not hmac.compare_digest(stored, expected):
+                return None
+            return RedisRecord(
+                key, chain, round_, deadline / 1000, prompt, expected, binding.lifetime
+            )
+        reply = await self._admit("find", now, key)
         if reply[0] != "ok":
             return None
-        chain, _state, round_, deadline, stored_binding, sealed = reply[1:]
-        expected = self._binding_mac(binding)
+        chain_bytes, _state, round_bytes, deadline_bytes, stored_binding, sealed = reply[1:]
         if not hmac.compare_digest(stored_binding, expected):
             return None
-        prompt = self._open_prompt(sealed, raw_key)
-        if prompt is None:
+        found = self._open_prompt(sealed, raw_key)
+        if found is None:
             return None
-        return RedisRecord(
-            raw_key.hex(), chain.decode("ascii"), int(round_), int(deadline) / 1000, prompt,
-            expected, binding.lifetime,
-        )  # fmt: skip
+        chain, round_, deadline = chain_bytes.decode("ascii"), int(round_bytes), int(deadline_bytes)
+        self._known.add(key, chain, round_, deadline, expected, found)
+        return RedisRecord(key, chain, round_, deadline / 1000, found, expected, binding.lifetime)
 
     async def claim(
         self, record: RedisRecord, answer_key: bytes, answer_charge: int, charge: int
@@ -440,6 +512,7 @@ class RedisBackend:
         )  # fmt: skip
         status = reply[0]
         if status == "expired":
+            self._known.drop(record.key)
             return Failure(FailureCode.EXPIRED)
         if status == "busy":
             return Failure(FailureCode.BUSY, RECORD_BUSY)
@@ -466,6 +539,8 @@ class RedisBackend:
             reservation.open = False
             res = reservation.id
         await self._settle_run("settle", record.key, record.chain, event.value, record.claim, res)
+        if event in _DONE:
+            self._known.drop(record.key)  # a recovery finds it in Redis again
         self._drop(_in_flight(record))
         if res:
             self._drop("s:" + res)
@@ -503,6 +578,10 @@ class RedisBackend:
         """Open reservations in the whole ledger (for tests and diagnostics)."""
         reply = await self._run("stats", self._now_ms())
         return int(reply[4])
+
+
+#: Settling events after which a record is only ever recovered, not answered.
+_DONE = frozenset({Event.FINISHED, Event.RECOVERED, Event.BROKEN})
 
 
 def _in_flight(record: RedisRecord) -> str:

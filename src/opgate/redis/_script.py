@@ -25,6 +25,16 @@ TTL and is authoritative: a record leaves it only through the sweep or a settle,
 so the bytes it charged always come back, even when Redis already dropped the
 record's payload by its TTL.
 
+Every operation is safe to send twice (a connection that dropped after Redis ran
+a script and before its reply arrived is retried on a new one, see ``_wire.py``):
+``begin`` finds its reservation, ``claim`` its own claim id, ``commit`` its record
+(the key is the hash of a token made for this commit) and answers as the first
+run did; ``settle``, ``release`` and ``renew`` are idempotent by themselves.
+
+The sweep leaves a due record that is in flight to its settle, and looks at it
+again when its lease is due (its ``exp`` score moves there), so that records in
+flight never fill a batch and hold back the removal of the others.
+
 States are the values of ``RecordState``. Results are tables whose first item is
 a status: ``ok``, ``expired``, ``busy``, ``busy_principal``, ``busy_ledger``,
 ``limit``, ``differs``, ``lost``.
@@ -46,6 +56,7 @@ local A = 6  -- first operation argument
 local USED, SCOPES, EXP = P .. 'used', P .. 'scopes', P .. 'exp'
 local LEASE, RES = P .. 'lease', P .. 'res'
 local IN_FLIGHT = {answering = true, replaying = true, recovering = true}
+local CLAIMED = {answering = 'answer', replaying = 'replay', recovering = 'recover'}
 
 local function num(v) return tonumber(v) or 0 end
 -- (negative amounts are written 0 - n: Lua's -0 would reach Redis as "-0", not an integer)
@@ -146,8 +157,18 @@ local function sweep()
   local due = redis.call('ZRANGEBYSCORE', EXP, '-inf', now, 'LIMIT', 0, SWEEP)
   for _, member in ipairs(due) do
     local chain, key = string.match(member, '^(%w+):(%w+)$')
-    local s = redis.call('HGET', P .. 'r:' .. key, 's')
-    if not (s and IN_FLIGHT[s]) then remove(chain, key) end  -- in flight: settle removes it
+    local s, h = unpack(redis.call('HMGET', P .. 'r:' .. key, 's', 'h'))
+    local until_lease = nil
+    if s and IN_FLIGHT[s] and h then
+      until_lease = redis.call('ZSCORE', LEASE, 'r:' .. chain .. ':' .. key .. ':' .. h)
+    end
+    if until_lease then
+      -- in flight: its settle removes it. Look again once its lease is due, so that
+      -- records in flight never fill the batch and hold the others back.
+      redis.call('ZADD', EXP, math.max(tonumber(until_lease), now + 1), member)
+    else
+      remove(chain, key)
+    end
   end
 end
 
@@ -156,6 +177,7 @@ sweep()
 if op == 'begin' then
   local scope, chain, res, n, a, lease = ARGV[A], ARGV[A+1], ARGV[A+2], tonumber(ARGV[A+3]),
     tonumber(ARGV[A+4]), tonumber(ARGV[A+5])
+  if redis.call('HEXISTS', RES, res) == 1 then return {'ok'} end  -- this run, again
   local refused = room(scope, n, nil)
   if refused then return {refused} end
   charge(scope, n)
@@ -169,6 +191,9 @@ elseif op == 'commit' then
     ARGV[A], ARGV[A+1], ARGV[A+2], ARGV[A+3], ARGV[A+4], tonumber(ARGV[A+5]),
     tonumber(ARGV[A+6]), tonumber(ARGV[A+7]), ARGV[A+8], ARGV[A+9], ARGV[A+10]
   local ck = P .. 'c:' .. chain
+  local rk = P .. 'r:' .. key
+  local done_c, done_n, done_d = unpack(redis.call('HMGET', rk, 'c', 'n', 'd'))
+  if done_c == chain then return {'ok', tonumber(done_n), tonumber(done_d)} end  -- this run, again
   if redis.call('HEXISTS', RES, res) == 0 or redis.call('EXISTS', ck) == 0 then
     return {'expired'}
   end
@@ -183,7 +208,6 @@ elseif op == 'commit' then
   local round = redis.call('HINCRBY', ck, 'n', 1)
   redis.call('HINCRBY', ck, 'l', 1)
   redis.call('HSET', ck, 'g:' .. key, pcharge)
-  local rk = P .. 'r:' .. key
   redis.call('HSET', rk, 'c', chain, 's', 'pending', 'n', round, 'd', deadline, 'b', binding,
     'm', prompt, 'p', parent)
   redis.call('PEXPIRE', rk, deadline - now + grace)
@@ -210,9 +234,12 @@ elseif op == 'claim' then
   local key, chain, answer, ac, n, res, claim, lease = ARGV[A], ARGV[A+1], ARGV[A+2],
     tonumber(ARGV[A+3]), tonumber(ARGV[A+4]), ARGV[A+5], ARGV[A+6], tonumber(ARGV[A+7])
   local rk = P .. 'r:' .. key
-  local s, d, a = unpack(redis.call('HMGET', rk, 's', 'd', 'a'))
+  local s, d, a, h = unpack(redis.call('HMGET', rk, 's', 'd', 'a', 'h'))
   if not s or not is_live(chain, key) or tonumber(d) <= now then return {'expired'} end
-  if IN_FLIGHT[s] then return {'busy'} end
+  if IN_FLIGHT[s] then
+    if h == claim then return {'ok', CLAIMED[s]} end  -- this run, again
+    return {'busy'}
+  end
   local ck = P .. 'c:' .. chain
   if s == 'pending' then
     local scope = redis.call('HGET', ck, 's')
