@@ -70,6 +70,7 @@ from itertools import accumulate
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
+from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
@@ -718,6 +719,10 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
     return None
 
 
+# Texts (and marshalled copies) this long are decoded with the cyclic collector paused.
+_PAUSE_COLLECTOR_AT = 4096
+
+
 def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
@@ -736,6 +741,13 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
+    if len(text) < _PAUSE_COLLECTOR_AT:
+        return _parse_text(text, profile, may_hold_raw_surrogates)
+    with paused_collector():  # see ``_collector``: the passes would find nothing
+        return _parse_text(text, profile, may_hold_raw_surrogates)
+
+
+def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSONValue:
     # With more openers than the bound the text may nest too deep. The C decoder is
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
@@ -1281,9 +1293,14 @@ def detach(value: JSONValue) -> JSONValue:
     if isinstance(value, dict | list):
         try:  # marshal knows every JSON type but Decimal and keeps no memo: about twice
             # as fast as pickle for 64 KiB of small or nested containers
-            return marshal.loads(marshal.dumps(value))  # type: ignore[no-any-return]
+            blob = marshal.dumps(value)
+            if len(blob) < _PAUSE_COLLECTOR_AT:
+                return marshal.loads(blob)  # type: ignore[no-any-return]
+            with paused_collector():
+                return marshal.loads(blob)  # type: ignore[no-any-return]
         except ValueError:  # a Decimal somewhere
-            return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
+            with paused_collector():
+                return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
     return value
 
 

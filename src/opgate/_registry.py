@@ -13,14 +13,12 @@ No lock is held while a policy, handler or progress callback runs.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import hmac
 import inspect
 import math
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring
@@ -29,6 +27,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
+from ._collector import paused_collector
 from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._execution import (
     honour_cancellation,
@@ -211,26 +210,6 @@ def _item_bytes(name: str, group: str, summary: str) -> int:
     return _utf8_size(item) + 1
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a construction, restoring it after.
-
-    Building a registry allocates millions of containers (parsed schemas, canonical
-    text pieces, index lists) that form no reference cycles: reference counting frees
-    every temporary, and each collector pass only re-scans the young survivors, which
-    at 20,000 real operations cost about a second of passes that found nothing. The
-    collector is restored (only if it was enabled) even when construction raises;
-    cycles other threads create meanwhile are collected at the next pass after.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class Registry:
     """A fixed catalog of operations behind search, inspect and invoke.
 
@@ -291,7 +270,7 @@ class Registry:
             raise TypeError("clock and monotonic must be callables returning seconds")
         compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
         memo = CompileMemo()
-        with _no_cyclic_gc():
+        with paused_collector():
             default_input = compiler.compile(
                 _ANY_OBJECT, role=SchemaRole.INPUT, where="default", memo=memo
             )
