@@ -1778,3 +1778,12 @@ def test_closed_documents_nested_too_deep_are_refused_after_a_successful_decode(
     assert error.pointer == "/k" * MAX_DEPTH
     # Exactly at the bound it parses.
     assert parse("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+
+
+@given(st.text(alphabet="[]{}", max_size=60))
+def test_deepest_is_the_running_depths_maximum(brackets: str) -> None:
+    # ``_check_nesting``'s fast bound (runs of brackets) against every bracket's depth.
+    from itertools import accumulate
+
+    expected = max(accumulate(map(_json._DEPTH_STEP, brackets), initial=0))
+    assert _json._deepest(brackets) == expected

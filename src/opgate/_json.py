@@ -62,6 +62,7 @@ import functools
 import gc
 import json
 import marshal
+import operator
 import pickle
 import re
 from collections.abc import Callable, Mapping
@@ -169,6 +170,8 @@ _KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 # Depth change per bracket.
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
+# Maximal runs of openers or of closers in a string of brackets: they alternate.
+_BRACKET_RUNS = re.compile(r"[\[{]+|[\]}]+")
 
 
 class JSONError(ValueError):
@@ -513,9 +516,9 @@ def _check_nesting(text: str, profile: bool) -> None:
     brackets = stripped.translate(_KEEP_BRACKETS)
     if not brackets.isascii():  # characters no JSON text has outside strings
         brackets = _NOT_BRACKET.sub("", brackets)
-    depths = list(accumulate(map(_DEPTH_STEP, brackets)))
-    if max(depths, default=0) <= MAX_DEPTH:
+    if _deepest(brackets) <= MAX_DEPTH:
         return
+    depths = list(accumulate(map(_DEPTH_STEP, brackets)))
     index = depths.index(MAX_DEPTH + 1)  # the offending bracket, counting brackets only
     # Its position in ``stripped``: the lengths of the pieces between brackets, plus the
     # brackets themselves; then in ``text``: each ``""`` before it stands for a string.
@@ -535,6 +538,21 @@ def _check_nesting(text: str, profile: bool) -> None:
     if located is not None:
         raise JSONError(*located)
     raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
+
+
+def _deepest(brackets: str) -> int:
+    """The deepest running depth of a string of brackets (0 for none), in C passes.
+
+    The depth peaks at the end of a run of openers, so the runs' lengths, with the
+    closers' negated, are summed instead of every bracket: 64 KiB of blocks nested 126
+    deep is about 500 runs rather than 65,000 brackets.
+    """
+    lengths = list(map(len, _BRACKET_RUNS.findall(brackets)))
+    if not lengths:
+        return 0
+    closers = 0 if brackets[0] in "]}" else 1  # index of the first run of closers
+    lengths[closers::2] = map(operator.neg, lengths[closers::2])
+    return max(accumulate(lengths, initial=0))
 
 
 def _nesting_problem(
