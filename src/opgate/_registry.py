@@ -78,6 +78,7 @@ from ._policy import (
     unavailable,
 )
 from ._progress import Diagnostics, ProgressChannel, ProgressSink
+from ._ranking import Ranking, Scorer, build_ranker
 from ._responses import (
     AnswerError,
     InputAction,
@@ -252,6 +253,12 @@ class Registry:
     ``opgate.redis.RedisLedger(url)``, which needs ``secret``); by default
     continuations live in this registry's memory.
 
+    ``ranking`` orders search results: ``Ranking.RULE`` (the default: every term
+    matches as a substring, name matches first, ties by name), ``Ranking.RELEVANCE``
+    (field-weighted BM25 over stemmed words, best first) or a host's ``Scorer``; see
+    ``docs/search.md``. Exact names, browsing, group filters, policy, page budgets and
+    cursors work the same under every ranking; a cursor is bound to its ranking.
+
     The registry is safe to share between asyncio tasks and threads. Search,
     inspect and invoke return a ``Failed`` for every request-level problem.
     """
@@ -267,6 +274,7 @@ class Registry:
         regex_backtrack_limit: int | None = None,
         secret: bytes | None = None,
         ledger: LedgerFactory | None = None,
+        ranking: Ranking | Scorer = Ranking.RULE,
     ) -> None:
         if limits is None:
             limits = DEFAULT_LIMITS
@@ -301,6 +309,8 @@ class Registry:
                     for e in self._entries
                 ]
             )
+            # The search order (see _ranking): the rule's index itself by default.
+            self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
         from . import __version__
 
         self._scope_hashes: dict[str, bytes] = {}
@@ -472,11 +482,12 @@ class Registry:
     ) -> SearchPage | Failed:
         """One page of the operations ``ctx``'s principal may discover.
 
-        All whitespace-separated terms of ``query`` must match (case-insensitive
-        substring) the name, group, summary or other documentation; results rank
-        name matches first, then group, summary, other documentation, ties by name.
-        A query equal to an authorized operation's name returns it alone; an empty
-        query lists by name. ``limit`` defaults to 5, at most 20; ``query`` and
+        Under the default ``Ranking.RULE``, all whitespace-separated terms of ``query``
+        must match (case-insensitive substring) the name, group, summary or other
+        documentation; results rank name matches first, then group, summary, other
+        documentation, ties by name (other rankings: ``docs/search.md``). A query
+        equal to an authorized operation's name returns it alone; an empty query lists
+        by name. ``limit`` defaults to 5, at most 20; ``query`` and
         ``group`` are at most 256 UTF-8 bytes. Continue with ``next_cursor`` and the
         same query and group (the limit may change).
         """
@@ -495,7 +506,7 @@ class Registry:
         try:
             key = await scope_key(self._policy, ctx)
             binding = CursorBinding(
-                method="search",
+                method=self._search_method,
                 revision=self._revision,
                 query=normalize_query(query),
                 group=fold_group(group),
@@ -557,7 +568,7 @@ class Registry:
         unavailable_code = FailureCode.UNAVAILABLE
         # A discovery scope narrows the candidates inside the index, before any policy call.
         within = None if scope is None else self._index.scope(scope.groups, scope.prefixes)
-        ranked = self._index.ranked(binding.query, binding.group, after, scope=within)
+        ranked = self._ranker.ranked(binding.query, binding.group, after, scope=within)
         for tier, position in ranked:
             entry = entries[position]
             if len(items) == size or used + entry.item_bytes > budget:

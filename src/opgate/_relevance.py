@@ -1,0 +1,332 @@
+"""The relevance ranking: field-weighted BM25 over an inverted index.
+
+Each operation is five fields of words (``_tokens.words``), stemmed
+(``_tokens.Stems``):
+
+====================  ======================================================  ======
+field                 text                                                    weight
+====================  ======================================================  ======
+name                  the operation name                                      ``NAME``
+group                 the group                                               ``GROUP``
+summary               the summary                                             ``SUMMARY``
+parameters            the input schema's top-level property names and their  ``PARAMETERS``
+                      ``title``/``description``
+documentation         description, examples, source                           ``DOCUMENTATION``
+====================  ======================================================  ======
+
+A term's weight for an operation is BM25F (Robertson and Zaragoza, "The
+Probabilistic Relevance Framework: BM25 and Beyond", 2009): its occurrences in each
+field, each multiplied by the field's weight and divided by the field's length
+normalization ``1 - b + b * length / average length``, are summed into ``tf``; the
+weight is ``idf * tf / (k1 + tf)`` with ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
+All of this is computed once, at construction: a term's postings are the ids of the
+operations holding it and their weights.
+
+A query's words are stemmed the same way. A query term absent from the vocabulary
+matches the vocabulary terms it is a prefix of (at least ``PREFIX_MIN`` characters,
+at most ``PREFIX_LIMIT`` of them, the most frequent first), at ``PREFIX_DISCOUNT``
+of their weight: ``postgres`` meets ``postgresql``. An operation's score is the sum
+of its terms' weights times the *coverage* factor ``(matched / terms) ** COVERAGE``:
+every term need not match, but one matching all of them ranks above one matching
+most. Ties break by the shorter name, then by name (``str`` order), so the order is
+total and deterministic, and a keyset position (the last placed name) resumes it
+exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+
+import numpy as np
+import numpy.typing as npt
+
+from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
+from ._tokens import Stems, words
+
+__all__ = ["RelevanceEntry", "RelevanceIndex", "parameter_text"]
+
+#: Field weights, in field order: a word in the name says most about what the
+#: operation does.
+NAME = 3.0
+GROUP = 1.5
+SUMMARY = 1.5
+PARAMETERS = 0.6
+DOCUMENTATION = 0.4
+_WEIGHTS = np.array([NAME, GROUP, SUMMARY, PARAMETERS, DOCUMENTATION])
+
+#: BM25 saturation and length normalization.
+K1 = 1.2
+B = 0.75
+
+#: The exponent of the coverage factor ``(matched / terms) ** COVERAGE``.
+COVERAGE = 2.0
+
+#: Prefix expansion of a query term missing from the vocabulary.
+PREFIX_MIN = 3
+PREFIX_LIMIT = 8
+PREFIX_DISCOUNT = 0.5
+
+#: The first results are ordered after a partial partition; the rest sort once, if
+#: a caller pages that far.
+_FIRST = 64
+
+_Floats = npt.NDArray[np.float64]
+_Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceEntry:
+    """One operation's indexed texts: the search entry and its parameter text."""
+
+    entry: IndexEntry
+    parameters: str = ""
+
+
+def parameter_text(schema: bytes | str) -> str:
+    """The top-level property names of a JSON Schema object with their ``title`` and
+    ``description`` (when those are strings), joined by spaces; ``""`` otherwise."""
+    try:
+        document = json.loads(schema)
+    except ValueError:
+        return ""
+    if not isinstance(document, dict):
+        return ""
+    properties = document.get("properties")
+    if not isinstance(properties, dict):
+        return ""
+    parts: list[str] = []
+    for name, value in properties.items():
+        parts.append(name)
+        if isinstance(value, dict):
+            for key in ("title", "description"):
+                text = value.get(key)
+                if isinstance(text, str):
+                    parts.append(text)
+    return " ".join(parts)
+
+
+class _Terms(dict[str, int]):
+    """Folded word → term id (the id of its stem), learning new words and stems."""
+
+    def __init__(self, stems: Stems, ids: dict[str, int]) -> None:
+        super().__init__()
+        self._stems = stems
+        self._ids = ids
+
+    def __missing__(self, word: str) -> int:
+        ids = self._ids
+        term = ids.setdefault(self._stems(word), len(ids))
+        self[word] = term
+        return term
+
+
+class RelevanceIndex:
+    """The relevance ranking over one catalog (entries in name order, as the
+    ``SearchIndex`` beside it, whose exact names, scopes and browsing it reuses)."""
+
+    __slots__ = (
+        "_entries",
+        "_group_codes",
+        "_groups",
+        "_lengths",
+        "_offsets",
+        "_rule",
+        "_stem_ids",
+        "_stems",
+        "_vocabulary",
+        "_weights",
+    )
+
+    def __init__(self, entries: Sequence[RelevanceEntry], rule: SearchIndex) -> None:
+        self._rule = rule
+        self._stems = stems = Stems()
+        count = len(entries)
+        stem_ids: dict[str, int] = {}
+        word_terms = _Terms(stems, stem_ids)
+        lookup = word_terms.__getitem__
+        terms, owners, counts, fields, lengths = (
+            array("i"),
+            array("i"),
+            array("d"),
+            array("b"),
+            array("d"),
+        )
+        totals = [0] * len(_WEIGHTS)
+        groups: dict[str, int] = {}
+        group_codes = array("i")
+        for entry_id, item in enumerate(entries):
+            entry = item.entry
+            folded = fold_group(entry.group)
+            group_codes.append(groups.setdefault(folded, len(groups)))
+            texts = (
+                entry.name,
+                entry.group,
+                entry.summary,
+                item.parameters,
+                " ".join(entry.documents),
+            )
+            for field, text in enumerate(texts):
+                if not text:
+                    continue
+                found = words(text)
+                if not found:
+                    continue
+                counted = Counter(found)
+                size = len(counted)
+                total = len(found)
+                totals[field] += total
+                terms.extend(map(lookup, counted))
+                counts.extend(counted.values())
+                owners.extend(repeat(entry_id, size))
+                fields.extend(repeat(field, size))
+                lengths.extend(repeat(total, size))
+        self._groups = groups
+        self._group_codes = np.frombuffer(group_codes, dtype=np.int32).copy()
+        self._lengths = np.array([len(item.entry.name) for item in entries], dtype=np.int64)
+        self._stem_ids = stem_ids
+        vocabulary = sorted(stem_ids)
+        self._vocabulary = vocabulary
+        size = len(stem_ids)
+        if not len(terms):
+            self._offsets = np.zeros(size + 1, dtype=np.int64)
+            self._entries = np.zeros(0, dtype=np.int64)
+            self._weights = np.zeros(0)
+            return
+        average = np.maximum(np.array(totals, dtype=np.float64) / max(count, 1), 1.0)
+        field_of = np.frombuffer(fields, dtype=np.int8).astype(np.intp)
+        occurrences = np.frombuffer(counts, dtype=np.float64)
+        length = np.frombuffer(lengths, dtype=np.float64)
+        contribution = occurrences * _WEIGHTS[field_of] / (1 - B + B * length / average[field_of])
+        keys = np.frombuffer(terms, dtype=np.int32).astype(np.int64) * count + np.frombuffer(
+            owners, dtype=np.int32
+        )
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        tf = np.add.reduceat(contribution[order], starts)
+        keys = keys[starts]
+        term_of = keys // count
+        df = np.bincount(term_of, minlength=size)
+        idf = np.log(1 + (count - df + 0.5) / (df + 0.5))
+        self._weights = idf[term_of] * tf / (K1 + tf)
+        self._entries = keys % count
+        self._offsets = np.concatenate(([0], np.cumsum(df)))
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def __repr__(self) -> str:
+        return f"RelevanceIndex(<{len(self._lengths)} entries, {len(self._vocabulary)} terms>)"
+
+    def terms(self, query: str) -> list[str]:
+        """The query's distinct stems, in first-seen order."""
+        return list(dict.fromkeys(map(self._stems, words(query))))
+
+    def _expansions(self, term: str) -> list[int]:
+        """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""
+        if len(term) < PREFIX_MIN:
+            return []
+        vocabulary, ids, offsets = self._vocabulary, self._stem_ids, self._offsets
+        first = bisect_left(vocabulary, term)
+        end = bisect_left(vocabulary, term + "\U0010ffff", first)
+        found = [ids[stem] for stem in vocabulary[first:end]]
+        if len(found) > PREFIX_LIMIT:
+            found.sort(key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), vocabulary[t]))
+            found = found[:PREFIX_LIMIT]
+        return found
+
+    def scores(self, query: str) -> tuple[_Ints, _Floats]:
+        """The entries sharing a term with ``query`` (ascending ids) and their scores."""
+        terms = self.terms(query)
+        count = len(self._lengths)
+        total = np.zeros(count)
+        matched = np.zeros(count, dtype=np.int16)
+        offsets, entries, weights = self._offsets, self._entries, self._weights
+        for term in terms:
+            known = self._stem_ids.get(term)
+            if known is not None:
+                first, end = offsets[known], offsets[known + 1]
+                ids = entries[first:end]
+                total[ids] += weights[first:end]
+                matched[ids] += 1
+                continue
+            expansions = self._expansions(term)
+            if not expansions:
+                continue
+            best = np.zeros(count)
+            for expansion in expansions:
+                first, end = offsets[expansion], offsets[expansion + 1]
+                ids = entries[first:end]
+                best[ids] = np.maximum(best[ids], weights[first:end] * PREFIX_DISCOUNT)
+            total += best
+            matched += best > 0
+        found = np.flatnonzero(matched)
+        factors = (np.arange(len(terms) + 1) / max(len(terms), 1)) ** COVERAGE
+        return found, total[found] * factors[matched[found]]
+
+    def ranked(
+        self,
+        query: str,
+        group: str = "",
+        after: tuple[int, str] | None = None,
+        *,
+        scope: Scope | None = None,
+    ) -> Iterator[tuple[int, int]]:
+        """Yield ``(0, entry index)`` for every entry sharing a term with ``query``, best
+        first; the same contract as ``SearchIndex.ranked`` (``after`` holds the last
+        placed name; an empty query browses by name through the rule's index)."""
+        if not self.terms(query):
+            return self._rule.ranked(query, group, after, scope=scope)
+        return self._ranked(query, group, after, scope)
+
+    def _ranked(
+        self, query: str, group: str, after: tuple[int, str] | None, scope: Scope | None
+    ) -> Iterator[tuple[int, int]]:
+        found, scores = self.scores(query)
+        if group:
+            code = self._groups.get(fold_group(group))
+            if code is None:
+                return
+            keep = self._group_codes[found] == code
+            found, scores = found[keep], scores[keep]
+        if scope is not None:
+            member = np.zeros(len(self._lengths), dtype=bool)
+            member[list(scope.members)] = True
+            keep = member[found]
+            found, scores = found[keep], scores[keep]
+        lengths = self._lengths
+        if after is not None:
+            last = self._rule.exact(after[1])
+            if last is None:  # pragma: no cover - cursors carry names of this catalog
+                return
+            at = np.flatnonzero(found == last)
+            score = float(scores[at[0]]) if len(at) else 0.0
+            size = lengths[last]
+            own = lengths[found]
+            keep = (scores < score) | (
+                (scores == score) & ((own > size) | ((own == size) & (found > last)))
+            )
+            found, scores = found[keep], scores[keep]
+        yield from self._ordered(found, scores)
+
+    def _ordered(self, found: _Ints, scores: _Floats) -> Iterator[tuple[int, int]]:
+        """``found`` by descending score, then shorter name, then name (id order)."""
+        lengths = self._lengths
+        if len(found) > _FIRST:
+            floor = np.partition(scores, len(scores) - _FIRST)[len(scores) - _FIRST]
+            head = scores >= floor
+            chosen, chosen_scores = found[head], scores[head]
+            order = np.lexsort((chosen, lengths[chosen], -chosen_scores))
+            for entry_id in chosen[order].tolist():
+                yield TIER_NAME, entry_id
+            rest = ~head
+            found, scores = found[rest], scores[rest]
+        order = np.lexsort((found, lengths[found], -scores))
+        for entry_id in found[order].tolist():
+            yield TIER_NAME, entry_id
