@@ -43,8 +43,8 @@ from opgate import ConfigurationError, Limits, Operation, Ranking, Registry, Sea
 from opgate._ranking import build_ranker
 
 __all__ = [
-    "Query",
     "QualityCatalog",
+    "Query",
     "Scores",
     "aws_catalog",
     "fastmcp_ranking",
@@ -131,7 +131,6 @@ def aws_catalog() -> QualityCatalog:
 
 def github_catalog() -> QualityCatalog:
     from bench_openapi import BASE_URL, github_document
-
     from opgate.openapi import build_catalog, load_document
 
     catalog = build_catalog(load_document(github_document()).data, base_url=BASE_URL)
