@@ -188,7 +188,14 @@ def fastmcp_ranking(operations: Sequence[Operation]) -> Any:
 
 def _registry(catalog: QualityCatalog, ranking: Ranking) -> Registry:
     try:
-        return Registry(catalog.operations, AllowAll(), limits=LIMITS, ranking=ranking)
+        return Registry(
+            catalog.operations,
+            AllowAll(),
+            limits=LIMITS,
+            ranking=ranking,
+            # a few botocore patterns use lookaround, which the linear engine refuses
+            regex_backtrack_limit=100_000,
+        )
     except ConfigurationError as exc:  # pragma: no cover - the catalogs build
         raise SystemExit(f"{catalog.label}: {exc}") from None
 

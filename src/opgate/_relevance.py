@@ -60,12 +60,36 @@ PARAMETERS = 0.6
 DOCUMENTATION = 0.4
 _WEIGHTS = np.array([NAME, GROUP, SUMMARY, PARAMETERS, DOCUMENTATION])
 
+#: The field numbers of name and group: a term found in either *names* the operation.
+_GROUP_FIELD = 1
+
+#: The name bonus: the score is multiplied by ``1 + NAMING * named / terms``, where
+#: ``named`` counts the query terms found in the name or group.
+NAMING = 1.0
+
+#: The name precision bonus: the score is multiplied by ``1 + PRECISION * named /
+#: name terms``, where ``name terms`` counts the distinct terms of the name and group:
+#: an operation whose name the query explains entirely beats one whose name says more.
+PRECISION = 2.0
+
+#: The exact-word bonus: the score is multiplied by ``1 + SURFACE * exact / terms``,
+#: where ``exact`` counts the query words found unstemmed in the name (``object``
+#: prefers ``DeleteObject`` to ``DeleteObjects``).
+SURFACE = 0.5
+
+#: Abbreviations in names: a name term of at least ``ABBREVIATION_MIN`` characters
+#: that begins a longer query term (``repo`` for ``repository``, ``org`` for
+#: ``organization``, ``config`` for ``configuration``) matches it at ``ABBREVIATION``
+#: of its weight.
+ABBREVIATION_MIN = 3
+ABBREVIATION = 0.5
+
 #: BM25 saturation and length normalization.
 K1 = 1.2
 B = 0.75
 
 #: The exponent of the coverage factor ``(matched / terms) ** COVERAGE``.
-COVERAGE = 2.0
+COVERAGE = 1.5
 
 #: Prefix expansion of a query term missing from the vocabulary.
 PREFIX_MIN = 3
@@ -135,10 +159,13 @@ class RelevanceIndex:
         "_group_codes",
         "_groups",
         "_lengths",
+        "_name_sizes",
+        "_named",
         "_offsets",
         "_rule",
         "_stem_ids",
         "_stems",
+        "_surface",
         "_vocabulary",
         "_weights",
     )
@@ -158,6 +185,7 @@ class RelevanceIndex:
             array("d"),
         )
         totals = [0] * len(_WEIGHTS)
+        surface: dict[str, array[int]] = {}
         groups: dict[str, int] = {}
         group_codes = array("i")
         for entry_id, item in enumerate(entries):
@@ -178,6 +206,9 @@ class RelevanceIndex:
                 if not found:
                     continue
                 counted = Counter(found)
+                if field == 0:
+                    for word in counted:
+                        surface.setdefault(word, array("i")).append(entry_id)
                 size = len(counted)
                 total = len(found)
                 totals[field] += total
@@ -186,6 +217,10 @@ class RelevanceIndex:
                 owners.extend(repeat(entry_id, size))
                 fields.extend(repeat(field, size))
                 lengths.extend(repeat(total, size))
+        self._surface = {
+            word: np.frombuffer(ids, dtype=np.int32).astype(np.intp)
+            for word, ids in surface.items()
+        }
         self._groups = groups
         self._group_codes = np.frombuffer(group_codes, dtype=np.int32).copy()
         self._lengths = np.array([len(item.entry.name) for item in entries], dtype=np.int64)
@@ -197,6 +232,8 @@ class RelevanceIndex:
             self._offsets = np.zeros(size + 1, dtype=np.int64)
             self._entries = np.zeros(0, dtype=np.int64)
             self._weights = np.zeros(0)
+            self._named = np.zeros(0, dtype=bool)
+            self._name_sizes = np.ones(count)
             return
         average = np.maximum(np.array(totals, dtype=np.float64) / max(count, 1), 1.0)
         field_of = np.frombuffer(fields, dtype=np.int8).astype(np.intp)
@@ -210,12 +247,16 @@ class RelevanceIndex:
         keys = keys[order]
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         tf = np.add.reduceat(contribution[order], starts)
+        self._named = np.logical_or.reduceat((field_of <= _GROUP_FIELD)[order], starts)
         keys = keys[starts]
         term_of = keys // count
         df = np.bincount(term_of, minlength=size)
         idf = np.log(1 + (count - df + 0.5) / (df + 0.5))
         self._weights = idf[term_of] * tf / (K1 + tf)
         self._entries = keys % count
+        self._name_sizes = np.maximum(
+            np.bincount(self._entries[self._named], minlength=count), 1
+        ).astype(np.float64)
         self._offsets = np.concatenate(([0], np.cumsum(df)))
 
     def __len__(self) -> int:
@@ -241,34 +282,74 @@ class RelevanceIndex:
             found = found[:PREFIX_LIMIT]
         return found
 
+    def _abbreviations(self, term: str) -> list[int]:
+        """The ids of the vocabulary terms that begin ``term`` (shorter, at least
+        ``ABBREVIATION_MIN`` characters)."""
+        ids = self._stem_ids
+        return [
+            ids[term[:size]] for size in range(ABBREVIATION_MIN, len(term)) if term[:size] in ids
+        ]
+
     def scores(self, query: str) -> tuple[_Ints, _Floats]:
         """The entries sharing a term with ``query`` (ascending ids) and their scores."""
-        terms = self.terms(query)
+        found_words = words(query)
+        by_term: dict[str, set[str]] = {}
+        for word in found_words:
+            by_term.setdefault(self._stems(word), set()).add(word)
         count = len(self._lengths)
         total = np.zeros(count)
         matched = np.zeros(count, dtype=np.int16)
-        offsets, entries, weights = self._offsets, self._entries, self._weights
-        for term in terms:
+        named = np.zeros(count, dtype=np.int16)
+        exact = np.zeros(count, dtype=np.int16)
+        offsets, entries, weights, names = self._offsets, self._entries, self._weights, self._named
+        for term, spellings in by_term.items():
+            for word in spellings:
+                listed = self._surface.get(word)
+                if listed is not None:
+                    exact[listed] += 1
+                    break
             known = self._stem_ids.get(term)
-            if known is not None:
+            # (term id, discount, names only) sources of this term's weight
+            sources = [(known, 1.0, False)] if known is not None else []
+            sources += [(t, ABBREVIATION, True) for t in self._abbreviations(term)]
+            if not sources:
+                sources = [(t, PREFIX_DISCOUNT, False) for t in self._expansions(term)]
+                if not sources:
+                    continue
+            if known is not None and len(sources) == 1:
                 first, end = offsets[known], offsets[known + 1]
                 ids = entries[first:end]
                 total[ids] += weights[first:end]
                 matched[ids] += 1
-                continue
-            expansions = self._expansions(term)
-            if not expansions:
+                named[ids] += names[first:end]
                 continue
             best = np.zeros(count)
-            for expansion in expansions:
-                first, end = offsets[expansion], offsets[expansion + 1]
-                ids = entries[first:end]
-                best[ids] = np.maximum(best[ids], weights[first:end] * PREFIX_DISCOUNT)
+            naming = np.zeros(count, dtype=bool)
+            for source, discount, only_names in sources:
+                first, end = offsets[source], offsets[source + 1]
+                ids, values, flags = entries[first:end], weights[first:end], names[first:end]
+                if only_names:
+                    ids, values, flags = ids[flags], values[flags], flags[flags]
+                best[ids] = np.maximum(best[ids], values * discount)
+                naming[ids] |= flags
             total += best
             matched += best > 0
+            named += naming
         found = np.flatnonzero(matched)
-        factors = (np.arange(len(terms) + 1) / max(len(terms), 1)) ** COVERAGE
-        return found, total[found] * factors[matched[found]]
+        size = max(len(by_term), 1)
+        steps = np.arange(size + 1) / size
+        coverage = steps**COVERAGE
+        bonus = 1 + NAMING * steps
+        spelled = 1 + SURFACE * steps
+        hits = named[found]
+        precision = 1 + PRECISION * hits / self._name_sizes[found]
+        return found, (
+            total[found]
+            * coverage[matched[found]]
+            * bonus[hits]
+            * precision
+            * spelled[np.minimum(exact[found], size)]
+        )
 
     def ranked(
         self,
