@@ -105,8 +105,35 @@ def test_parameter_text_reads_top_level_properties() -> None:
     )
     assert parameter_text(schema) == "BucketName The bucket. Key Object key"
     assert parameter_text(b"[]") == ""
+    assert parameter_text(b"true") == ""
     assert parameter_text(b"{") == ""
     assert parameter_text(b'{"properties": []}') == ""
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"description": 'say "properties": {}'}}},
+        {"$defs": {"D": {"properties": {"inner": {}}}}, "properties": {"x": {"$ref": "#/D"}}},
+        {"properties": {"properties": {"type": "object", "properties": {"deep": {}}}}},
+        {
+            "properties": {"p": {"title": "T", "description": 5}},
+            "required": ["p"],
+            "type": "object",
+        },
+        {"$defs": {"D": {"properties": {"only": {"description": "in defs"}}}}},
+        {"type": "object"},
+    ],
+)
+def test_parameter_text_of_canonical_schemas_reads_only_the_root(schema: Any) -> None:
+    from opgate._json import canonical_bytes, from_python
+
+    root = schema.get("properties", {})
+    expected = []
+    for name, value in root.items():
+        expected.append(name)
+        expected += [value[k] for k in ("title", "description") if isinstance(value.get(k), str)]
+    assert parameter_text(canonical_bytes(from_python(schema))) == " ".join(expected)
 
 
 # --- scores ------------------------------------------------------------------------

@@ -38,10 +38,8 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -114,14 +112,32 @@ class RelevanceEntry:
 
 def parameter_text(schema: bytes | str) -> str:
     """The top-level property names of a JSON Schema object with their ``title`` and
-    ``description`` (when those are strings), joined by spaces; ``""`` otherwise."""
-    try:
-        document = json.loads(schema)
-    except ValueError:
-        return ""
-    if not isinstance(document, dict):
-        return ""
-    properties = document.get("properties")
+    ``description`` (when those are strings), joined by spaces; ``""`` otherwise.
+
+    ``schema`` is canonical JSON (``_json.canonical_bytes``: sorted keys, no
+    whitespace), so the root's ``"properties"`` member follows every ``$defs`` entry
+    and is the root member nearest the end: the text is searched backwards for the
+    key, and a candidate is the root's when the rest of the document, after its
+    value, closes the root object exactly. Only that value is parsed, not the
+    definitions before it (a 20k-operation catalog's input schemas hold ~24 MB).
+    """
+    text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+    decoder = json.JSONDecoder()
+    position = len(text)
+    while True:
+        position = text.rfind(_PROPERTIES_KEY, 0, position)
+        if position < 0:
+            return ""
+        try:
+            properties, end = decoder.raw_decode(text, position + len(_PROPERTIES_KEY))
+            rest = text[end:]
+            if rest != "}":
+                if not rest.startswith(","):
+                    continue
+                json.loads("{" + rest[1:])  # raises unless it closes the root exactly
+        except ValueError:
+            continue
+        break
     if not isinstance(properties, dict):
         return ""
     parts: list[str] = []
@@ -129,25 +145,13 @@ def parameter_text(schema: bytes | str) -> str:
         parts.append(name)
         if isinstance(value, dict):
             for key in ("title", "description"):
-                text = value.get(key)
-                if isinstance(text, str):
-                    parts.append(text)
+                described = value.get(key)
+                if isinstance(described, str):
+                    parts.append(described)
     return " ".join(parts)
 
 
-class _Terms(dict[str, int]):
-    """Folded word → term id (the id of its stem), learning new words and stems."""
-
-    def __init__(self, stems: Stems, ids: dict[str, int]) -> None:
-        super().__init__()
-        self._stems = stems
-        self._ids = ids
-
-    def __missing__(self, word: str) -> int:
-        ids = self._ids
-        term = ids.setdefault(self._stems(word), len(ids))
-        self[word] = term
-        return term
+_PROPERTIES_KEY = '"properties":'
 
 
 class RelevanceIndex:
@@ -175,79 +179,71 @@ class RelevanceIndex:
         self._stems = stems = Stems()
         count = len(entries)
         stem_ids: dict[str, int] = {}
-        word_terms = _Terms(stems, stem_ids)
-        lookup = word_terms.__getitem__
-        terms, owners, counts, fields, lengths = (
-            array("i"),
-            array("i"),
-            array("d"),
-            array("b"),
-            array("d"),
-        )
-        totals = [0] * len(_WEIGHTS)
-        surface: dict[str, array[int]] = {}
+        word_ids: dict[str, int] = {}  # folded word -> term id (its stem's)
         groups: dict[str, int] = {}
-        group_codes = array("i")
-        for entry_id, item in enumerate(entries):
-            entry = item.entry
-            folded = fold_group(entry.group)
-            group_codes.append(groups.setdefault(folded, len(groups)))
-            texts = (
-                entry.name,
-                entry.group,
-                entry.summary,
-                item.parameters,
-                " ".join(entry.documents),
-            )
-            for field, text in enumerate(texts):
-                if not text:
-                    continue
-                found = words(text)
-                if not found:
-                    continue
-                counted = Counter(found)
-                if field == 0:
-                    for word in counted:
-                        surface.setdefault(word, array("i")).append(entry_id)
-                size = len(counted)
-                total = len(found)
-                totals[field] += total
-                terms.extend(map(lookup, counted))
-                counts.extend(counted.values())
-                owners.extend(repeat(entry_id, size))
-                fields.extend(repeat(field, size))
-                lengths.extend(repeat(total, size))
-        self._surface = {
-            word: np.frombuffer(ids, dtype=np.int32).astype(np.intp)
-            for word, ids in surface.items()
-        }
+        self._group_codes = np.array(
+            [groups.setdefault(fold_group(item.entry.group), len(groups)) for item in entries],
+            dtype=np.int32,
+        )
         self._groups = groups
-        self._group_codes = np.frombuffer(group_codes, dtype=np.int32).copy()
         self._lengths = np.array([len(item.entry.name) for item in entries], dtype=np.int64)
+        columns = (
+            [item.entry.name for item in entries],
+            [item.entry.group for item in entries],
+            [item.entry.summary for item in entries],
+            [item.parameters for item in entries],
+            [" ".join(item.entry.documents) for item in entries],
+        )
+        # Every word occurrence of every field: its term, its operation, and what it
+        # contributes to BM25F's tf (the field's weight over its length normalization).
+        all_keys: list[_Ints] = []
+        all_parts: list[_Floats] = []
+        all_named: list[npt.NDArray[np.bool_]] = []
+        surface: dict[str, list[int]] = {}
+        ids = np.arange(count, dtype=np.int64)
+        for field, texts in enumerate(columns):
+            found: list[str] = []
+            sizes = array("i")
+            for text in texts:
+                spelled = words(text) if text else []
+                found += spelled
+                sizes.append(len(spelled))
+            if not found:
+                continue
+            lengths = np.frombuffer(sizes, dtype=np.int32).astype(np.int64)
+            owners = np.repeat(ids, lengths)
+            if field == 0:
+                for word, owner in zip(found, owners.tolist(), strict=True):
+                    surface.setdefault(word, []).append(owner)
+            average = max(len(found) / max(count, 1), 1.0)
+            part = _WEIGHTS[field] / (1 - B + B * lengths / average)
+            new = sorted(set(found).difference(word_ids))
+            for word, stem in zip(new, stems.many(new), strict=True):
+                word_ids[word] = stem_ids.setdefault(stem, len(stem_ids))
+            terms = np.fromiter(map(word_ids.__getitem__, found), dtype=np.int64, count=len(found))
+            all_keys.append(terms * count + owners)
+            all_parts.append(np.repeat(part, lengths))
+            all_named.append(np.full(len(found), field <= _GROUP_FIELD))
+        self._surface = {word: np.array(listed, dtype=np.intp) for word, listed in surface.items()}
         self._stem_ids = stem_ids
         vocabulary = sorted(stem_ids)
         self._vocabulary = vocabulary
         size = len(stem_ids)
-        if not len(terms):
+        if not all_keys:
             self._offsets = np.zeros(size + 1, dtype=np.int64)
             self._entries = np.zeros(0, dtype=np.int64)
             self._weights = np.zeros(0)
             self._named = np.zeros(0, dtype=bool)
             self._name_sizes = np.ones(count)
             return
-        average = np.maximum(np.array(totals, dtype=np.float64) / max(count, 1), 1.0)
-        field_of = np.frombuffer(fields, dtype=np.int8).astype(np.intp)
-        occurrences = np.frombuffer(counts, dtype=np.float64)
-        length = np.frombuffer(lengths, dtype=np.float64)
-        contribution = occurrences * _WEIGHTS[field_of] / (1 - B + B * length / average[field_of])
-        keys = np.frombuffer(terms, dtype=np.int32).astype(np.int64) * count + np.frombuffer(
-            owners, dtype=np.int32
-        )
+        keys = np.concatenate(all_keys)
+        contribution = np.concatenate(all_parts)
+        named_at = np.concatenate(all_named)
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         tf = np.add.reduceat(contribution[order], starts)
-        self._named = np.logical_or.reduceat((field_of <= _GROUP_FIELD)[order], starts)
+        self._named = np.logical_or.reduceat(named_at[order], starts)
         keys = keys[starts]
         term_of = keys // count
         df = np.bincount(term_of, minlength=size)

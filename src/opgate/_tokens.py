@@ -79,6 +79,20 @@ class Stems:
         self._known: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    def many(self, found: list[str]) -> list[str]:
+        """The stems of ``found`` (folded words), in order; one stemmer call for all."""
+        known = self._known
+        new = [word for word in found if word not in known]
+        if new:
+            stemmable = [word for word in new if _ASCII_LETTERS.fullmatch(word)]
+            with self._lock:
+                stemmed = self._stemmer.stemWords(stemmable)
+            for word in new:
+                known[word] = word
+            for word, stem in zip(stemmable, stemmed, strict=True):
+                known[word] = str(stem)
+        return [known[word] for word in found]
+
     def __call__(self, word: str) -> str:
         """The stem of one folded word."""
         stem = self._known.get(word)
