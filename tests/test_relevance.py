@@ -431,3 +431,33 @@ async def test_mcp_search_tool_uses_the_relevance_ranking() -> None:
     assert seen["rule"] == ["ec2.RebootInstances"]  # every term must match under the rule
     assert seen["relevance"][0] == "ec2.RebootInstances"
     assert set(seen["relevance"]) == {o.name for o in operations}
+
+
+# --- opgate serve --ranking ------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("target", ["build_registry", "build_gateway"])
+async def test_serve_ranking_option_applies_to_the_served_registry(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tests.mcp_catalog as served
+
+    from opgate import cli
+
+    gateway = lambda: GatewayServer(served.build_registry())  # noqa: E731
+    monkeypatch.setattr(served, "build_gateway", gateway, raising=False)
+    parser = cli._parser()
+    default = cli._gateway(parser.parse_args(["serve", f"tests.mcp_catalog:{target}"]))
+    chosen = cli._gateway(
+        parser.parse_args(["serve", f"tests.mcp_catalog:{target}", "--ranking", "relevance"])
+    )
+    assert default.registry._search_method == "search"
+    assert chosen.registry._search_method == "search/relevance"
+    assert isinstance(chosen.registry._ranker, RelevanceIndex)
+    back = cli._gateway(
+        parser.parse_args(["serve", f"tests.mcp_catalog:{target}", "--ranking", "rule"])
+    )
+    assert back.registry._search_method == "search"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "tests.mcp_catalog:build_registry", "--ranking", "best"])

@@ -365,6 +365,14 @@ class Registry:
         copy._bind_state(secret, ledger)
         return copy
 
+    def _with_ranking(self, ranking: Ranking | Scorer) -> Registry:
+        """A copy serving the same compiled catalog under another ranking (how
+        ``opgate serve --ranking`` applies to a built registry)."""
+        copy = object.__new__(Registry)
+        copy.__dict__.update(self.__dict__)
+        copy._ranker, copy._search_method = build_ranker(ranking, self._index, self._entries)
+        return copy
+
     async def aclose(self) -> None:
         """Close a shared ledger's connections (a later call reconnects); idempotent."""
         await self._ledger.aclose()
