@@ -86,16 +86,29 @@ class Scores:
     recall5: float
     mrr: float
     missed: int  # queries with no relevant operation in the first DEPTH results
+    hits1: int = 0
+    hits5: int = 0
+    count: int = 0
 
     @staticmethod
     def of(ranks: Sequence[int | None]) -> Scores:
         count = max(len(ranks), 1)
+        hits1 = sum(r is not None and r == 0 for r in ranks)
+        hits5 = sum(r is not None and r < 5 for r in ranks)
         return Scores(
-            recall1=sum(r is not None and r == 0 for r in ranks) / count,
-            recall5=sum(r is not None and r < 5 for r in ranks) / count,
+            recall1=hits1 / count,
+            recall5=hits5 / count,
             mrr=sum(1 / (r + 1) for r in ranks if r is not None) / count,
             missed=sum(r is None for r in ranks),
+            hits1=hits1,
+            hits5=hits5,
+            count=len(ranks),
         )
+
+
+def _share(hits: int, count: int) -> str:
+    """``74.6 % (97/130)``: exact, so a figure just under a target never rounds up."""
+    return f"{100 * hits / max(count, 1):.1f} % ({hits}/{count})"
 
 
 def load_queries(path: Path) -> list[Query]:
@@ -283,7 +296,10 @@ def run(
                 operations=len(catalog.operations),
                 queries=len(catalog.queries),
                 ranking=label,
-                **{"recall@1": scores.recall1, "recall@5": scores.recall5},
+                **{
+                    "recall@1": _share(scores.hits1, scores.count),
+                    "recall@5": _share(scores.hits5, scores.count),
+                },
                 **{"MRR@10": scores.mrr, "missed": scores.missed},
             )
         if latency:

@@ -75,8 +75,8 @@ def test_relevance_benchmark_harness_tiny() -> None:
     )
     quality, timing, build = bench_relevance.run([catalog], rounds=1)
     scores = {row["ranking"]: row for row in quality.rows}
-    assert scores["rule (seed)"]["recall@1"] == 0.5
-    assert scores["relevance"]["recall@1"] == 1.0
+    assert scores["rule (seed)"]["recall@1"] == "50.0 % (1/2)"
+    assert scores["relevance"]["recall@1"] == "100.0 % (2/2)"
     assert {row["ranking"] for row in timing.rows} == {"rule (seed)", "relevance"}
     assert build.rows[0]["relevance index CPU s"] >= 0
     root = Path(bench_relevance.__file__).parent
