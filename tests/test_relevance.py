@@ -423,14 +423,20 @@ async def test_mcp_search_tool_uses_the_relevance_ranking() -> None:
     rule = Registry(operations, AllowAll())
     relevance = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
     seen = {}
+    described = {}
     for label, reg in (("rule", rule), ("relevance", relevance)):
         async with Client(GatewayServer(reg).sdk_server) as client:
+            listed = await client.list_tools()
+            described[label] = next(t for t in listed.tools if t.name == "search").description
             result = await client.call_tool("search", {"query": "reboot ec2 instance"})
             assert not result.is_error
             seen[label] = [item["name"] for item in result.structured_content["items"]]
     assert seen["rule"] == ["ec2.RebootInstances"]  # every term must match under the rule
     assert seen["relevance"][0] == "ec2.RebootInstances"
     assert set(seen["relevance"]) == {o.name for o in operations}
+    # the tool tells agents how keywords are treated
+    assert "all must match" in described["rule"]
+    assert "not every keyword has to match" in described["relevance"]
 
 
 # --- opgate serve --ranking ------------------------------------------------------------
