@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -326,6 +329,33 @@ async def test_cursor_is_bound_to_the_ranking() -> None:
 def test_ranking_must_be_a_ranking_or_scorer() -> None:
     with pytest.raises(TypeError, match="ranking"):
         Registry(catalog(4), AllowAll(), ranking="relevance")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("missing", ["Stemmer", "numpy"])
+@pytest.mark.anyio
+async def test_relevance_without_the_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    # as if pystemmer or numpy were not installed: a None entry makes import fail
+    for module in ("opgate._relevance", "opgate._tokens"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'opgate[relevance]'")):
+        Registry(catalog(4), AllowAll(), ranking=Ranking.RELEVANCE)
+    # the rule and a host's scorer need neither package
+    ruled = await names(Registry(scorer_catalog(), AllowAll()), "red")
+    assert sorted(ruled) == ["a.long_name", "admin.x", "b.x", "c.x"]
+    scored = Registry(scorer_catalog(), AllowAll(), ranking=Overlap())
+    assert await names(scored, "red green") == ["b.x", "admin.x", "a.long_name", "c.x", "d.x"]
+
+
+def test_importing_opgate_imports_neither_numpy_nor_pystemmer() -> None:
+    code = (
+        "import sys, opgate, opgate.mcp, opgate.cli\n"
+        "loaded = {'numpy', 'Stemmer', 'opgate._relevance'} & set(sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 # --- the scorer hook ---------------------------------------------------------------

@@ -28,12 +28,13 @@ import enum
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-
-from ._relevance import RelevanceEntry, RelevanceIndex, parameter_text
+from ._parameters import parameter_text
 from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group, query_terms
+
+if TYPE_CHECKING:
+    from ._relevance import RelevanceEntry, RelevanceIndex
 
 __all__ = ["Candidate", "Ranker", "Ranking", "Scorer", "build_ranker"]
 
@@ -139,9 +140,10 @@ def build_ranker(
     if ranking is Ranking.RULE:
         return index, "search"
     if ranking is Ranking.RELEVANCE:
-        relevance = RelevanceIndex(
+        entry_type, index_type = _relevance_module()
+        relevance = index_type(
             [
-                RelevanceEntry(
+                entry_type(
                     IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source)),
                     parameter_text(e.input_schema.canonical),
                 )
@@ -168,6 +170,23 @@ def build_ranker(
     raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
 
 
+#: What a registry built with ``Ranking.RELEVANCE`` without the extra raises.
+RELEVANCE_EXTRA = (
+    "Ranking.RELEVANCE needs the optional relevance extra (pystemmer, numpy): "
+    "pip install 'opgate[relevance]'"
+)
+
+
+def _relevance_module() -> tuple[type[RelevanceEntry], type[RelevanceIndex]]:
+    """``_relevance``'s index types, imported on first use: pystemmer and numpy are the
+    ``relevance`` extra, so a registry under the rule or a ``Scorer`` never needs them."""
+    try:
+        from ._relevance import RelevanceEntry, RelevanceIndex
+    except ImportError as exc:
+        raise ImportError(RELEVANCE_EXTRA, name=exc.name) from exc
+    return RelevanceEntry, RelevanceIndex
+
+
 class _Scored:
     """A host scorer's ranking: scores every candidate per page, orders, filters."""
 
@@ -177,7 +196,7 @@ class _Scored:
         self._scorer = scorer
         self._candidates = candidates
         self._rule = rule
-        self._lengths = np.array([len(c.name) for c in candidates], dtype=np.int64)
+        self._lengths = [len(c.name) for c in candidates]
         self._groups = [fold_group(c.group) for c in candidates]
 
     def ranked(
@@ -202,28 +221,25 @@ class _Scored:
                 f"Scorer {self._scorer.name!r} returned {len(returned)} scores "
                 f"for {len(candidates)} candidates"
             )
-        scores = np.array([float(value) for value in returned], dtype=np.float64)
-        if not all(map(math.isfinite, scores.tolist())):
+        scores = [float(value) for value in returned]
+        if not all(map(math.isfinite, scores)):
             raise ValueError(f"Scorer {self._scorer.name!r} returned a score that is not finite")
-        keep = scores > 0
-        if group:
-            folded = fold_group(group)
-            keep &= np.array([g == folded for g in self._groups], dtype=bool)
-        if scope is not None:
-            member = np.zeros(len(candidates), dtype=bool)
-            member[list(scope.members)] = True
-            keep &= member
         lengths = self._lengths
+        # (-score, name length, entry id): entries are in name order, so this is the
+        # documented (-score, len(name), name) order, and a total one.
+        keys = [(-score, lengths[i], i) for i, score in enumerate(scores) if score > 0]
+        if group:
+            folded, groups = fold_group(group), self._groups
+            keys = [key for key in keys if groups[key[2]] == folded]
+        if scope is not None:
+            members = scope.members
+            keys = [key for key in keys if key[2] in members]
         if after is not None:
             last = self._rule.exact(after[1])
             if last is None:  # pragma: no cover - cursors carry names of this catalog
                 return
-            score, size = scores[last], lengths[last]
-            ids = np.arange(len(candidates))
-            keep &= (scores < score) | (
-                (scores == score) & ((lengths > size) | ((lengths == size) & (ids > last)))
-            )
-        found = np.flatnonzero(keep)
-        order = np.lexsort((found, lengths[found], -scores[found]))
-        for entry_id in found[order].tolist():
+            placed = (-scores[last], lengths[last], last)
+            keys = [key for key in keys if key > placed]
+        keys.sort()
+        for _, _, entry_id in keys:
             yield TIER_NAME, entry_id
