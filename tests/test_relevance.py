@@ -24,7 +24,7 @@ from opgate import (
 )
 from opgate._relevance import RelevanceEntry, RelevanceIndex, parameter_text
 from opgate._search import IndexEntry, SearchIndex
-from opgate._tokens import Stems, words
+from opgate._tokens import Stems, chunk_words, words
 from opgate.mcp import GatewayServer
 
 from conftest import AllowAll, Ctx, TeamPolicy
@@ -80,6 +80,8 @@ async def all_pages(
         ),
         ("HTTPServer 404", ["http", "server", "404"]),
         ("Ñandú café", ["ñandú", "café"]),
+        # ASCII words of a text holding other letters are folded too
+        ("This Café lists DBInstances", ["this", "café", "lists", "db", "instances"]),
         ("a.b", ["a", "b"]),
         ("", []),
         ("... --- ___", []),
@@ -87,6 +89,22 @@ async def all_pages(
 )
 def test_words_split_names_and_prose(text: str, expected: list[str]) -> None:
     assert words(text) == expected
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [],
+        [""],
+        ["DescribeDBInstances", "s3.ListObjectsV2", "...", "EC2"],
+        ["Ñandú-Foo", "DBInstance", "", "İstanbul", "x,y", "Café"],
+    ],
+)
+def test_chunk_words_equals_words_of_each_chunk(chunks: list[str]) -> None:
+    found, sizes = chunk_words(chunks)
+    expected = [words(chunk) for chunk in chunks]
+    assert sizes == [len(spelled) for spelled in expected]
+    assert found == [word for spelled in expected for word in spelled]
 
 
 def test_stems_join_inflections() -> None:

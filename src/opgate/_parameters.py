@@ -20,15 +20,16 @@ def parameter_text(schema: bytes | str) -> str:
     value, closes the root object exactly. Only that value is parsed, not the
     definitions before it (a 20k-operation catalog's input schemas hold ~24 MB).
     """
-    text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
-    decoder = json.JSONDecoder()
-    position = len(text)
+    data = schema.encode("utf-8") if isinstance(schema, str) else schema
+    position = len(data)
     while True:
-        position = text.rfind(_PROPERTIES_KEY, 0, position)
+        position = data.rfind(_PROPERTIES_KEY, 0, position)
         if position < 0:
             return ""
+        # only the tail is decoded: the definitions before it are never read
         try:
-            properties, end = decoder.raw_decode(text, position + len(_PROPERTIES_KEY))
+            text = data[position + len(_PROPERTIES_KEY) :].decode("utf-8")
+            properties, end = _DECODER.raw_decode(text)
             rest = text[end:]
             if rest != "}":
                 if not rest.startswith(","):
@@ -50,4 +51,5 @@ def parameter_text(schema: bytes | str) -> str:
     return " ".join(parts)
 
 
-_PROPERTIES_KEY = '"properties":'
+_PROPERTIES_KEY = b'"properties":'
+_DECODER = json.JSONDecoder()

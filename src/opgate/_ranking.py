@@ -141,11 +141,13 @@ def build_ranker(
         return index, "search"
     if ranking is Ranking.RELEVANCE:
         entry_type, index_type = _relevance_module()
+        # operations often share an input schema: read each distinct one once
+        texts: dict[bytes, str] = {}
         relevance = index_type(
             [
                 entry_type(
                     IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source)),
-                    parameter_text(e.input_schema.canonical),
+                    _memo_parameter_text(texts, e.input_schema.canonical),
                 )
                 for e in entries
             ],
@@ -168,6 +170,13 @@ def build_ranker(
         )
         return _Scored(ranking, candidates, index), "search/scorer/" + name
     raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
+
+
+def _memo_parameter_text(texts: dict[bytes, str], canonical: bytes) -> str:
+    text = texts.get(canonical)
+    if text is None:
+        text = texts[canonical] = parameter_text(canonical)
+    return text
 
 
 #: What a registry built with ``Ranking.RELEVANCE`` without the extra raises.

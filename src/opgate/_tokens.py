@@ -33,9 +33,10 @@ import re
 import threading
 from collections import Counter
 
+import numpy as np
 import Stemmer
 
-__all__ = ["Stems", "count_words", "words"]
+__all__ = ["Stems", "chunk_words", "count_words", "words"]
 
 _WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 
@@ -50,7 +51,7 @@ def words(text: str) -> list[str]:
     if not text.isascii():
         found: list[str] = []
         for run in _RUN.findall(text):
-            found += _WORD.findall(run) if run.isascii() else [run.casefold()]
+            found += [w.lower() for w in _WORD.findall(run)] if run.isascii() else [run.casefold()]
         return found
     found = _WORD.findall(text)
     if not found:
@@ -58,6 +59,43 @@ def words(text: str) -> list[str]:
     # One join and one lower() at C speed instead of a call per word; a word never
     # holds a space, so splitting gives the words back.
     return " ".join(found).lower().split(" ")
+
+
+#: A word, or the line break that ``chunk_words`` puts between chunks.
+_WORD_OR_BREAK = re.compile(_WORD.pattern + "|\n")
+
+
+def chunk_words(chunks: list[str]) -> tuple[list[str], list[int]]:
+    """The folded words of each chunk (a text without whitespace, as ``str.split``
+    gives), all in one list, and each chunk's number of words: ``words`` of each chunk,
+    with one regular expression pass over each run of ASCII chunks."""
+    found: list[str] = []
+    sizes: list[int] = []
+    run: list[str] = []
+
+    def close_run() -> None:
+        # One pass over the run joined by line breaks, which no chunk holds: the words
+        # come back split on whitespace (line breaks dropped), and the chunk sizes from
+        # where the line breaks fall among them.
+        spelled = _WORD_OR_BREAK.findall("\n".join(run))
+        spelled.append("\n")
+        found.extend(" ".join(spelled).lower().split())
+        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, spelled), bool, len(spelled)))
+        sizes.extend((np.diff(breaks, prepend=-1) - 1).tolist())
+        run.clear()
+
+    for chunk in chunks:
+        if chunk.isascii():
+            run.append(chunk)
+            continue
+        if run:
+            close_run()
+        spelled = words(chunk)
+        found += spelled
+        sizes.append(len(spelled))
+    if run:
+        close_run()
+    return found, sizes
 
 
 def count_words(text: str) -> Counter[str]:
