@@ -22,8 +22,10 @@ from opgate import (
     SearchPage,
     finish,
 )
+from opgate import _relevance as relevance
 from opgate._relevance import RelevanceEntry, RelevanceIndex, parameter_text
 from opgate._search import IndexEntry, SearchIndex
+from opgate._thesaurus import SYNONYM, VERBS, alternatives
 from opgate._tokens import Stems, chunk_words, words
 from opgate.mcp import GatewayServer
 
@@ -199,6 +201,76 @@ def test_relevance_puts_the_meant_operation_first() -> None:
     # prefix expansion of an unknown word: postgres meets postgresql
     assert ranked(index, names_, "postgres")[0] == "rds.CreateDBInstance"
     assert ranked(index, names_, "zzzz qqqq") == []
+
+
+def test_thesaurus_verbs_match_names_below_a_literal_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = [
+        ("svc.DescribeWidgets", "svc", "Returns the widgets.", ""),
+        ("svc.DeleteWidget", "svc", "Deletes a widget.", "You can describe widgets first."),
+        ("other.ListGadgets", "other", "Lists gadgets.", ""),
+        ("fn.Invoke", "fn", "Runs a function.", ""),
+    ]
+    index, names_ = index_of(rows)
+    # list meets describe in a name
+    assert ranked(index, names_, "list widgets")[0] == "svc.DescribeWidgets"
+    # call meets invoke
+    assert ranked(index, names_, "call fn")[0] == "fn.Invoke"
+    # only in names: "describe" in DeleteWidget's documentation does not answer "list"
+    listed, _ = index.scores("list")
+    assert "svc.DeleteWidget" not in [names_[i] for i in listed.tolist()]
+    # a literal verb outweighs its alternative
+    both, both_names = index_of([*rows, ("svc.ListWidgets", "svc", "Returns the widgets.", "")])
+    assert ranked(both, both_names, "list widgets")[:2] == [
+        "svc.ListWidgets",
+        "svc.DescribeWidgets",
+    ]
+    assert ranked(index, names_, "call") == ["fn.Invoke"]
+    monkeypatch.setattr(relevance, "THESAURUS", False)
+    assert ranked(index, names_, "call") == []
+
+
+def test_thesaurus_groups_are_generic_verbs() -> None:
+    words_ = {word for group in VERBS for word in group}
+    assert {"list", "describe", "get", "upload", "put", "invoke", "delete", "create"} <= words_
+    stem = Stems()
+    table = alternatives(stem)
+    assert stem("describe") in table[stem("list")]
+    assert stem("list") in table[stem("describe")]  # symmetric
+    assert stem("delete") not in table[stem("list")]
+    assert 0 < SYNONYM < 1
+
+
+def contraction_rows(extra: int) -> list[tuple[str, str, str, str]]:
+    rows = [
+        (f"db.DescribeDBThing{i}", "db", "Describes a thing.", "A database thing.")
+        for i in range(6)
+    ]
+    rows += [(f"misc.Op{i}", "misc", "Does a thing.", "Unrelated text.") for i in range(extra)]
+    rows += [("store.ListDatabases", "store", "Lists the stores.", "")]
+    return rows
+
+
+def test_contractions_attested_by_the_catalog_match_names() -> None:
+    index, names_ = index_of(contraction_rows(60))
+    # "db" in six names whose documentation says "database": an attested contraction
+    found = ranked(index, names_, "describe database thing3")
+    assert found[0] == "db.DescribeDBThing3"
+    assert index._contractions(index.terms("database")[0]) == [index._stem_ids["db"]]
+    # "debug" is spelled by d-b too, but no operation named "db" mentions it
+    assert index._contractions(index.terms("debug")[0]) == []
+
+
+def test_contractions_need_enough_names_and_lift() -> None:
+    # the short term in too few names
+    rows = contraction_rows(60)[relevance.ATTESTED_NAMES - 1 :]
+    index, _ = index_of(rows)
+    assert index._contractions(index.terms("database")[0]) == []
+    # "database" everywhere: its use by the db operations is no evidence
+    common = [(n, g, s, d + " database") for n, g, s, d in contraction_rows(60)]
+    index, _ = index_of(common)
+    assert index._contractions(index.terms("database")[0]) == []
 
 
 def test_coverage_ranks_all_terms_above_most() -> None:

@@ -47,6 +47,7 @@ import numpy.typing as npt
 
 from ._parameters import parameter_text
 from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
+from ._thesaurus import SYNONYM, alternatives
 from ._tokens import Stems, chunk_words, words
 
 __all__ = ["RelevanceEntry", "RelevanceIndex", "parameter_text"]
@@ -83,6 +84,19 @@ SURFACE = 0.5
 #: of its weight.
 ABBREVIATION_MIN = 3
 ABBREVIATION = 0.5
+
+#: Contractions in names (``_contractions``): short name terms of 2 to 4 letters, for
+#: query terms of at most ``CONTRACTION_SOURCE_MAX`` letters, attested by at least
+#: ``ATTESTED`` of the operations naming them; they weigh as abbreviations.
+CONTRACTIONS = True
+CONTRACTION_SIZES = (2, 4)
+CONTRACTION_SOURCE_MAX = 12
+ATTESTED_NAMES = 5
+LIFT = 6.0
+
+#: Whether query verbs also match their generic alternatives (``_thesaurus``).
+#: (A switch for the evaluation's figures with and without it.)
+THESAURUS = True
 
 #: BM25 saturation and length normalization.
 K1 = 1.2
@@ -205,6 +219,7 @@ class RelevanceIndex:
     ``SearchIndex`` beside it, whose exact names, scopes and browsing it reuses)."""
 
     __slots__ = (
+        "_contracted",
         "_entries",
         "_group_codes",
         "_groups",
@@ -213,10 +228,12 @@ class RelevanceIndex:
         "_named",
         "_offsets",
         "_rule",
+        "_short_names",
         "_stem_ids",
         "_stems",
         "_surface",
         "_surface_offsets",
+        "_synonyms",
         "_vocabulary",
         "_weights",
         "_word_ids",
@@ -261,6 +278,15 @@ class RelevanceIndex:
             parts[field] = _WEIGHTS[field] / (1 - B + B * lengths / average)
             all_keys.append((vocabulary.stem_of(found) * count + owners) * fields + field)
         self._stem_ids = stem_ids = vocabulary.stem_ids
+        self._synonyms = alternatives(stems)
+        # short alphabetic terms: the candidates for contractions (found on first use)
+        self._contracted: dict[str, list[int]] = {}
+        low, high = CONTRACTION_SIZES
+        self._short_names = {
+            stem: known
+            for stem, known in stem_ids.items()
+            if low <= len(stem) <= high and stem.isalpha()
+        }
         self._word_ids = vocabulary.word_ids
         # the operations whose names hold each folded word (CSR by word id)
         order = np.argsort(name_words, kind="stable")
@@ -321,18 +347,57 @@ class RelevanceIndex:
 
     def _abbreviations(self, term: str) -> list[int]:
         """The ids of the vocabulary terms that begin ``term`` (shorter, at least
-        ``ABBREVIATION_MIN`` characters)."""
+        ``ABBREVIATION_MIN`` characters), then of the short name terms the catalog
+        attests as its contractions (``_contractions``)."""
         ids = self._stem_ids
-        return [
+        found = [
             ids[term[:size]] for size in range(ABBREVIATION_MIN, len(term)) if term[:size] in ids
         ]
+        if CONTRACTIONS:
+            found += [t for t in self._contractions(term) if t not in found]
+        return found
+
+    def _contractions(self, term: str) -> list[int]:
+        """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
+        ``term``'s first letter then some of its later letters in order (``db`` for
+        ``database``, ``msg`` for ``message``), kept when the catalog attests them: at
+        least ``ATTESTED`` of the operations with the short term in their name or group
+        use ``term`` itself somewhere."""
+        remembered = self._contracted.get(term)
+        if remembered is not None:
+            return remembered
+        known = self._stem_ids.get(term)
+        if known is None or not term.isalpha() or len(term) > CONTRACTION_SOURCE_MAX:
+            return []
+        short = self._short_names
+        head, rest = term[0], term[1:]
+        spelled = {
+            head + "".join(letters)
+            for size in range(CONTRACTION_SIZES[0] - 1, CONTRACTION_SIZES[1])
+            for letters in itertools.combinations(rest, size)
+        }
+        offsets, entries, names = self._offsets, self._entries, self._named
+        holders = entries[offsets[known] : offsets[known + 1]]  # ascending
+        base = len(holders) / len(self._lengths)
+        kept = []
+        for candidate in sorted(short[s] for s in spelled if s in short and s != term):
+            first, end = offsets[candidate], offsets[candidate + 1]
+            named = entries[first:end][names[first:end]]
+            if len(named) < ATTESTED_NAMES:
+                continue
+            at = np.minimum(np.searchsorted(holders, named), len(holders) - 1)
+            if np.mean(holders[at] == named) >= LIFT * base:
+                kept.append(candidate)
+        # at most one entry per vocabulary term; a race stores the same list twice
+        self._contracted[term] = kept
+        return kept
 
     def scores(self, query: str) -> tuple[_Ints, _Floats]:
         """The entries sharing a term with ``query`` (ascending ids) and their scores."""
         found_words = words(query)
-        by_term: dict[str, set[str]] = {}
+        by_term: dict[str, dict[str, None]] = {}  # stem -> its spellings, in order
         for word in found_words:
-            by_term.setdefault(self._stems(word), set()).add(word)
+            by_term.setdefault(self._stems(word), {})[word] = None
         count = len(self._lengths)
         total = np.zeros(count)
         matched = np.zeros(count, dtype=np.int16)
@@ -351,6 +416,12 @@ class RelevanceIndex:
             # (term id, discount, names only) sources of this term's weight
             sources = [(known, 1.0, False)] if known is not None else []
             sources += [(t, ABBREVIATION, True) for t in self._abbreviations(term)]
+            if THESAURUS:
+                sources += [
+                    (self._stem_ids[other], SYNONYM, True)
+                    for other in self._synonyms.get(term, ())
+                    if other in self._stem_ids
+                ]
             if not sources:
                 sources = [(t, PREFIX_DISCOUNT, False) for t in self._expansions(term)]
                 if not sources:
