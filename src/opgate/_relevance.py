@@ -25,7 +25,11 @@ operations holding it and their weights.
 A query's words are stemmed the same way. A query term absent from the vocabulary
 matches the vocabulary terms it is a prefix of (at least ``PREFIX_MIN`` characters,
 at most ``PREFIX_LIMIT`` of them, the most frequent first), at ``PREFIX_DISCOUNT``
-of their weight: ``postgres`` meets ``postgresql``. An operation's score is the sum
+of their weight: ``postgres`` meets ``postgresql``. A query term also matches, in
+names and groups only and at a discount, the name terms that abbreviate it (prefixes,
+and short contractions the catalog attests: ``db`` for ``database``) and the generic
+verbs of its ``_thesaurus`` group (``list`` meets ``describe``); each operation takes
+the best of a term's sources. An operation's score is the sum
 of its terms' weights times the *coverage* factor ``(matched / terms) ** COVERAGE``:
 every term need not match, but one matching all of them ranks above one matching
 most. Ties break by the shorter name, then by name (``str`` order), so the order is
@@ -85,14 +89,16 @@ SURFACE = 0.5
 ABBREVIATION_MIN = 3
 ABBREVIATION = 0.5
 
-#: Contractions in names (``_contractions``): short name terms of 2 to 4 letters, for
-#: query terms of at most ``CONTRACTION_SOURCE_MAX`` letters, attested by at least
-#: ``ATTESTED`` of the operations naming them; they weigh as abbreviations.
+#: Contractions in names (``_contractions``): name terms of ``CONTRACTION_SIZES``
+#: letters spelling a query term of at most ``CONTRACTION_SOURCE_MAX`` letters, kept
+#: when at least ``ATTESTED_NAMES`` operations name them and the share of those using
+#: the full term is at least ``LIFT`` times its share over the catalog; they weigh as
+#: abbreviations.
 CONTRACTIONS = True
 CONTRACTION_SIZES = (2, 4)
 CONTRACTION_SOURCE_MAX = 12
 ATTESTED_NAMES = 5
-LIFT = 6.0
+LIFT = 8.0
 
 #: Whether query verbs also match their generic alternatives (``_thesaurus``).
 #: (A switch for the evaluation's figures with and without it.)
@@ -360,9 +366,10 @@ class RelevanceIndex:
     def _contractions(self, term: str) -> list[int]:
         """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
         ``term``'s first letter then some of its later letters in order (``db`` for
-        ``database``, ``msg`` for ``message``), kept when the catalog attests them: at
-        least ``ATTESTED`` of the operations with the short term in their name or group
-        use ``term`` itself somewhere."""
+        ``database``), kept when the catalog attests them: at least ``ATTESTED_NAMES``
+        operations have the short term in their name or group, and the share of them
+        using ``term`` itself somewhere is at least ``LIFT`` times ``term``'s share of
+        the whole catalog. Worked out once per term and remembered."""
         remembered = self._contracted.get(term)
         if remembered is not None:
             return remembered
