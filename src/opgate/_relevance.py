@@ -230,7 +230,10 @@ class RelevanceIndex:
         "_group_codes",
         "_groups",
         "_lengths",
+        "_name_entries",
+        "_name_offsets",
         "_name_sizes",
+        "_name_weights",
         "_named",
         "_offsets",
         "_rule",
@@ -308,6 +311,8 @@ class RelevanceIndex:
             self._weights = np.zeros(0)
             self._named = np.zeros(0, dtype=bool)
             self._name_sizes = np.ones(count)
+            self._name_offsets = self._offsets
+            self._name_entries, self._name_weights = self._entries, self._weights
             return
         keys = np.sort(np.concatenate(all_keys))
         field_of = keys % fields
@@ -327,6 +332,12 @@ class RelevanceIndex:
             np.bincount(self._entries[self._named], minlength=count), 1
         ).astype(np.float64)
         self._offsets = np.concatenate(([0], np.cumsum(df)))
+        # the postings restricted to names and groups, for the sources matching only there
+        self._name_offsets = np.concatenate(
+            ([0], np.cumsum(np.bincount(term_of[self._named], minlength=size)))
+        )
+        self._name_entries = self._entries[self._named]
+        self._name_weights = self._weights[self._named]
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -383,13 +394,13 @@ class RelevanceIndex:
             for size in range(CONTRACTION_SIZES[0] - 1, CONTRACTION_SIZES[1])
             for letters in itertools.combinations(rest, size)
         }
-        offsets, entries, names = self._offsets, self._entries, self._named
+        offsets, entries = self._offsets, self._entries
+        name_offsets, name_entries = self._name_offsets, self._name_entries
         holders = entries[offsets[known] : offsets[known + 1]]  # ascending
         base = len(holders) / len(self._lengths)
         kept = []
         for candidate in sorted(short[s] for s in spelled if s in short and s != term):
-            first, end = offsets[candidate], offsets[candidate + 1]
-            named = entries[first:end][names[first:end]]
+            named = name_entries[name_offsets[candidate] : name_offsets[candidate + 1]]
             if len(named) < ATTESTED_NAMES:
                 continue
             at = np.minimum(np.searchsorted(holders, named), len(holders) - 1)
@@ -443,10 +454,14 @@ class RelevanceIndex:
             best = np.zeros(count)
             naming = np.zeros(count, dtype=bool)
             for source, discount, only_names in sources:
+                if only_names:
+                    first, end = self._name_offsets[source : source + 2]
+                    ids, values = self._name_entries[first:end], self._name_weights[first:end]
+                    best[ids] = np.maximum(best[ids], values * discount)
+                    naming[ids] = True
+                    continue
                 first, end = offsets[source], offsets[source + 1]
                 ids, values, flags = entries[first:end], weights[first:end], names[first:end]
-                if only_names:
-                    ids, values, flags = ids[flags], values[flags], flags[flags]
                 best[ids] = np.maximum(best[ids], values * discount)
                 naming[ids] |= flags
             total += best
