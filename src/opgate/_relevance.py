@@ -453,6 +453,12 @@ class RelevanceIndex:
                 continue
             best = np.zeros(count)
             naming = np.zeros(count, dtype=bool)
+            if known is not None:  # the literal source first: plain stores, no maximum
+                first, end = offsets[known], offsets[known + 1]
+                ids = entries[first:end]
+                best[ids] = weights[first:end]
+                naming[ids] = names[first:end]
+                sources = sources[1:]
             for source, discount, only_names in sources:
                 if only_names:
                     first, end = self._name_offsets[source : source + 2]
