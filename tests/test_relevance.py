@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import subprocess
@@ -184,6 +185,83 @@ CLOUD = [
     ("cloudfront.CreateInvalidation", "cloudfront", "Create a new invalidation.", ""),
     ("rds.CreateDBInstance", "rds", "Creates a new DB instance.", "Engines: PostgreSQL, MySQL."),
 ]
+
+
+def reference_postings(
+    entries: Sequence[RelevanceEntry],
+) -> dict[tuple[str, int], tuple[float, bool]]:
+    """BM25F computed naively, text by text, word by word: (stem, entry) -> (weight,
+    found in the name or group)."""
+    stem = Stems()
+    fields = [
+        [e.entry.name for e in entries],
+        [e.entry.group for e in entries],
+        [e.entry.summary for e in entries],
+        [e.parameters for e in entries],
+        [" ".join(e.entry.documents) for e in entries],
+    ]
+    tf: dict[tuple[str, int], float] = {}
+    named: dict[tuple[str, int], bool] = {}
+    for field, texts in enumerate(fields):
+        spelled = [[stem(w) for w in words(text)] for text in texts]
+        average = max(sum(map(len, spelled)) / max(len(texts), 1), 1.0)
+        for owner, stems_ in enumerate(spelled):
+            norm = 1 - relevance.B + relevance.B * len(stems_) / average
+            for term in stems_:
+                key = (term, owner)
+                tf[key] = tf.get(key, 0.0) + float(relevance._WEIGHTS[field]) / norm
+                named[key] = named.get(key, False) or field <= 1
+    count = len(entries)
+    df: dict[str, int] = {}
+    for term, _ in tf:
+        df[term] = df.get(term, 0) + 1
+    return {
+        (term, owner): (
+            math.log(1 + (count - df[term] + 0.5) / (df[term] + 0.5))
+            * value
+            / (relevance.K1 + value),
+            named[(term, owner)],
+        )
+        for (term, owner), value in tf.items()
+    }
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_index_postings_equal_a_naive_bm25f(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = ["DescribeDBInstances", "list", "Objects", "ñandú", "v2", "the", "bucket", "..."]
+    shared = [" ".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(4)]
+    entries = []
+    for i in range(rng.randint(1, 30)):
+        doc = rng.choice([*shared, "", " ".join(rng.choices(pieces, k=rng.randint(0, 12)))])
+        entries.append(
+            RelevanceEntry(
+                IndexEntry(
+                    f"svc.Op{rng.choice(pieces)}{i}",
+                    rng.choice(["team", "bucket", "Objects"]),  # also words of other fields
+                    rng.choice(shared),
+                    (doc, rng.choice(["", "Café Instances", doc])),
+                ),
+                rng.choice(["", "BucketName The bucket", shared[0]]),
+            )
+        )
+    entries.sort(key=lambda e: e.entry.name)
+    index = RelevanceIndex(entries, SearchIndex([e.entry for e in entries]))
+    expected = reference_postings(entries)
+    got = {}
+    for term, known in index._stem_ids.items():
+        first, end = index._offsets[known], index._offsets[known + 1]
+        for owner, weight, flag in zip(
+            index._entries[first:end].tolist(),
+            index._weights[first:end].tolist(),
+            index._named[first:end].tolist(),
+            strict=True,
+        ):
+            got[(term, owner)] = (weight, flag)
+    assert got.keys() == expected.keys()
+    for key, (weight, flag) in expected.items():
+        assert got[key][0] == pytest.approx(weight, rel=1e-12)
+        assert got[key][1] == flag
 
 
 def test_relevance_puts_the_meant_operation_first() -> None:

@@ -296,7 +296,7 @@ class RelevanceIndex:
             for stem, known in stem_ids.items()
             if low <= len(stem) <= high and stem.isalpha()
         }
-        self._word_ids = vocabulary.word_ids
+        self._word_ids = dict(vocabulary.word_ids)  # read-only from here: no default
         # the operations whose names hold each folded word (CSR by word id)
         order = np.argsort(name_words, kind="stable")
         self._surface = name_owners[order]
