@@ -25,6 +25,7 @@ after the last placed name's own key, so pages never repeat or skip an operation
 from __future__ import annotations
 
 import enum
+import heapq
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -249,6 +250,7 @@ class _Scored:
                 return
             placed = (-scores[last], lengths[last], last)
             keys = [key for key in keys if key > placed]
-        keys.sort()
-        for _, _, entry_id in keys:
-            yield TIER_NAME, entry_id
+        # a heap, popped lazily: a page usually needs only the first few
+        heapq.heapify(keys)
+        while keys:
+            yield TIER_NAME, heapq.heappop(keys)[2]
