@@ -110,6 +110,18 @@ def test_chunk_words_equals_words_of_each_chunk(chunks: list[str]) -> None:
     assert found == [word for spelled in expected for word in spelled]
 
 
+def test_query_words_do_not_grow_the_stem_map() -> None:
+    stem = Stems()
+    stem.many(["instances"])
+    learned = len(stem._known)
+    fresh = Stems()
+    for i in range(100):
+        word = "unseen" + "".join(chr(97 + (i >> shift) % 26) for shift in (0, 2, 4)) + "s"
+        assert stem(word) == fresh.many([word])[0]
+    assert stem("instances") == stem("instance")
+    assert len(stem._known) == learned
+
+
 def test_stems_join_inflections() -> None:
     stem = Stems()
     assert stem("instances") == stem("instance")

@@ -132,13 +132,13 @@ class Stems:
         return [known[word] for word in found]
 
     def __call__(self, word: str) -> str:
-        """The stem of one folded word."""
+        """The stem of one folded word. A word not learned through ``many`` is stemmed
+        but not remembered: queries bring arbitrary words, and remembering them would
+        let a caller grow this map without bound."""
         stem = self._known.get(word)
         if stem is None:
             if _ASCII_LETTERS.fullmatch(word) is None:
-                stem = word
-            else:
-                with self._lock:
-                    stem = str(self._stemmer.stemWord(word))
-            self._known[word] = stem
+                return word
+            with self._lock:
+                stem = str(self._stemmer.stemWord(word))
         return stem
