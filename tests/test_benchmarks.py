@@ -26,6 +26,7 @@ import bench_mcp
 import bench_openapi
 import bench_real
 import bench_registry
+import bench_relevance
 import common
 
 NAME = re.compile(r"[a-z_]+\.[a-z_]+\.[a-z]+_[0-9]+")
@@ -56,6 +57,34 @@ def test_registry_benchmark_tiny() -> None:
     (probe,) = memory.rows
     assert probe["catalog"] == 300
     assert probe["registry traced MiB"] > 0
+
+
+def test_relevance_benchmark_harness_tiny() -> None:
+    # The harness on a handmade catalog: the rule finds only the all-terms query, the
+    # relevance ranking both; the fixed query sets parse and name real operations.
+    def operation(name: str, summary: str) -> Any:
+        return bench_relevance.Operation(name, summary, bench_relevance._handler, group="g")
+
+    catalog = bench_relevance.QualityCatalog(
+        "tiny",
+        [operation("g.RebootInstances", "Reboots instances."), operation("g.Other", "Other.")],
+        [
+            bench_relevance.Query("reboot instances", frozenset({"g.RebootInstances"})),
+            bench_relevance.Query("restart reboot", frozenset({"g.RebootInstances"})),
+        ],
+        "handmade",
+    )
+    quality, timing, build = bench_relevance.run([catalog], rounds=1)
+    scores = {row["ranking"]: row for row in quality.rows}
+    assert scores["rule (seed)"]["recall@1"] == "50.0 % (1/2)"
+    assert scores["relevance"]["recall@1"] == "100.0 % (2/2)"
+    assert {row["ranking"] for row in timing.rows} == {"rule (seed)", "relevance"}
+    assert build.rows[0]["relevance index CPU s"] >= 0
+    root = Path(bench_relevance.__file__).parent
+    for name, least in (("aws", 100), ("github", 30)):
+        queries = bench_relevance.load_queries(root / f"relevance_queries_{name}.json")
+        assert len(queries) >= least
+        assert all(2 <= len(q.text.split()) <= 6 and q.relevant for q in queries)
 
 
 def test_real_catalog_benchmark_harness_tiny() -> None:

@@ -15,6 +15,7 @@ from ._operation import Operation, OperationSpec
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
+from ._ranking import Candidate, Ranking, Scorer
 from ._registry import Registry, SearchPage, Summary
 from ._responses import InputAction, InputResponse
 from ._results import (
@@ -31,6 +32,7 @@ from ._results import (
 __all__ = [
     "NO_STRUCTURED",
     "Audio",
+    "Candidate",
     "Completed",
     "ConfigurationError",
     "Discover",
@@ -55,10 +57,12 @@ __all__ = [
     "Pending",
     "Policy",
     "ProgressUpdate",
+    "Ranking",
     "Registry",
     "ResourceLink",
     "Result",
     "Resume",
+    "Scorer",
     "SearchPage",
     "Summary",
     "Text",

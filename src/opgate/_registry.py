@@ -77,6 +77,7 @@ from ._policy import (
     unavailable,
 )
 from ._progress import Diagnostics, ProgressChannel, ProgressSink
+from ._ranking import Ranking, Scorer, build_ranker
 from ._responses import (
     AnswerError,
     InputAction,
@@ -237,6 +238,12 @@ class Registry:
     ``opgate.redis.RedisLedger(url)``, which needs ``secret``); by default
     continuations live in this registry's memory.
 
+    ``ranking`` orders search results: ``Ranking.RULE`` (the default: every term
+    matches as a substring, name matches first, ties by name), ``Ranking.RELEVANCE``
+    (field-weighted BM25 over stemmed words, best first) or a host's ``Scorer``; see
+    ``docs/search.md``. Exact names, browsing, group filters, policy, page budgets and
+    cursors work the same under every ranking; a cursor is bound to its ranking.
+
     The registry is safe to share between asyncio tasks and threads. Search,
     inspect and invoke return a ``Failed`` for every request-level problem.
     """
@@ -252,6 +259,7 @@ class Registry:
         regex_backtrack_limit: int | None = None,
         secret: bytes | None = None,
         ledger: LedgerFactory | None = None,
+        ranking: Ranking | Scorer = Ranking.RULE,
     ) -> None:
         if limits is None:
             limits = DEFAULT_LIMITS
@@ -290,6 +298,8 @@ class Registry:
                     for e in self._entries
                 ]
             )
+            # The search order (see _ranking): the rule's index itself by default.
+            self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
         from . import __version__
 
         self._scope_hashes: dict[str, bytes] = {}
@@ -342,6 +352,14 @@ class Registry:
         copy = object.__new__(Registry)
         copy.__dict__.update(self.__dict__)
         copy._bind_state(secret, ledger)
+        return copy
+
+    def _with_ranking(self, ranking: Ranking | Scorer) -> Registry:
+        """A copy serving the same compiled catalog under another ranking (how
+        ``opgate serve --ranking`` applies to a built registry)."""
+        copy = object.__new__(Registry)
+        copy.__dict__.update(self.__dict__)
+        copy._ranker, copy._search_method = build_ranker(ranking, self._index, self._entries)
         return copy
 
     async def aclose(self) -> None:
@@ -471,11 +489,12 @@ class Registry:
     ) -> SearchPage | Failed:
         """One page of the operations ``ctx``'s principal may discover.
 
-        All whitespace-separated terms of ``query`` must match (case-insensitive
-        substring) the name, group, summary or other documentation; results rank
-        name matches first, then group, summary, other documentation, ties by name.
-        A query equal to an authorized operation's name returns it alone; an empty
-        query lists by name. ``limit`` defaults to 5, at most 20; ``query`` and
+        Under the default ``Ranking.RULE``, all whitespace-separated terms of ``query``
+        must match (case-insensitive substring) the name, group, summary or other
+        documentation; results rank name matches first, then group, summary, other
+        documentation, ties by name (other rankings: ``docs/search.md``). A query
+        equal to an authorized operation's name returns it alone; an empty query lists
+        by name. ``limit`` defaults to 5, at most 20; ``query`` and
         ``group`` are at most 256 UTF-8 bytes. Continue with ``next_cursor`` and the
         same query and group (the limit may change).
         """
@@ -494,7 +513,7 @@ class Registry:
         try:
             key = await scope_key(self._policy, ctx)
             binding = CursorBinding(
-                method="search",
+                method=self._search_method,
                 revision=self._revision,
                 query=normalize_query(query),
                 group=fold_group(group),
@@ -556,7 +575,7 @@ class Registry:
         unavailable_code = FailureCode.UNAVAILABLE
         # A discovery scope narrows the candidates inside the index, before any policy call.
         within = None if scope is None else self._index.scope(scope.groups, scope.prefixes)
-        ranked = self._index.ranked(binding.query, binding.group, after, scope=within)
+        ranked = self._ranker.ranked(binding.query, binding.group, after, scope=within)
         for tier, position in ranked:
             entry = entries[position]
             if len(items) == size or used + entry.item_bytes > budget:

@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="also offer this operation as its own MCP tool (repeatable)",
     )
+    serve.add_argument(
+        "--ranking",
+        choices=("rule", "relevance"),
+        help="order search results by the substring rule or by relevance "
+        "(default: the registry's own, which is the rule unless it chose otherwise)",
+    )
     serve.add_argument("--name", default="opgate", help="the server name clients see")
     serve.add_argument(
         "--token-verifier",
@@ -282,7 +288,7 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
 
 
 def _gateway(arguments: argparse.Namespace) -> Any:
-    from . import Registry
+    from . import Ranking, Registry
     from .mcp import GatewayServer
 
     secret = _secret(arguments)
@@ -299,15 +305,20 @@ def _gateway(arguments: argparse.Namespace) -> Any:
         target = _load(arguments.target, "the target")
     if not isinstance(target, Registry | GatewayServer) and callable(target):
         target = target()
+    ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
     if isinstance(target, Registry):
         if secret is not None:
             target = target._with_state(secret=secret, ledger=ledger)
+        if ranking is not None:
+            target = target._with_ranking(ranking)
         return GatewayServer(target, name=arguments.name, pinned=arguments.pin)
     if isinstance(target, GatewayServer):
         if arguments.pin:
             raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
         if secret is not None:
             target._registry = target.registry._with_state(secret=secret, ledger=ledger)
+        if ranking is not None:
+            target._registry = target.registry._with_ranking(ranking)
         return target
     raise UsageError(
         f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "

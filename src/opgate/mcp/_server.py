@@ -60,6 +60,7 @@ from ._tools import (
     GATEWAY_TOOLS,
     INSPECT,
     INVOKE,
+    RELEVANCE_GATEWAY_TOOLS,
     SEARCH,
     ToolArgumentError,
     ToolSpec,
@@ -308,7 +309,9 @@ class GatewayServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[_Serving], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = [_tool(spec) for spec in GATEWAY_TOOLS]
+        # The search tool tells agents how the registry's ranking treats keywords.
+        by_rule = getattr(self._registry, "_search_method", "search") == "search"
+        tools = [_tool(spec) for spec in (GATEWAY_TOOLS if by_rule else RELEVANCE_GATEWAY_TOOLS)]
         if self._pinned:
             call_ctx = self._context(ctx)
             modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS

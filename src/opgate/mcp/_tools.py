@@ -8,13 +8,14 @@ add tools.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
     "GATEWAY_TOOLS",
     "INSPECT",
     "INVOKE",
+    "RELEVANCE_GATEWAY_TOOLS",
     "SEARCH",
     "InspectArguments",
     "InvokeArguments",
@@ -162,6 +163,28 @@ INVOKE_TOOL = ToolSpec(
 )
 
 GATEWAY_TOOLS = (SEARCH_TOOL, INSPECT_TOOL, INVOKE_TOOL)
+
+#: ``search`` as described to agents when the registry ranks by relevance
+#: (``Ranking.RELEVANCE`` or a host ``Scorer``): not every keyword has to match.
+RELEVANCE_SEARCH_TOOL = replace(
+    SEARCH_TOOL,
+    description=SEARCH_TOOL.description.replace(
+        "(all must match; name matches rank first)",
+        "(best matches first; not every keyword has to match)",
+    ),
+    input_schema={
+        **SEARCH_TOOL.input_schema,
+        "properties": {
+            **SEARCH_TOOL.input_schema["properties"],
+            "query": {
+                "type": "string",
+                "description": "Keywords (best matches first) or an exact operation name; "
+                "at most 256 UTF-8 bytes. Empty lists operations by name.",
+            },
+        },
+    },
+)
+RELEVANCE_GATEWAY_TOOLS = (RELEVANCE_SEARCH_TOOL, INSPECT_TOOL, INVOKE_TOOL)
 
 
 class ToolArgumentError(ValueError):

@@ -1,0 +1,551 @@
+"""The relevance ranking: field-weighted BM25 over an inverted index.
+
+Each operation is five fields of words (``_tokens.words``), stemmed
+(``_tokens.Stems``):
+
+====================  ======================================================  ======
+field                 text                                                    weight
+====================  ======================================================  ======
+name                  the operation name                                      ``NAME``
+group                 the group                                               ``GROUP``
+summary               the summary                                             ``SUMMARY``
+parameters            the input schema's top-level property names and their  ``PARAMETERS``
+                      ``title``/``description``
+documentation         description, examples, source                           ``DOCUMENTATION``
+====================  ======================================================  ======
+
+A term's weight for an operation is BM25F (Robertson and Zaragoza, "The
+Probabilistic Relevance Framework: BM25 and Beyond", 2009): its occurrences in each
+field, each multiplied by the field's weight and divided by the field's length
+normalization ``1 - b + b * length / average length``, are summed into ``tf``; the
+weight is ``idf * tf / (k1 + tf)`` with ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
+All of this is computed once, at construction: a term's postings are the ids of the
+operations holding it and their weights.
+
+A query's words are stemmed the same way. A query term absent from the vocabulary
+matches the vocabulary terms it is a prefix of (at least ``PREFIX_MIN`` characters,
+at most ``PREFIX_LIMIT`` of them, the most frequent first), at ``PREFIX_DISCOUNT``
+of their weight: ``postgres`` meets ``postgresql``. A query term also matches, in
+names and groups only and at a discount, the name terms that abbreviate it (prefixes,
+and short contractions the catalog attests: ``db`` for ``database``) and the generic
+verbs of its ``_thesaurus`` group (``list`` meets ``describe``); each operation takes
+the best of a term's sources. An operation's score is the sum
+of its terms' weights times the *coverage* factor ``(matched / terms) ** COVERAGE``:
+every term need not match, but one matching all of them ranks above one matching
+most. Ties break by the shorter name, then by name (``str`` order), so the order is
+total and deterministic, and a keyset position (the last placed name) resumes it
+exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._parameters import parameter_text
+from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
+from ._thesaurus import SYNONYM, alternatives
+from ._tokens import Stems, chunk_words, words
+
+__all__ = ["RelevanceEntry", "RelevanceIndex", "parameter_text"]
+
+#: Field weights, in field order: a word in the name says most about what the
+#: operation does.
+NAME = 3.0
+GROUP = 1.5
+SUMMARY = 1.5
+PARAMETERS = 0.6
+DOCUMENTATION = 0.4
+_WEIGHTS = np.array([NAME, GROUP, SUMMARY, PARAMETERS, DOCUMENTATION])
+
+#: The field numbers of name and group: a term found in either *names* the operation.
+_GROUP_FIELD = 1
+
+#: The name bonus: the score is multiplied by ``1 + NAMING * named / terms``, where
+#: ``named`` counts the query terms found in the name or group.
+NAMING = 1.0
+
+#: The name precision bonus: the score is multiplied by ``1 + PRECISION * named /
+#: name terms``, where ``name terms`` counts the distinct terms of the name and group:
+#: an operation whose name the query explains entirely beats one whose name says more.
+PRECISION = 2.0
+
+#: The exact-word bonus: the score is multiplied by ``1 + SURFACE * exact / terms``,
+#: where ``exact`` counts the query words found unstemmed in the name (``object``
+#: prefers ``DeleteObject`` to ``DeleteObjects``).
+SURFACE = 0.5
+
+#: Abbreviations in names: a name term of at least ``ABBREVIATION_MIN`` characters
+#: that begins a longer query term (``repo`` for ``repository``, ``org`` for
+#: ``organization``, ``config`` for ``configuration``) matches it at ``ABBREVIATION``
+#: of its weight.
+ABBREVIATION_MIN = 3
+ABBREVIATION = 0.5
+
+#: Contractions in names (``_contractions``): name terms of ``CONTRACTION_SIZES``
+#: letters spelling a query term of at most ``CONTRACTION_SOURCE_MAX`` letters, kept
+#: when at least ``ATTESTED_NAMES`` operations name them and the share of those using
+#: the full term is at least ``LIFT`` times its share over the catalog; they weigh as
+#: abbreviations.
+CONTRACTIONS = True
+CONTRACTION_SIZES = (2, 4)
+CONTRACTION_SOURCE_MAX = 12
+ATTESTED_NAMES = 5
+LIFT = 8.0
+
+#: Whether query verbs also match their generic alternatives (``_thesaurus``).
+#: (A switch for the evaluation's figures with and without it.)
+THESAURUS = True
+
+#: BM25 saturation and length normalization.
+K1 = 1.2
+B = 0.75
+
+#: The exponent of the coverage factor ``(matched / terms) ** COVERAGE``.
+COVERAGE = 1.5
+
+#: Prefix expansion of a query term missing from the vocabulary.
+PREFIX_MIN = 3
+PREFIX_LIMIT = 8
+PREFIX_DISCOUNT = 0.5
+
+#: The first results are ordered after a partial partition; the rest sort once, if
+#: a caller pages that far.
+_FIRST = 64
+
+_Floats = npt.NDArray[np.float64]
+_Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceEntry:
+    """One operation's indexed texts: the search entry and its parameter text."""
+
+    entry: IndexEntry
+    parameters: str = ""
+
+
+def _expand(offsets: _Ints, values: _Ints, ids: _Ints) -> tuple[_Ints, _Ints]:
+    """The concatenation of ``values[offsets[i]:offsets[i + 1]]`` for each ``i`` of
+    ``ids`` (a CSR gather), and each one's size."""
+    sizes = (offsets[1:] - offsets[:-1])[ids]
+    ends = np.cumsum(sizes)
+    gather = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(
+        offsets[ids] - (ends - sizes), sizes
+    )
+    return values[gather], sizes
+
+
+class _Vocabulary:
+    """The words of a catalog's texts, each tokenized and stemmed once.
+
+    Texts are split on whitespace first (``str.split``, which never cuts a word:
+    ``words`` never spans whitespace) and each distinct chunk is split into words once:
+    a catalog's documentation repeats its chunks (about 63k distinct in 1.06M at 20k
+    AWS operations). Each distinct folded word gets an id and is stemmed once.
+    """
+
+    __slots__ = (
+        "_chunk_ids",
+        "_chunk_offsets",
+        "_chunk_words",
+        "_stem_of",
+        "_stems",
+        "stem_ids",
+        "word_ids",
+    )
+
+    def __init__(self, stems: Stems) -> None:
+        self._stems = stems
+        self._chunk_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self._chunk_words = array("q")  # the word ids of every distinct chunk, in order
+        self._chunk_offsets = array("q", [0])  # where each chunk's words begin
+        self.word_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self.stem_ids: dict[str, int] = {}
+        self._stem_of = array("q")  # word id -> stem id
+
+    def occurrences(self, texts: Sequence[str]) -> tuple[_Ints, _Ints]:
+        """The word ids of every word of ``texts``, in order, and the index of the text
+        each one comes from. Each distinct text is read once (documentation repeats)."""
+        text_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        codes = np.fromiter(map(text_ids.__getitem__, texts), np.int64, len(texts))
+        chunks: list[str] = []
+        per_text = array("q", [0])
+        for text in text_ids:
+            chunks += text.split()
+            per_text.append(len(chunks))
+        known = len(self._chunk_ids)
+        ids = np.fromiter(map(self._chunk_ids.__getitem__, chunks), np.int64, len(chunks))
+        if len(self._chunk_ids) > known:
+            self._learn(list(itertools.islice(self._chunk_ids, known, None)))
+        # the words of each distinct text, then of each text
+        chunk_words, chunk_sizes = _expand(
+            np.frombuffer(self._chunk_offsets, dtype=np.int64),
+            np.frombuffer(self._chunk_words, dtype=np.int64),
+            ids,
+        )
+        text_offsets = np.concatenate(([0], np.cumsum(chunk_sizes)))[
+            np.frombuffer(per_text, np.int64)
+        ]
+        found, sizes = _expand(text_offsets, chunk_words, codes)
+        return found, np.repeat(np.arange(len(texts)), sizes)
+
+    def _learn(self, chunks: list[str]) -> None:
+        word_ids, chunk_words_, chunk_offsets = (
+            self.word_ids,
+            self._chunk_words,
+            self._chunk_offsets,
+        )
+        known = len(word_ids)
+        found, sizes = chunk_words(chunks)
+        chunk_words_.extend(map(word_ids.__getitem__, found))
+        ends = itertools.accumulate(sizes, initial=chunk_offsets[-1])
+        chunk_offsets.extend(itertools.islice(ends, 1, None))
+        if len(word_ids) > known:
+            new = list(itertools.islice(word_ids, known, None))
+            stem_ids = self.stem_ids
+            self._stem_of.extend(
+                stem_ids.setdefault(stem, len(stem_ids)) for stem in self._stems.many(new)
+            )
+
+    def stem_of(self, found: _Ints) -> _Ints:
+        """The stem ids of word ids."""
+        return np.frombuffer(self._stem_of, dtype=np.int64)[found]
+
+
+class RelevanceIndex:
+    """The relevance ranking over one catalog (entries in name order, as the
+    ``SearchIndex`` beside it, whose exact names, scopes and browsing it reuses)."""
+
+    __slots__ = (
+        "_contracted",
+        "_entries",
+        "_group_codes",
+        "_groups",
+        "_lengths",
+        "_name_entries",
+        "_name_offsets",
+        "_name_sizes",
+        "_name_weights",
+        "_named",
+        "_offsets",
+        "_rule",
+        "_short_names",
+        "_stem_ids",
+        "_stems",
+        "_surface",
+        "_surface_offsets",
+        "_synonyms",
+        "_vocabulary",
+        "_weights",
+        "_word_ids",
+    )
+
+    def __init__(self, entries: Sequence[RelevanceEntry], rule: SearchIndex) -> None:
+        self._rule = rule
+        self._stems = stems = Stems()
+        count = len(entries)
+        groups: dict[str, int] = {}
+        self._group_codes = np.array(
+            [groups.setdefault(fold_group(item.entry.group), len(groups)) for item in entries],
+            dtype=np.int32,
+        )
+        self._groups = groups
+        self._lengths = np.array([len(item.entry.name) for item in entries], dtype=np.int64)
+        columns = (
+            [item.entry.name for item in entries],
+            [item.entry.group for item in entries],
+            [item.entry.summary for item in entries],
+            [item.parameters for item in entries],
+            [" ".join(item.entry.documents) for item in entries],
+        )
+        vocabulary = _Vocabulary(stems)
+        # Every word occurrence of every field as one integer key, (term, operation,
+        # field) in that order of significance: sorting the keys (values, not an
+        # argsort) groups each term's operations, and the field gives what the
+        # occurrence adds to BM25F's tf (the field's weight over the operation's
+        # length normalization in that field, ``parts``).
+        fields = len(columns)
+        parts = np.zeros((fields, count))
+        all_keys: list[_Ints] = []
+        name_words, name_owners = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        for field, texts in enumerate(columns):
+            found, owners = vocabulary.occurrences(texts)
+            if not len(found):
+                continue
+            if field == 0:
+                name_words, name_owners = found, owners
+            lengths = np.bincount(owners, minlength=count)
+            average = max(len(found) / max(count, 1), 1.0)
+            parts[field] = _WEIGHTS[field] / (1 - B + B * lengths / average)
+            all_keys.append((vocabulary.stem_of(found) * count + owners) * fields + field)
+        self._stem_ids = stem_ids = vocabulary.stem_ids
+        self._synonyms = alternatives(stems)
+        # short alphabetic terms: the candidates for contractions (found on first use)
+        self._contracted: dict[str, list[int]] = {}
+        low, high = CONTRACTION_SIZES
+        self._short_names = {
+            stem: known
+            for stem, known in stem_ids.items()
+            if low <= len(stem) <= high and stem.isalpha()
+        }
+        self._word_ids = dict(vocabulary.word_ids)  # read-only from here: no default
+        # the operations whose names hold each folded word (CSR by word id)
+        order = np.argsort(name_words, kind="stable")
+        self._surface = name_owners[order]
+        self._surface_offsets = np.concatenate(
+            ([0], np.cumsum(np.bincount(name_words, minlength=len(self._word_ids))))
+        )
+        self._vocabulary = sorted(stem_ids)
+        size = len(stem_ids)
+        if not all_keys:
+            self._offsets = np.zeros(size + 1, dtype=np.int64)
+            self._entries = np.zeros(0, dtype=np.int64)
+            self._weights = np.zeros(0)
+            self._named = np.zeros(0, dtype=bool)
+            self._name_sizes = np.ones(count)
+            self._name_offsets = self._offsets
+            self._name_entries, self._name_weights = self._entries, self._weights
+            return
+        keys = np.sort(np.concatenate(all_keys))
+        field_of = keys % fields
+        pairs = keys // fields  # term * count + operation
+        starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
+        # the sums run in key order (fields ascending), the same on every replica
+        tf = np.add.reduceat(parts[field_of, pairs % count], starts)
+        # the first occurrence of each pair has its lowest field
+        self._named = field_of[starts] <= _GROUP_FIELD
+        pairs = pairs[starts]
+        term_of = pairs // count
+        df = np.bincount(term_of, minlength=size)
+        idf = np.log(1 + (count - df + 0.5) / (df + 0.5))
+        self._weights = idf[term_of] * tf / (K1 + tf)
+        self._entries = pairs % count
+        self._name_sizes = np.maximum(
+            np.bincount(self._entries[self._named], minlength=count), 1
+        ).astype(np.float64)
+        self._offsets = np.concatenate(([0], np.cumsum(df)))
+        # the postings restricted to names and groups, for the sources matching only there
+        self._name_offsets = np.concatenate(
+            ([0], np.cumsum(np.bincount(term_of[self._named], minlength=size)))
+        )
+        self._name_entries = self._entries[self._named]
+        self._name_weights = self._weights[self._named]
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def __repr__(self) -> str:
+        return f"RelevanceIndex(<{len(self._lengths)} entries, {len(self._vocabulary)} terms>)"
+
+    def terms(self, query: str) -> list[str]:
+        """The query's distinct stems, in first-seen order."""
+        return list(dict.fromkeys(map(self._stems, words(query))))
+
+    def _expansions(self, term: str) -> list[int]:
+        """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""
+        if len(term) < PREFIX_MIN:
+            return []
+        vocabulary, ids, offsets = self._vocabulary, self._stem_ids, self._offsets
+        first = bisect_left(vocabulary, term)
+        end = bisect_left(vocabulary, term + "\U0010ffff", first)
+        found = [ids[stem] for stem in vocabulary[first:end]]
+        if len(found) > PREFIX_LIMIT:
+            found.sort(key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), vocabulary[t]))
+            found = found[:PREFIX_LIMIT]
+        return found
+
+    def _abbreviations(self, term: str) -> list[int]:
+        """The ids of the vocabulary terms that begin ``term`` (shorter, at least
+        ``ABBREVIATION_MIN`` characters), then of the short name terms the catalog
+        attests as its contractions (``_contractions``)."""
+        ids = self._stem_ids
+        found = [
+            ids[term[:size]] for size in range(ABBREVIATION_MIN, len(term)) if term[:size] in ids
+        ]
+        if CONTRACTIONS:
+            found += [t for t in self._contractions(term) if t not in found]
+        return found
+
+    def _contractions(self, term: str) -> list[int]:
+        """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
+        ``term``'s first letter then some of its later letters in order (``db`` for
+        ``database``), kept when the catalog attests them: at least ``ATTESTED_NAMES``
+        operations have the short term in their name or group, and the share of them
+        using ``term`` itself somewhere is at least ``LIFT`` times ``term``'s share of
+        the whole catalog. Worked out once per term and remembered."""
+        remembered = self._contracted.get(term)
+        if remembered is not None:
+            return remembered
+        known = self._stem_ids.get(term)
+        if known is None or not term.isalpha() or len(term) > CONTRACTION_SOURCE_MAX:
+            return []
+        short = self._short_names
+        head, rest = term[0], term[1:]
+        spelled = {
+            head + "".join(letters)
+            for size in range(CONTRACTION_SIZES[0] - 1, CONTRACTION_SIZES[1])
+            for letters in itertools.combinations(rest, size)
+        }
+        offsets, entries = self._offsets, self._entries
+        name_offsets, name_entries = self._name_offsets, self._name_entries
+        holders = entries[offsets[known] : offsets[known + 1]]  # ascending
+        base = len(holders) / len(self._lengths)
+        kept = []
+        for candidate in sorted(short[s] for s in spelled if s in short and s != term):
+            named = name_entries[name_offsets[candidate] : name_offsets[candidate + 1]]
+            if len(named) < ATTESTED_NAMES:
+                continue
+            at = np.minimum(np.searchsorted(holders, named), len(holders) - 1)
+            if np.mean(holders[at] == named) >= LIFT * base:
+                kept.append(candidate)
+        # at most one entry per vocabulary term; a race stores the same list twice
+        self._contracted[term] = kept
+        return kept
+
+    def scores(self, query: str) -> tuple[_Ints, _Floats]:
+        """The entries sharing a term with ``query`` (ascending ids) and their scores."""
+        found_words = words(query)
+        by_term: dict[str, dict[str, None]] = {}  # stem -> its spellings, in order
+        for word in found_words:
+            by_term.setdefault(self._stems(word), {})[word] = None
+        count = len(self._lengths)
+        total = np.zeros(count)
+        matched = np.zeros(count, dtype=np.int16)
+        named = np.zeros(count, dtype=np.int16)
+        exact = np.zeros(count, dtype=np.int16)
+        offsets, entries, weights, names = self._offsets, self._entries, self._weights, self._named
+        for term, spellings in by_term.items():
+            for word in spellings:
+                word_id = self._word_ids.get(word)
+                if word_id is not None:
+                    first, end = self._surface_offsets[word_id : word_id + 2]
+                    if end > first:
+                        exact[self._surface[first:end]] += 1
+                        break
+            known = self._stem_ids.get(term)
+            # (term id, discount, names only) sources of this term's weight
+            sources = [(known, 1.0, False)] if known is not None else []
+            sources += [(t, ABBREVIATION, True) for t in self._abbreviations(term)]
+            if THESAURUS:
+                sources += [
+                    (self._stem_ids[other], SYNONYM, True)
+                    for other in self._synonyms.get(term, ())
+                    if other in self._stem_ids
+                ]
+            if not sources:
+                sources = [(t, PREFIX_DISCOUNT, False) for t in self._expansions(term)]
+                if not sources:
+                    continue
+            if known is not None and len(sources) == 1:
+                first, end = offsets[known], offsets[known + 1]
+                ids = entries[first:end]
+                total[ids] += weights[first:end]
+                matched[ids] += 1
+                named[ids] += names[first:end]
+                continue
+            best = np.zeros(count)
+            naming = np.zeros(count, dtype=bool)
+            if known is not None:  # the literal source first: plain stores, no maximum
+                first, end = offsets[known], offsets[known + 1]
+                ids = entries[first:end]
+                best[ids] = weights[first:end]
+                naming[ids] = names[first:end]
+                sources = sources[1:]
+            for source, discount, only_names in sources:
+                if only_names:
+                    first, end = self._name_offsets[source : source + 2]
+                    ids, values = self._name_entries[first:end], self._name_weights[first:end]
+                    best[ids] = np.maximum(best[ids], values * discount)
+                    naming[ids] = True
+                    continue
+                first, end = offsets[source], offsets[source + 1]
+                ids, values, flags = entries[first:end], weights[first:end], names[first:end]
+                best[ids] = np.maximum(best[ids], values * discount)
+                naming[ids] |= flags
+            total += best
+            matched += best > 0
+            named += naming
+        found = np.flatnonzero(matched > 0)  # over a bool array: ~4x faster than int16
+        size = max(len(by_term), 1)
+        steps = np.arange(size + 1) / size
+        coverage = steps**COVERAGE
+        bonus = 1 + NAMING * steps
+        spelled = 1 + SURFACE * steps
+        hits = named[found]
+        precision = 1 + PRECISION * hits / self._name_sizes[found]
+        return found, (
+            total[found]
+            * coverage[matched[found]]
+            * bonus[hits]
+            * precision
+            * spelled[np.minimum(exact[found], size)]
+        )
+
+    def ranked(
+        self,
+        query: str,
+        group: str = "",
+        after: tuple[int, str] | None = None,
+        *,
+        scope: Scope | None = None,
+    ) -> Iterator[tuple[int, int]]:
+        """Yield ``(0, entry index)`` for every entry sharing a term with ``query``, best
+        first; the same contract as ``SearchIndex.ranked`` (``after`` holds the last
+        placed name; an empty query browses by name through the rule's index)."""
+        if not self.terms(query):
+            return self._rule.ranked(query, group, after, scope=scope)
+        return self._ranked(query, group, after, scope)
+
+    def _ranked(
+        self, query: str, group: str, after: tuple[int, str] | None, scope: Scope | None
+    ) -> Iterator[tuple[int, int]]:
+        found, scores = self.scores(query)
+        if group:
+            code = self._groups.get(fold_group(group))
+            if code is None:
+                return
+            keep = self._group_codes[found] == code
+            found, scores = found[keep], scores[keep]
+        if scope is not None:
+            member = np.zeros(len(self._lengths), dtype=bool)
+            member[list(scope.members)] = True
+            keep = member[found]
+            found, scores = found[keep], scores[keep]
+        lengths = self._lengths
+        if after is not None:
+            last = self._rule.exact(after[1])
+            if last is None:  # pragma: no cover - cursors carry names of this catalog
+                return
+            at = np.flatnonzero(found == last)
+            score = float(scores[at[0]]) if len(at) else 0.0
+            size = lengths[last]
+            own = lengths[found]
+            keep = (scores < score) | (
+                (scores == score) & ((own > size) | ((own == size) & (found > last)))
+            )
+            found, scores = found[keep], scores[keep]
+        yield from self._ordered(found, scores)
+
+    def _ordered(self, found: _Ints, scores: _Floats) -> Iterator[tuple[int, int]]:
+        """``found`` by descending score, then shorter name, then name (id order)."""
+        lengths = self._lengths
+        if len(found) > _FIRST:
+            floor = np.partition(scores, len(scores) - _FIRST)[len(scores) - _FIRST]
+            head = scores >= floor
+            chosen, chosen_scores = found[head], scores[head]
+            order = np.lexsort((chosen, lengths[chosen], -chosen_scores))
+            for entry_id in chosen[order].tolist():
+                yield TIER_NAME, entry_id
+            rest = ~head
+            found, scores = found[rest], scores[rest]
+        order = np.lexsort((found, lengths[found], -scores))
+        for entry_id in found[order].tolist():
+            yield TIER_NAME, entry_id

@@ -1,0 +1,144 @@
+"""Words and stems for the relevance ranking.
+
+Operation catalogs spell one idea many ways: ``DescribeDBInstances``,
+``describe_db_instances``, ``describe-db-instances`` and "describes DB instances" all
+name the same operation. ``words`` turns any of them into the same folded words, and
+``Stems`` maps each word to its English stem, so ``instances``/``instance`` and
+``invalidate``/``invalidation`` meet.
+
+Splitting (``words``): a word is
+
+* a run of capitals, with the digits right after it, not followed by a lower-case
+  letter (``DB`` in ``DBInstances``, ``EC2``, ``S3``);
+* an optional capital, then lower-case letters, then any digits (``Describe``,
+  ``instances``, ``ec2``, ``elbv2``);
+* a run of digits on its own;
+* a run of letters and digits (``str.isalnum``) holding any character outside ASCII,
+  kept whole.
+
+Everything else — dots, underscores, hyphens, slashes, spaces, punctuation — separates
+words, and every word is folded to lower case. So ``DescribeDBInstances`` gives
+``describe db instances`` and ``s3.ListObjectsV2`` gives ``s3 list objects v2``.
+
+Stemming uses the Snowball English stemmer (Porter 2) from ``pystemmer``: a C
+implementation maintained with the Snowball project, a few hundred nanoseconds per
+distinct word (each is stemmed once and remembered). It is a general English
+algorithm, not a word list: the same rules apply to every catalog. A word holding
+anything but ASCII letters (``ec2``, ``v2``, ``ñandú``) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+
+import numpy as np
+import Stemmer
+
+__all__ = ["Stems", "chunk_words", "count_words", "words"]
+
+_WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
+
+#: Runs of letters and digits, for texts that are not all ASCII.
+_RUN = re.compile(r"[^\W_]+")
+
+_ASCII_LETTERS = re.compile(r"[a-z]+")
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text``, in order, with repeats (see the module docstring)."""
+    if not text.isascii():
+        found: list[str] = []
+        for run in _RUN.findall(text):
+            found += [w.lower() for w in _WORD.findall(run)] if run.isascii() else [run.casefold()]
+        return found
+    found = _WORD.findall(text)
+    if not found:
+        return found
+    # One join and one lower() at C speed instead of a call per word; a word never
+    # holds a space, so splitting gives the words back.
+    return " ".join(found).lower().split(" ")
+
+
+#: A word, or the line break that ``chunk_words`` puts between chunks.
+_WORD_OR_BREAK = re.compile(_WORD.pattern + "|\n")
+
+
+def chunk_words(chunks: list[str]) -> tuple[list[str], list[int]]:
+    """The folded words of each chunk (a text without whitespace, as ``str.split``
+    gives), all in one list, and each chunk's number of words: ``words`` of each chunk,
+    with one regular expression pass over each run of ASCII chunks."""
+    found: list[str] = []
+    sizes: list[int] = []
+    run: list[str] = []
+
+    def close_run() -> None:
+        # One pass over the run joined by line breaks, which no chunk holds: the words
+        # come back split on whitespace (line breaks dropped), and the chunk sizes from
+        # where the line breaks fall among them.
+        spelled = _WORD_OR_BREAK.findall("\n".join(run))
+        spelled.append("\n")
+        found.extend(" ".join(spelled).lower().split())
+        breaks = np.flatnonzero(np.fromiter(map("\n".__eq__, spelled), bool, len(spelled)))
+        sizes.extend((np.diff(breaks, prepend=-1) - 1).tolist())
+        run.clear()
+
+    for chunk in chunks:
+        if chunk.isascii():
+            run.append(chunk)
+            continue
+        if run:
+            close_run()
+        spelled = words(chunk)
+        found += spelled
+        sizes.append(len(spelled))
+    if run:
+        close_run()
+    return found, sizes
+
+
+def count_words(text: str) -> Counter[str]:
+    """Each folded word of ``text`` with its number of occurrences."""
+    return Counter(words(text))
+
+
+class Stems:
+    """Maps folded words to their Snowball English stems, remembering each one.
+
+    Safe to share between threads: the stemmer (a C object that is not thread-safe)
+    runs under a lock, and a word learned twice at once gets the same stem.
+    """
+
+    __slots__ = ("_known", "_lock", "_stemmer")
+
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("english")
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def many(self, found: list[str]) -> list[str]:
+        """The stems of ``found`` (folded words), in order; one stemmer call for all."""
+        known = self._known
+        new = [word for word in found if word not in known]
+        if new:
+            stemmable = [word for word in new if _ASCII_LETTERS.fullmatch(word)]
+            with self._lock:
+                stemmed = self._stemmer.stemWords(stemmable)
+            for word in new:
+                known[word] = word
+            for word, stem in zip(stemmable, stemmed, strict=True):
+                known[word] = str(stem)
+        return [known[word] for word in found]
+
+    def __call__(self, word: str) -> str:
+        """The stem of one folded word. A word not learned through ``many`` is stemmed
+        but not remembered: queries bring arbitrary words, and remembering them would
+        let a caller grow this map without bound."""
+        stem = self._known.get(word)
+        if stem is None:
+            if _ASCII_LETTERS.fullmatch(word) is None:
+                return word
+            with self._lock:
+                stem = str(self._stemmer.stemWord(word))
+        return stem
