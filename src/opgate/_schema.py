@@ -865,6 +865,9 @@ _PLAIN_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _PLAIN_DIALECT_URIS: Final = frozenset({_PLAIN_DIALECT, _PLAIN_DIALECT + "#"})
 _PLAIN_DEFS_REF: Final = "#/$defs/"
 _PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+_PLAIN_DEFS_REF_LENGTH: Final = len(_PLAIN_DEFS_REF)
+_MAX_DEPTH: Final = _json.MAX_DEPTH
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def _plain_reference(reference: str, defs: object) -> bool:
@@ -886,6 +889,11 @@ class _NotPlain(Exception):
 _PLAIN_SINGLE: Final = _SINGLE[DIALECT_2020_12]
 _PLAIN_ARRAY: Final = _ARRAY[DIALECT_2020_12]
 _PLAIN_MAP: Final = _MAP[DIALECT_2020_12]
+#: The keywords of a plain document whose value may be a string (all but schemas,
+#: arrays and maps of schemas, and counts).
+_PLAIN_STRING_KEYS: Final = (
+    _PLAIN_KEYWORDS - _PLAIN_SINGLE - _PLAIN_ARRAY - _PLAIN_MAP - frozenset(COUNT_KEYWORDS)
+)
 
 
 def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
@@ -914,19 +922,36 @@ def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
 def _plain_node(
     node: dict[Any, Any], depth: int, definitions: dict[Any, Any], patterns: list[str]
 ) -> None:
-    if depth >= _json.MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
+    # The hot loop of construction: the common leaves (strings, lists of strings) are
+    # checked inline with the test ``_json.is_plain`` makes of them; anything else
+    # goes to ``_json.is_plain`` itself.
+    if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
         raise _NotPlain
     if depth and "$schema" in node:
         raise _NotPlain
     for key, value in node.items():
         kind = type(value)
+        if kind is str:
+            if key in _PLAIN_STRING_KEYS:
+                if not value.isascii() and _SURROGATE.search(value):
+                    raise _NotPlain
+                if key == "pattern":
+                    patterns.append(value)
+                elif key == "$ref":
+                    if not value.startswith(_PLAIN_DEFS_REF):
+                        raise _NotPlain
+                    name = value[_PLAIN_DEFS_REF_LENGTH:]
+                    if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
+                        raise _NotPlain
+                continue
+            raise _NotPlain  # a string where a schema, array, map or count belongs
         if key in _PLAIN_SINGLE:
             if kind is dict:
                 _plain_node(value, depth + 1, definitions, patterns)
             elif kind is not bool:
                 raise _NotPlain
         elif key in _PLAIN_ARRAY:
-            if kind is not list or depth + 1 >= _json.MAX_DEPTH:
+            if kind is not list or depth + 1 >= _MAX_DEPTH:
                 raise _NotPlain
             for item in value:
                 if type(item) is dict:
@@ -934,10 +959,10 @@ def _plain_node(
                 elif type(item) is not bool:
                     raise _NotPlain
         elif key in _PLAIN_MAP:
-            if kind is not dict or depth + 1 >= _json.MAX_DEPTH:
+            if kind is not dict or depth + 1 >= _MAX_DEPTH:
                 raise _NotPlain
             for name, member in value.items():
-                if type(name) is not str or not _json.is_plain(name):
+                if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
                     raise _NotPlain
                 if type(member) is dict:
                     _plain_node(member, depth + 2, definitions, patterns)
@@ -945,19 +970,16 @@ def _plain_node(
                     raise _NotPlain
             if key == "patternProperties":
                 patterns.extend(value)
-        elif key == "$ref":
-            if kind is not str or not value.startswith(_PLAIN_DEFS_REF):
-                raise _NotPlain
-            name = value[len(_PLAIN_DEFS_REF) :]
-            if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
-                raise _NotPlain
         elif key in COUNT_KEYWORDS:
             if kind is not int or not 0 <= value <= MAX_COUNT:
                 raise _NotPlain
-        elif key == "pattern":
-            if kind is not str or not _json.is_plain(value):
+        elif key == "pattern" or key == "$ref":
+            raise _NotPlain  # not a string (strings are handled above)
+        elif kind is list and all(
+            type(item) is str and (item.isascii() or not _SURROGATE.search(item)) for item in value
+        ):
+            if depth + 1 >= _MAX_DEPTH:
                 raise _NotPlain
-            patterns.append(value)
         elif not _json.is_plain(value, depth + 1):
             raise _NotPlain
 
