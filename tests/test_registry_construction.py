@@ -133,6 +133,40 @@ _BASE: dict[str, Any] = {
     },
 }
 
+# Value shapes the walk proves against the meta-schema (the call skipped) and the near
+# misses it must leave to the meta-schema (one property's schema each).
+_PROVED_SHAPES: list[dict[str, Any]] = [
+    {"enum": []},
+    {"type": ["string", "null"], "required": ["a", "b"]},
+    {"multipleOf": 3, "minimum": -2, "exclusiveMaximum": 9},
+    {"deprecated": True, "readOnly": False, "uniqueItems": True},
+    {"const": [1, {"a": None}], "default": "x"},
+]
+_META_SHAPES: list[dict[str, Any]] = [
+    *_PROVED_SHAPES,
+    {"type": []},
+    {"type": ["string", "string"]},
+    {"type": ["string", 5]},
+    {"required": ["a", "a"]},
+    {"required": "a"},
+    {"allOf": []},
+    {"prefixItems": []},
+    {"multipleOf": -3},
+    {"minimum": "1"},
+    {"exclusiveMaximum": True},
+    {"deprecated": "yes"},
+    {"writeOnly": None},
+    {"uniqueItems": 1},
+    {"examples": {}},
+    {"examples": "x"},
+    {"title": 5},
+    {"$comment": ["x"]},
+    {"contentMediaType": 5},
+    {"format": ["date"]},
+    {"dependentRequired": {"a": ["b"]}},
+    {"dependentRequired": {"a": ["b", "b"]}},
+]
+
 # Each replaces one value (by path) in _BASE: valid variants, and every kind of failure the
 # full compile reports (meta-schema, references, patterns, counts, dialects, roles).
 _MUTATIONS: list[tuple[tuple[str, ...], object]] = [
@@ -188,6 +222,7 @@ _MUTATIONS: list[tuple[tuple[str, ...], object]] = [
     (("properties", "s"), {"items": [{"type": "string"}]}),
     (("properties", "s"), {"minItems": True}),
     (("properties", "s"), {"maxItems": 2147483648}),
+    *((("properties", "s"), shape) for shape in _META_SHAPES),
 ]
 
 
@@ -267,3 +302,22 @@ def test_a_plain_document_is_checked_without_building_a_validator(
             where="s",
             memo=CompileMemo(),
         )
+
+
+def test_the_walk_proves_the_meta_schema_for_plain_value_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opgate import _schema
+
+    def meta(document: object) -> bool:
+        raise AssertionError("the meta-schema ran")
+
+    monkeypatch.setattr(_schema, "_meta_valid", meta)
+    compiler = SchemaCompiler()
+    for shape in [{}, *_META_SHAPES]:
+        schema = _mutated(("properties", "s"), shape)
+        if shape in [{}, *_PROVED_SHAPES]:
+            compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+        else:  # a shape the walk does not vouch for goes to the meta-schema
+            with pytest.raises(AssertionError, match="meta-schema ran"):
+                compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
