@@ -117,6 +117,7 @@ def test_construction_benchmark_tiny() -> None:
         assert set(row) <= set(table.columns)
         assert 0 < row["CPU s"] < 60
         assert 0 < row["wall s"] < 60
+        assert 0 < row["schema CPU s"] + row["revision CPU s"] <= row["CPU s"]
         assert row["target MB"] in (150.0, 300.0)
 
 

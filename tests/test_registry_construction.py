@@ -133,6 +133,40 @@ _BASE: dict[str, Any] = {
     },
 }
 
+# Value shapes the walk proves against the meta-schema (the call skipped) and the near
+# misses it must leave to the meta-schema (one property's schema each).
+_PROVED_SHAPES: list[dict[str, Any]] = [
+    {"enum": []},
+    {"type": ["string", "null"], "required": ["a", "b"]},
+    {"multipleOf": 3, "minimum": -2, "exclusiveMaximum": 9},
+    {"deprecated": True, "readOnly": False, "uniqueItems": True},
+    {"const": [1, {"a": None}], "default": "x"},
+]
+_META_SHAPES: list[dict[str, Any]] = [
+    *_PROVED_SHAPES,
+    {"type": []},
+    {"type": ["string", "string"]},
+    {"type": ["string", 5]},
+    {"required": ["a", "a"]},
+    {"required": "a"},
+    {"allOf": []},
+    {"prefixItems": []},
+    {"multipleOf": -3},
+    {"minimum": "1"},
+    {"exclusiveMaximum": True},
+    {"deprecated": "yes"},
+    {"writeOnly": None},
+    {"uniqueItems": 1},
+    {"examples": {}},
+    {"examples": "x"},
+    {"title": 5},
+    {"$comment": ["x"]},
+    {"contentMediaType": 5},
+    {"format": ["date"]},
+    {"dependentRequired": {"a": ["b"]}},
+    {"dependentRequired": {"a": ["b", "b"]}},
+]
+
 # Each replaces one value (by path) in _BASE: valid variants, and every kind of failure the
 # full compile reports (meta-schema, references, patterns, counts, dialects, roles).
 _MUTATIONS: list[tuple[tuple[str, ...], object]] = [
@@ -188,6 +222,7 @@ _MUTATIONS: list[tuple[tuple[str, ...], object]] = [
     (("properties", "s"), {"items": [{"type": "string"}]}),
     (("properties", "s"), {"minItems": True}),
     (("properties", "s"), {"maxItems": 2147483648}),
+    *((("properties", "s"), shape) for shape in _META_SHAPES),
 ]
 
 
@@ -267,3 +302,72 @@ def test_a_plain_document_is_checked_without_building_a_validator(
             where="s",
             memo=CompileMemo(),
         )
+
+
+def test_the_walk_proves_the_meta_schema_for_plain_value_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opgate import _schema
+
+    def meta(document: object) -> bool:
+        raise AssertionError("the meta-schema ran")
+
+    monkeypatch.setattr(_schema, "_meta_valid", meta)
+    compiler = SchemaCompiler()
+    for shape in [{}, *_META_SHAPES]:
+        schema = _mutated(("properties", "s"), shape)
+        if shape in [{}, *_PROVED_SHAPES]:
+            compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+        else:  # a shape the walk does not vouch for goes to the meta-schema
+            with pytest.raises(AssertionError, match="meta-schema ran"):
+                compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+
+
+def test_the_revision_hashes_the_same_bytes_as_field_by_field_updates() -> None:
+    # The revision is shared between replicas: batching the hash calls must not change it.
+    import hashlib
+    import random
+
+    from opgate._keys import Definition, definitions_revision
+
+    rng = random.Random(4)
+
+    def text() -> str:
+        return "".join(rng.choice("aé\ud800b😀 ") for _ in range(rng.randint(0, 12)))
+
+    shared = b'{"type":"object"}'
+    definitions = [
+        Definition(
+            f"op{i:05d}",
+            text(),
+            text(),
+            text(),
+            tuple(text() for _ in range(rng.randint(0, 3))),
+            text(),
+            shared if i % 3 else text().encode("utf-8", "surrogatepass"),
+            None if i % 2 else text().encode("utf-8", "surrogatepass"),
+        )
+        for i in range(1500)  # well over one batch of fields
+    ]
+    rng.shuffle(definitions)
+
+    digest = hashlib.sha256(b"opgate/revision/v2")
+
+    def put(data: bytes) -> None:
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+
+    put(b"9.9")
+    for item in sorted(definitions, key=lambda d: d.name):
+        for field in (item.name, item.group, item.summary, item.description, item.source):
+            put(field.encode("utf-8", "surrogatepass"))
+        digest.update(len(item.examples).to_bytes(4, "big"))
+        for example in item.examples:
+            put(example.encode("utf-8", "surrogatepass"))
+        put(hashlib.sha256(item.input_schema).digest())
+        if item.output_schema is None:
+            digest.update(b"\0")
+        else:
+            digest.update(b"\1")
+            put(hashlib.sha256(item.output_schema).digest())
+    assert definitions_revision(definitions, "9.9") == digest.hexdigest()[:32]

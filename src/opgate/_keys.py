@@ -41,6 +41,8 @@ SECRET_MAX_BYTES = 4096
 
 #: Versions the revision's encoding.
 _REVISION_DOMAIN = b"opgate/revision/v2"
+_SHA256_LENGTH = (32).to_bytes(8, "big")
+_REVISION_BATCH = 4096  # fields hashed per update call
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,34 +67,46 @@ def definitions_revision(definitions: Iterable[Definition], version: str) -> str
     object (identical schemas share one, so a catalog that repeats its schemas does
     not hash them again).
     """
-    digest = hashlib.sha256(_REVISION_DOMAIN)
-    update = digest.update
+    # The fields are laid out in a list and hashed a few thousand at a time (the same
+    # bytes as updating field by field, whose per-field calls cost more than the
+    # hashing; a bounded list, since one list of every encoded text kept ~30 MB of
+    # freed heap in the process's RSS at 20,000 operations).
+    digest = hashlib.sha256()
+    parts: list[bytes] = [_REVISION_DOMAIN]
+    append = parts.append
     schema_digests: dict[int, bytes] = {}
+    digest_length = _SHA256_LENGTH
 
     def put(data: bytes) -> None:
-        update(len(data).to_bytes(8, "big"))
-        update(data)
+        append(len(data).to_bytes(8, "big"))
+        append(data)
 
     def schema(data: bytes) -> None:
         known = schema_digests.get(id(data))
         if known is None:
             known = schema_digests[id(data)] = hashlib.sha256(data).digest()
-        put(known)
+        append(digest_length)
+        append(known)
 
     put(version.encode("utf-8"))
     for item in sorted(definitions, key=lambda d: d.name):
-        texts = (item.name, item.group, item.summary, item.description, item.source)
-        for text in texts:
-            put(text.encode("utf-8", "surrogatepass"))
-        update(len(item.examples).to_bytes(4, "big"))
+        for text in (item.name, item.group, item.summary, item.description, item.source):
+            data = text.encode("utf-8", "surrogatepass")
+            append(len(data).to_bytes(8, "big"))
+            append(data)
+        append(len(item.examples).to_bytes(4, "big"))
         for example in item.examples:
             put(example.encode("utf-8", "surrogatepass"))
         schema(item.input_schema)
         if item.output_schema is None:
-            update(b"\0")
+            append(b"\0")
         else:
-            update(b"\1")
+            append(b"\1")
             schema(item.output_schema)
+        if len(parts) >= _REVISION_BATCH:
+            digest.update(b"".join(parts))
+            parts.clear()
+    digest.update(b"".join(parts))
     return digest.hexdigest()[:32]
 
 

@@ -276,6 +276,8 @@ class Registry:
         self._monotonic = monotonic or time.monotonic
         if not callable(self._clock) or not callable(self._monotonic):
             raise TypeError("clock and monotonic must be callables returning seconds")
+        from . import __version__
+
         compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
         memo = CompileMemo()
         with paused_collector():
@@ -300,25 +302,24 @@ class Registry:
             )
             # The search order (see _ranking): the rule's index itself by default.
             self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
-        from . import __version__
-
-        self._scope_hashes: dict[str, bytes] = {}
-        self._revision = definitions_revision(
-            (
-                Definition(
-                    e.name,
-                    e.group,
-                    e.summary,
-                    e.description,
-                    e.examples,
-                    e.source,
-                    e.input_schema.canonical,
-                    None if e.output_schema is None else e.output_schema.canonical,
-                )
-                for e in self._entries
-            ),
-            __version__,
-        )
+            # Inside the paused collector too: 20,000 Definition objects would trigger passes.
+            self._scope_hashes: dict[str, bytes] = {}
+            self._revision = definitions_revision(
+                (
+                    Definition(
+                        e.name,
+                        e.group,
+                        e.summary,
+                        e.description,
+                        e.examples,
+                        e.source,
+                        e.input_schema.canonical,
+                        None if e.output_schema is None else e.output_schema.canonical,
+                    )
+                    for e in self._entries
+                ),
+                __version__,
+            )
         self._form_checks = FormChecks()
         self._bind_state(secret, ledger)
 

@@ -509,9 +509,10 @@ class SchemaCompiler:
         """
         if type(schema) is not dict or self._resources:
             return None
-        patterns = _plain_patterns(schema)
-        if patterns is None:
+        found = _plain_patterns(schema)
+        if found is None:
             return None
+        patterns, proved = found
         try:
             _check_role(schema, role, "schema")
         except ConfigurationError:
@@ -520,7 +521,7 @@ class SchemaCompiler:
         fresh = list(dict.fromkeys(p for p in patterns if (p, limit) not in _GOOD))
         if fresh and not _all_compile(fresh, limit):
             return None
-        if not _meta_valid(schema):
+        if not proved and not _meta_valid(schema):
             return None
         return _json.parsed_canonical_bytes(schema)
 
@@ -865,6 +866,9 @@ _PLAIN_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _PLAIN_DIALECT_URIS: Final = frozenset({_PLAIN_DIALECT, _PLAIN_DIALECT + "#"})
 _PLAIN_DEFS_REF: Final = "#/$defs/"
 _PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+_PLAIN_DEFS_REF_LENGTH: Final = len(_PLAIN_DEFS_REF)
+_MAX_DEPTH: Final = _json.MAX_DEPTH
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def _plain_reference(reference: str, defs: object) -> bool:
@@ -886,9 +890,39 @@ class _NotPlain(Exception):
 _PLAIN_SINGLE: Final = _SINGLE[DIALECT_2020_12]
 _PLAIN_ARRAY: Final = _ARRAY[DIALECT_2020_12]
 _PLAIN_MAP: Final = _MAP[DIALECT_2020_12]
+# The 2020-12 meta-schema's rule for each keyword of a plain document that is not
+# a schema, an array or map of schemas, or a count (those are walked and checked
+# as such): what ``_plain_node`` may take as proof that the meta-schema accepts it.
+_META_STRING_KEYS: Final = frozenset(
+    {
+        "$comment",
+        "$ref",
+        "$schema",
+        "contentEncoding",
+        "contentMediaType",
+        "description",
+        "title",
+        "format",
+        "pattern",
+        "const",
+        "default",
+    }
+)
+_META_TYPES: Final = frozenset(
+    {"array", "boolean", "integer", "null", "number", "object", "string"}
+)
+_META_ANY_VALUE_KEYS: Final = frozenset({"const", "default"})
+_META_ANY_ARRAY_KEYS: Final = frozenset({"enum", "examples", "const", "default"})
+_META_BOOLEAN_KEYS: Final = frozenset({"deprecated", "readOnly", "writeOnly", "uniqueItems"})
+_META_NUMBER_KEYS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+#: The keywords of a plain document whose value may be a string (all but schemas,
+#: arrays and maps of schemas, and counts).
+_PLAIN_STRING_KEYS: Final = (
+    _PLAIN_KEYWORDS - _PLAIN_SINGLE - _PLAIN_ARRAY - _PLAIN_MAP - frozenset(COUNT_KEYWORDS)
+)
 
 
-def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
+def _plain_patterns(document: dict[Any, Any]) -> tuple[list[str], bool] | None:
     """The patterns of a plain document given as Python data, if certainly plain.
 
     One walk that verifies both that ``_json.from_python(document, profile=True)``
@@ -896,6 +930,8 @@ def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
     surrogate, integers within the profile, nesting within ``MAX_DEPTH``) and that
     the document is plain (see ``_Walker``) and passes the walk's rules (counts).
     ``None`` on anything else, including every failure: the general path decides.
+    The flag says whether the walk proved the meta-schema accepts the document
+    (see ``_plain_node``).
     """
     definitions = document.get("$defs", {})
     declared = document.get("$schema", _PLAIN_DIALECT)
@@ -905,61 +941,114 @@ def _plain_patterns(document: dict[Any, Any]) -> list[str] | None:
         return None
     patterns: list[str] = []
     try:
-        _plain_node(document, 0, definitions, patterns)
+        proved = _plain_node(document, 0, definitions, patterns)
     except _NotPlain:
         return None
-    return patterns
+    return patterns, proved
 
 
 def _plain_node(
     node: dict[Any, Any], depth: int, definitions: dict[Any, Any], patterns: list[str]
-) -> None:
-    if depth >= _json.MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
+) -> bool:
+    """Walk one schema object of a plain document (``_NotPlain`` if it is not one).
+
+    Returns whether the walk proved that the 2020-12 meta-schema accepts this object
+    and everything under it (``False`` means only "not proved": ``_meta_valid``
+    decides). The proof covers the value shapes real schemas use, each against the
+    meta-schema's rule for its keyword (``_META_*`` below); formats are annotations
+    there, so a ``$ref``, ``pattern`` or ``format`` string is accepted as any string.
+
+    The hot loop of construction: the common leaves (strings, lists of strings) are
+    checked inline with the test ``_json.is_plain`` makes of them; anything else
+    goes to ``_json.is_plain`` itself.
+    """
+    if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
         raise _NotPlain
     if depth and "$schema" in node:
         raise _NotPlain
+    proved = True
     for key, value in node.items():
         kind = type(value)
+        if kind is str:
+            if key in _PLAIN_STRING_KEYS:
+                if not value.isascii() and _SURROGATE.search(value):
+                    raise _NotPlain
+                if key == "pattern":
+                    patterns.append(value)
+                elif key == "$ref":
+                    if not value.startswith(_PLAIN_DEFS_REF):
+                        raise _NotPlain
+                    name = value[_PLAIN_DEFS_REF_LENGTH:]
+                    if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
+                        raise _NotPlain
+                if key not in _META_STRING_KEYS and (key != "type" or value not in _META_TYPES):
+                    proved = False
+                continue
+            raise _NotPlain  # a string where a schema, array, map or count belongs
         if key in _PLAIN_SINGLE:
             if kind is dict:
-                _plain_node(value, depth + 1, definitions, patterns)
+                if not _plain_node(value, depth + 1, definitions, patterns):
+                    proved = False
             elif kind is not bool:
                 raise _NotPlain
         elif key in _PLAIN_ARRAY:
-            if kind is not list or depth + 1 >= _json.MAX_DEPTH:
+            if kind is not list or depth + 1 >= _MAX_DEPTH:
                 raise _NotPlain
+            if not value:  # the meta-schema's schemaArray has minItems 1
+                proved = False
             for item in value:
                 if type(item) is dict:
-                    _plain_node(item, depth + 2, definitions, patterns)
+                    if not _plain_node(item, depth + 2, definitions, patterns):
+                        proved = False
                 elif type(item) is not bool:
                     raise _NotPlain
         elif key in _PLAIN_MAP:
-            if kind is not dict or depth + 1 >= _json.MAX_DEPTH:
+            if kind is not dict or depth + 1 >= _MAX_DEPTH:
                 raise _NotPlain
             for name, member in value.items():
-                if type(name) is not str or not _json.is_plain(name):
+                if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
                     raise _NotPlain
                 if type(member) is dict:
-                    _plain_node(member, depth + 2, definitions, patterns)
+                    if not _plain_node(member, depth + 2, definitions, patterns):
+                        proved = False
                 elif type(member) is not bool:
                     raise _NotPlain
             if key == "patternProperties":
                 patterns.extend(value)
-        elif key == "$ref":
-            if kind is not str or not value.startswith(_PLAIN_DEFS_REF):
-                raise _NotPlain
-            name = value[len(_PLAIN_DEFS_REF) :]
-            if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
-                raise _NotPlain
         elif key in COUNT_KEYWORDS:
             if kind is not int or not 0 <= value <= MAX_COUNT:
                 raise _NotPlain
-        elif key == "pattern":
-            if kind is not str or not _json.is_plain(value):
+        elif key == "pattern" or key == "$ref":
+            raise _NotPlain  # not a string (strings are handled above)
+        else:
+            if kind is list and all(
+                type(item) is str and (item.isascii() or not _SURROGATE.search(item))
+                for item in value
+            ):
+                if depth + 1 >= _MAX_DEPTH:
+                    raise _NotPlain
+                if not (
+                    key in _META_ANY_ARRAY_KEYS
+                    or (key == "required" and len(set(value)) == len(value))
+                    or (
+                        key == "type"
+                        and value
+                        and _META_TYPES.issuperset(value)
+                        and len(set(value)) == len(value)
+                    )
+                ):
+                    proved = False
+            elif not _json.is_plain(value, depth + 1):
                 raise _NotPlain
-            patterns.append(value)
-        elif not _json.is_plain(value, depth + 1):
-            raise _NotPlain
+            elif not (
+                key in _META_ANY_VALUE_KEYS
+                or (kind is list and key in _META_ANY_ARRAY_KEYS)
+                or (kind is bool and key in _META_BOOLEAN_KEYS)
+                or (kind is int and key in _META_NUMBER_KEYS)
+                or (kind is int and key == "multipleOf" and value > 0)
+            ):
+                proved = False
+    return proved
 
 
 class _Walker:
