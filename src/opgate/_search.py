@@ -630,12 +630,21 @@ class SearchIndex:
         # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
         # sets that many bits.
         self._name_short: dict[str, int] = {}
+        # Each sparse trigram is turned into bits at most once here (a trigram holds up
+        # to five parts), and a part's bitset is the OR of its trigrams' bitsets.
+        sparse_bits: dict[str, int] = {}
+        name_sparse, name_dense = self._name_sparse, self._name_dense
         for part, containing in shorter.items():
-            lists = [self._name_sparse[gram] for gram in containing if gram in self._name_sparse]
-            if _size(lists) > _SHORT_PRECOMPUTE:
-                dense = self._name_dense
-                bits = _union(dense[gram] for gram in containing if gram in dense)
-                self._name_short[part] = bits | _bits(lists, size)
+            sparse_grams = [gram for gram in containing if gram in name_sparse]
+            if sum(len(name_sparse[gram]) for gram in sparse_grams) > _SHORT_PRECOMPUTE:
+                bits = _union(name_dense[gram] for gram in containing if gram in name_dense)
+                for gram in sparse_grams:
+                    gram_bits = sparse_bits.get(gram)
+                    if gram_bits is None:
+                        gram_bits = sparse_bits[gram] = _bits([name_sparse[gram]], size)
+                    bits |= gram_bits
+                self._name_short[part] = bits
+        del sparse_bits
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
