@@ -670,11 +670,14 @@ class SearchIndex:
         for group in self._group_list:
             for part in {group[k : k + width] for width in (1, 2) for k in range(len(group))}:
                 holders[part].append(group)
+        # Each group's bitset is made once, not once per part it holds.
+        group_bits = {group: self._group_bits(group) for group in self._group_list}
         self._group_short: dict[str, int] = {
-            part: _union(map(self._group_bits, groups))
+            part: _union(map(group_bits.__getitem__, groups))
             for part, groups in holders.items()
             if len(groups) > _GROUPS_PRECOMPUTE
         }
+        del group_bits
 
         # Every text field folded once, so a query never folds documentation.
         self._summaries_f = [entry.summary.casefold() for entry in ordered]
