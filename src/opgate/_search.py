@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
@@ -306,14 +306,22 @@ _WORD_BYTES = bytes(32 if c in _WORD_VIEW else c for c in range(256))
 _SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
 
 
-def _piece_entries(texts: Iterable[str]) -> dict[bytes, array[int]]:
+def _piece_entries(texts: Sequence[str]) -> dict[bytes, array[int]]:
     """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
     ascending ids of the texts holding it."""
     lists: defaultdict[bytes, array[int]] = defaultdict(_new_blocks)
+    # A text that occurs more than once (catalogs repeat descriptions) is split once:
+    # its pieces are kept until the build ends, the others' dropped at once.
+    repeated = {text for text, count in Counter(texts).items() if count > 1}
+    known: dict[str, set[bytes]] = {}
     for entry_id, text in enumerate(texts):
-        encoded = text.encode()
-        pieces = set(encoded.translate(_WORD_BYTES).split())
-        pieces.update(encoded.translate(_SYMBOL_BYTES).split())
+        pieces = known.get(text)
+        if pieces is None:
+            encoded = text.encode()
+            pieces = set(encoded.translate(_WORD_BYTES).split())
+            pieces.update(encoded.translate(_SYMBOL_BYTES).split())
+            if text in repeated:
+                known[text] = pieces
         _consume(map(array.append, map(lists.__getitem__, pieces), repeat(entry_id)))
     return dict(lists)
 
