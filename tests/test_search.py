@@ -189,6 +189,20 @@ def test_tier_is_the_worst_over_terms_of_the_best_field() -> None:
     ]
 
 
+def test_repeated_texts_index_every_entry_holding_them() -> None:
+    # Texts that occur more than once are split once at construction and reused: each
+    # entry holding one must still be indexed under its own id, in every field.
+    shared_summary, shared_doc = "Lists the widgets.", "Returns a page of widget_ids."
+    catalog = [
+        IndexEntry(f"op{k:02d}", "g", shared_summary if k % 3 else "other", (shared_doc,))
+        for k in range(40)
+    ] + [IndexEntry("zz", "g", shared_summary, ("", shared_doc))]
+    index = SearchIndex(catalog)
+    for query in ("widgets", "widget_ids", "page", "lists widget_ids", "other"):
+        assert list(index.ranked(query)) == reference(catalog, query), query
+    assert len(list(index.ranked("widget_ids"))) == 41
+
+
 def test_ties_use_case_sensitive_name_order() -> None:
     catalog = [IndexEntry(n, "", "x") for n in ["b", "a", "B", "A_", "_a"]]
     index = SearchIndex(catalog)

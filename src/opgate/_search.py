@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
@@ -306,14 +306,22 @@ _WORD_BYTES = bytes(32 if c in _WORD_VIEW else c for c in range(256))
 _SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
 
 
-def _piece_entries(texts: Iterable[str]) -> dict[bytes, array[int]]:
+def _piece_entries(texts: Sequence[str]) -> dict[bytes, array[int]]:
     """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
     ascending ids of the texts holding it."""
     lists: defaultdict[bytes, array[int]] = defaultdict(_new_blocks)
+    # A text that occurs more than once (catalogs repeat descriptions) is split once:
+    # its pieces are kept until the build ends, the others' dropped at once.
+    repeated = {text for text, count in Counter(texts).items() if count > 1}
+    known: dict[str, set[bytes]] = {}
     for entry_id, text in enumerate(texts):
-        encoded = text.encode()
-        pieces = set(encoded.translate(_WORD_BYTES).split())
-        pieces.update(encoded.translate(_SYMBOL_BYTES).split())
+        pieces = known.get(text)
+        if pieces is None:
+            encoded = text.encode()
+            pieces = set(encoded.translate(_WORD_BYTES).split())
+            pieces.update(encoded.translate(_SYMBOL_BYTES).split())
+            if text in repeated:
+                known[text] = pieces
         _consume(map(array.append, map(lists.__getitem__, pieces), repeat(entry_id)))
     return dict(lists)
 
@@ -630,12 +638,21 @@ class SearchIndex:
         # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
         # sets that many bits.
         self._name_short: dict[str, int] = {}
+        # Each sparse trigram is turned into bits at most once here (a trigram holds up
+        # to five parts), and a part's bitset is the OR of its trigrams' bitsets.
+        sparse_bits: dict[str, int] = {}
+        name_sparse, name_dense = self._name_sparse, self._name_dense
         for part, containing in shorter.items():
-            lists = [self._name_sparse[gram] for gram in containing if gram in self._name_sparse]
-            if _size(lists) > _SHORT_PRECOMPUTE:
-                dense = self._name_dense
-                bits = _union(dense[gram] for gram in containing if gram in dense)
-                self._name_short[part] = bits | _bits(lists, size)
+            sparse_grams = [gram for gram in containing if gram in name_sparse]
+            if sum(len(name_sparse[gram]) for gram in sparse_grams) > _SHORT_PRECOMPUTE:
+                bits = _union(name_dense[gram] for gram in containing if gram in name_dense)
+                for gram in sparse_grams:
+                    gram_bits = sparse_bits.get(gram)
+                    if gram_bits is None:
+                        gram_bits = sparse_bits[gram] = _bits([name_sparse[gram]], size)
+                    bits |= gram_bits
+                self._name_short[part] = bits
+        del sparse_bits
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
@@ -661,11 +678,14 @@ class SearchIndex:
         for group in self._group_list:
             for part in {group[k : k + width] for width in (1, 2) for k in range(len(group))}:
                 holders[part].append(group)
+        # Each group's bitset is made once, not once per part it holds.
+        group_bits = {group: self._group_bits(group) for group in self._group_list}
         self._group_short: dict[str, int] = {
-            part: _union(map(self._group_bits, groups))
+            part: _union(map(group_bits.__getitem__, groups))
             for part, groups in holders.items()
             if len(groups) > _GROUPS_PRECOMPUTE
         }
+        del group_bits
 
         # Every text field folded once, so a query never folds documentation.
         self._summaries_f = [entry.summary.casefold() for entry in ordered]
