@@ -677,3 +677,53 @@ async def test_serve_ranking_option_applies_to_the_served_registry(
     assert back.registry._search_method == "search"
     with pytest.raises(SystemExit):
         parser.parse_args(["serve", "tests.mcp_catalog:build_registry", "--ranking", "best"])
+
+
+def test_serve_ranking_relevance_without_the_extra_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opgate import cli
+
+    for module in ("opgate._relevance", "opgate._tokens"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, "Stemmer", None)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["serve", "tests.mcp_catalog:build_registry", "--ranking", "relevance"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "pip install 'opgate[relevance]'" in error
+    assert "Traceback" not in error
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ranking", [Ranking.RULE, Ranking.RELEVANCE])
+async def test_a_page_after_the_last_placed_operation_left_the_scope(ranking: Ranking) -> None:
+    # A grant revoked between pages (same scope key): the last placed operation is no
+    # longer discoverable, and paging must still resume after it rather than end.
+    from opgate import DiscoveryScope
+
+    class Revocable(AllowAll):
+        groups = frozenset({"a", "b"})
+
+        def discovery_scope(self, ctx: Any) -> DiscoveryScope:
+            return DiscoveryScope(groups=self.groups)
+
+    ops = [
+        op("a.ListThings", "Lists things.", group="a"),
+        op("b.ListThingz", "Lists things.", group="b"),
+        op("b.ListThingy", "Lists things.", group="b"),
+        op("b.ListThingw", "Lists things too.", group="b"),
+    ]
+    policy = Revocable()
+    reg = Registry(ops, policy, ranking=ranking)
+    first = await reg.search(Ctx(), "list things", limit=1)
+    assert isinstance(first, SearchPage)
+    assert [item.name for item in first.items] == ["a.ListThings"]
+    policy.groups = frozenset({"b"})
+    rest = await reg.search(Ctx(), "list things", limit=10, cursor=first.next_cursor)
+    assert isinstance(rest, SearchPage)
+    assert sorted(item.name for item in rest.items) == [
+        "b.ListThingw",
+        "b.ListThingy",
+        "b.ListThingz",
+    ]

@@ -508,6 +508,17 @@ class RelevanceIndex:
         self, query: str, group: str, after: tuple[int, str] | None, scope: Scope | None
     ) -> Iterator[tuple[int, int]]:
         found, scores = self.scores(query)
+        lengths = self._lengths
+        bound: tuple[int, float] | None = None
+        if after is not None:
+            last = self._rule.exact(after[1])
+            if last is None:  # pragma: no cover - cursors carry names of this catalog
+                return
+            # Read before the group and scope filters: the last placed operation may have
+            # left the principal's scope since (a revoked grant), and paging still
+            # resumes after it.
+            at = np.flatnonzero(found == last)
+            bound = (last, float(scores[at[0]]) if len(at) else 0.0)
         if group:
             code = self._groups.get(fold_group(group))
             if code is None:
@@ -519,13 +530,8 @@ class RelevanceIndex:
             member[list(scope.members)] = True
             keep = member[found]
             found, scores = found[keep], scores[keep]
-        lengths = self._lengths
-        if after is not None:
-            last = self._rule.exact(after[1])
-            if last is None:  # pragma: no cover - cursors carry names of this catalog
-                return
-            at = np.flatnonzero(found == last)
-            score = float(scores[at[0]]) if len(at) else 0.0
+        if bound is not None:
+            last, score = bound
             size = lengths[last]
             own = lengths[found]
             keep = (scores < score) | (

@@ -306,6 +306,23 @@ def _gateway(arguments: argparse.Namespace) -> Any:
     if not isinstance(target, Registry | GatewayServer) and callable(target):
         target = target()
     ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
+    try:
+        return _served(target, arguments, secret, ledger, ranking)
+    except ImportError as exc:  # Ranking.RELEVANCE without its extra: say how to install it
+        raise UsageError(str(exc)) from None
+
+
+def _served(
+    target: object,
+    arguments: argparse.Namespace,
+    secret: bytes | None,
+    ledger: Any,
+    ranking: Any,
+) -> Any:
+    """The gateway to serve: ``target`` with the shared state and ranking applied."""
+    from . import Registry
+    from .mcp import GatewayServer
+
     if isinstance(target, Registry):
         if secret is not None:
             target = target._with_state(secret=secret, ledger=ledger)
