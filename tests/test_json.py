@@ -1787,3 +1787,12 @@ def test_deepest_is_the_running_depths_maximum(brackets: str) -> None:
 
     expected = max(accumulate(map(_json._DEPTH_STEP, brackets), initial=0))
     assert _json._deepest(brackets) == expected
+
+
+@given(st.text(alphabet="[]{}", max_size=200).map(lambda b: b + "][" * (len(b) // 2)))
+def test_deepest_agrees_on_bracket_strings_with_many_short_runs(brackets: str) -> None:
+    # The other branch of ``_deepest`` (one step per bracket when runs are short).
+    from itertools import accumulate
+
+    expected = max(accumulate(map(_json._DEPTH_STEP, brackets), initial=0))
+    assert _json._deepest(brackets) == expected

@@ -67,7 +67,7 @@ import pickle
 import re
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate
+from itertools import accumulate, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -132,6 +132,8 @@ _RULE_NORMALIZED = (
 _NESTING = f"nesting deeper than {MAX_DEPTH} levels"
 _DUPLICATE = "duplicate object member name"
 _CONTAINERS = frozenset((tuple, list))
+_DECODED_CONTAINERS = frozenset((dict, list))
+_DICT = frozenset((dict,))
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -547,6 +549,10 @@ def _deepest(brackets: str) -> int:
     closers' negated, are summed instead of every bracket: 64 KiB of blocks nested 126
     deep is about 500 runs rather than 65,000 brackets.
     """
+    if (
+        brackets.count("][") + brackets.count("]{") + brackets.count("}[") + brackets.count("}{")
+    ) * 8 > len(brackets):  # many short runs: one step per bracket costs less
+        return max(accumulate(map(_DEPTH_STEP, brackets), initial=0))
     lengths = list(map(len, _BRACKET_RUNS.findall(brackets)))
     if not lengths:
         return 0
@@ -943,11 +949,12 @@ def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
     depth = 0
     level: list[Any] = [value]
     while level:
-        containers = [item for item in level if type(item) is dict or type(item) is list]
+        kinds = list(map(type, level))
+        containers = list(compress(level, map(_DECODED_CONTAINERS.__contains__, kinds)))
         if not containers:
             break
         depth += 1
-        members += sum(map(len, [item for item in containers if type(item) is dict]))
+        members += sum(map(len, compress(level, map(_DICT.__contains__, kinds))))
         level = gc.get_referents(*containers)
     repeated = colons >= 2 and members != colons and members != _STRINGS.sub("", text).count(":")
     return (depth if deep else 0, repeated)
