@@ -85,6 +85,12 @@ SHAPES: dict[str, Callable[[], str]] = {
         + ",".join(f'"k{i}":{i}' for i in range(SIZE // 10))[: SIZE - 40].rpartition(",")[0]
         + ',"k0":0}'
     ),
+    "small objects, the last repeating a name": lambda: _fill(
+        '{"a":[', '{"k":[1]},', '{"x":1,"x":2}]}'
+    ),
+    "a repeated name, then a syntax error": lambda: _fill(
+        '{"a":[', '{"k":[1]},', '{"k":1,"k":2},x]}'
+    ),
     "near-miss numbers": lambda: _fill('{"a":[', "1e4095,-0.0e-99999,1.5e-4090,", "1e4097]}"),
     "long integer": lambda: _fill('{"a":', "9", "}"),
     "long fraction": lambda: _fill('{"a":0.', "0", "1}"),

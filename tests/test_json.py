@@ -1796,3 +1796,33 @@ def test_deepest_agrees_on_bracket_strings_with_many_short_runs(brackets: str) -
 
     expected = max(accumulate(map(_json._DEPTH_STEP, brackets), initial=0))
     assert _json._deepest(brackets) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(min_value=1, max_value=140),
+    at=st.integers(min_value=0, max_value=139),
+    nested=st.booleans(),
+    inside_object=st.booleans(),
+    tail=st.sampled_from(["", ",x"]),
+)
+def test_a_repeated_name_is_located_across_chunks(
+    width: int, at: int, nested: bool, inside_object: bool, tail: str
+) -> None:
+    # Wide containers are searched chunk by chunk (``_first_duplicate``): the pointer must
+    # still name the first repeated member in document order, at any position, whether
+    # the text then ends or has a syntax error after it.
+    at %= width
+    clean = '{"k":[1,{"j":2}]}'
+    repeated = '{"k":[1,{"j":2,"j":3}]}' if nested else '{"k":1,"k":2}'
+    items = [repeated if index == at else clean for index in range(width)]
+    if inside_object:
+        body = "{" + ",".join(f'"m{index}":{item}' for index, item in enumerate(items)) + tail + "}"
+        where = f"/m{at}"
+    else:
+        body = "[" + ",".join(items) + tail + "]"
+        where = f"/{at}"
+    expected = f"{where}/k/1/j" if nested else f"{where}/k"
+    error = rejection(body)
+    assert error.reason.startswith("duplicate object member name"), error.reason
+    assert error.pointer == expected

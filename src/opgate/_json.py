@@ -131,7 +131,6 @@ _RULE_NORMALIZED = (
 )
 _NESTING = f"nesting deeper than {MAX_DEPTH} levels"
 _DUPLICATE = "duplicate object member name"
-_CONTAINERS = frozenset((tuple, list))
 _DECODED_CONTAINERS = frozenset((dict, list))
 _DICT = frozenset((dict,))
 
@@ -479,10 +478,31 @@ _STRICT = {
 _SCAN_TEXT: Callable[[str, int], tuple[Any, int]] = cast(
     Any, json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
 ).scan_once
-# The same with objects as tuples of pairs, so that repeated names are all kept.
+
+
+class _Members(tuple):  # type: ignore[type-arg]
+    """An object decoded as its ``(name, value)`` pairs, repeated names kept.
+
+    A tuple subclass, so that objects and the plain tuples of their pairs can be told
+    apart by type in the C passes of ``_repeats_below``; built in C by the decoder.
+    """
+
+    __slots__ = ()
+
+
+_CONTAINERS = frozenset((_Members, list))  # the pointer decode's containers
+_MEMBERS = frozenset((_Members,))
+_PAIR = frozenset((tuple,))
+_second = operator.itemgetter(1)
+# Items per chunk of ``_first_duplicate``.
+_CHUNK = 64
+
+# The same with objects as ``_Members``, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
     Any,
-    json.JSONDecoder(object_pairs_hook=tuple, parse_float=str, parse_int=str, parse_constant=str),
+    json.JSONDecoder(
+        object_pairs_hook=_Members, parse_float=str, parse_int=str, parse_constant=str
+    ),
 ).scan_once
 
 
@@ -503,6 +523,14 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
     return JSONError(f"invalid JSON: {message} at line {line} column {column}")
 
 
+def _brackets(stripped: str) -> str:
+    """The brackets of a text whose strings were removed, in order (C passes)."""
+    brackets = stripped.translate(_KEEP_BRACKETS)
+    if not brackets.isascii():  # characters no JSON text has outside strings
+        brackets = _NOT_BRACKET.sub("", brackets)
+    return brackets
+
+
 def _check_nesting(text: str, profile: bool) -> None:
     """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``.
 
@@ -515,9 +543,7 @@ def _check_nesting(text: str, profile: bool) -> None:
     container (read from a decode of that prefix, closed just after it).
     """
     stripped = _STRINGS.sub('""', text)
-    brackets = stripped.translate(_KEEP_BRACKETS)
-    if not brackets.isascii():  # characters no JSON text has outside strings
-        brackets = _NOT_BRACKET.sub("", brackets)
+    brackets = _brackets(stripped)
     if _deepest(brackets) <= MAX_DEPTH:
         return
     depths = list(accumulate(map(_DEPTH_STEP, brackets)))
@@ -902,7 +928,7 @@ _UNKNOWN = ("", "")
 def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
     """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
     none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
-    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    bracket_text = _brackets(_STRINGS.sub("", prefix))
     depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
     depth = depths[-1] if depths else 0
     if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
@@ -967,38 +993,68 @@ def _may_repeat_names(value: Any, text: str) -> bool:
 
 def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
     """The first repeated member name in document order, in a decode with objects as
-    tuples of pairs (``_SCAN_POINTER``): ``(reason, pointer)`` or ``None``.
+    ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)`` or ``None``.
 
     Each container costs a few C calls to tell whether it repeats a name or holds a
-    container at all; only then are its items looked at one by one.
+    container at all; only then are its items looked at one by one. The items of a
+    container are taken in chunks, and a chunk in which no object repeats a name at
+    any depth (``_repeats_below``, C passes) is skipped whole.
     """
-    if type(value) is tuple:
+    if type(value) is _Members:
         members = dict(value)
         repeats = len(members) != len(value)
         if not repeats and _CONTAINERS.isdisjoint(map(type, members.values())):
             return None
+        items = list(map(_second, value))
         seen: set[str] = set()
-        for name, item in value:
-            if repeats:
-                if name in seen:
+        for start in range(0, len(value), _CHUNK):
+            below = _repeats_below(items[start : start + _CHUNK])
+            if not repeats and not below:
+                continue
+            for name, item in value[start : start + _CHUNK]:
+                if repeats:
+                    if name in seen:
+                        path.append(name)
+                        return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+                    seen.add(name)
+                if below and (type(item) is _Members or type(item) is list):
                     path.append(name)
-                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-                seen.add(name)
-            if type(item) is tuple or type(item) is list:
-                path.append(name)
-                located = _first_duplicate(item, path)
-                if located is not None:
-                    return located
-                path.pop()
+                    located = _first_duplicate(item, path)
+                    if located is not None:
+                        return located
+                    path.pop()
     elif type(value) is list and not _CONTAINERS.isdisjoint(map(type, value)):
-        for index, item in enumerate(value):
-            if type(item) is tuple or type(item) is list:
-                path.append(index)
-                located = _first_duplicate(item, path)
-                if located is not None:
-                    return located
-                path.pop()
+        for start in range(0, len(value), _CHUNK):
+            chunk = value[start : start + _CHUNK]
+            if not _repeats_below(chunk):
+                continue
+            for index, item in enumerate(chunk, start):
+                if type(item) is _Members or type(item) is list:
+                    path.append(index)
+                    located = _first_duplicate(item, path)
+                    if located is not None:
+                        return located
+                    path.pop()
     return None
+
+
+def _repeats_below(values: list[Any]) -> bool:
+    """Whether an object among ``values`` (a ``_SCAN_POINTER`` decode), or inside them
+    at any depth, repeats a name: level by level, in C passes over each level."""
+    level = values
+    while level:
+        kinds = list(map(type, level))
+        objects = list(compress(level, map(_MEMBERS.__contains__, kinds)))
+        if objects and sum(map(len, objects)) != sum(map(len, map(dict, objects))):
+            return True
+        containers = list(compress(level, map(_CONTAINERS.__contains__, kinds)))
+        if not containers:
+            return False
+        inner = gc.get_referents(*containers)  # objects' pairs, arrays' items
+        kinds = list(map(type, inner))
+        pairs = compress(inner, map(_PAIR.__contains__, kinds))
+        level = [*map(_second, pairs), *compress(inner, map(_CONTAINERS.__contains__, kinds))]
+    return False
 
 
 def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
@@ -1021,7 +1077,7 @@ def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
     (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
     before it, else ``reason`` with that value's pointer; ``None`` for spellings
     ``_closed`` does not handle."""
-    bracket_text = _NOT_BRACKET.sub("", _STRINGS.sub("", prefix))
+    bracket_text = _brackets(_STRINGS.sub("", prefix))
     depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
     depth = depths[-1] if depths else 0
     if not depth:
