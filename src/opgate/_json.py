@@ -941,7 +941,7 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
         return None if document is not None else _UNKNOWN
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        value, end = _SCAN_TEXT(document, start)
+        value, end = _SCAN_POINTER(document, start)
     except (ValueError, StopIteration):
         head = len(prefix.rstrip(" \t\n\r"))
         if not depth or document[head - 1 : head] != '"':
@@ -949,13 +949,13 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
         # The prefix ends with a member name: give it a placeholder value.
         document = document[:head] + ":0" + document[head:]
         try:
-            value, end = _SCAN_TEXT(document, start)
+            value, end = _SCAN_POINTER(document, start)
         except (ValueError, StopIteration):
             return _UNKNOWN
     if end != len(document):
         return _UNKNOWN
-    if _may_repeat_names(value, document):
-        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+    if _repeats_below([value]):  # objects are ``_Members``: names repeat only then
+        return _first_duplicate(value, [])
     return None
 
 
