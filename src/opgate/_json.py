@@ -644,14 +644,18 @@ def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str
     return (_NESTING, pointer(path))
 
 
-def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
+def _prefix_problem(
+    prefix: str, profile: bool, scan: Callable[[str, int], tuple[Any, int]] | None = None
+) -> JSONError | None:
     """The first problem of ``prefix`` that is not merely its end, or ``None``.
 
     ``prefix`` is a document cut just before a bracket that nests too deep, so it
     nests at most ``MAX_DEPTH`` deep and decoding it is safe. A repeated member name
     is not reported here (``_nesting_pointer`` finds it) unless a syntax error follows it.
+    ``scan`` overrides the decoder (the hooked one, after a long integer).
     """
-    scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
+    if scan is None:
+        scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
     start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
     try:
         _, end = scan(prefix, start)
@@ -674,7 +678,7 @@ def _prefix_problem(prefix: str, profile: bool) -> JSONError | None:
         return None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
-            return _prefix_problem_big(prefix)
+            return _prefix_problem(prefix, profile, _SCAN_EXACT_BIG)
         raise  # pragma: no cover - the profiled scan rejects such integers first
     except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
         return None
@@ -691,27 +695,6 @@ def _duplicate_before(
     except JSONError as exc:
         return exc
     return None
-
-
-def _prefix_problem_big(prefix: str) -> JSONError | None:
-    start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
-    try:
-        _, end = _SCAN_EXACT_BIG(prefix, start)
-    except _Rejected as exc:
-        located = _locate(prefix, profile=False)
-        return JSONError(*located) if located is not None else JSONError(exc.reason)
-    except json.JSONDecodeError as exc:
-        if exc.pos < len(prefix):
-            return _duplicate_before(prefix, _SCAN_EXACT_BIG, exc.pos) or _syntax_error(
-                exc.msg, prefix, exc.pos
-            )
-        return None
-    except StopIteration:  # pragma: no cover - the prefix starts with a bracket
-        return None
-    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
-    return _duplicate_before(prefix, _SCAN_EXACT_BIG, extra) or _syntax_error(
-        "Extra data", prefix, extra
-    )
 
 
 def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
@@ -954,9 +937,7 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
             return _UNKNOWN
     if end != len(document):
         return _UNKNOWN
-    if _repeats_below([value]):  # objects are ``_Members``: names repeat only then
-        return _first_duplicate(value, [])
-    return None
+    return _first_duplicate(value, [])  # ``None`` when no name repeats
 
 
 def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
