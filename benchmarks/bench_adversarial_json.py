@@ -56,6 +56,14 @@ def _too_deep_near_start(size: int = SIZE) -> str:
     return _fill('{"a":[', block + ",", '{"k":1}]}', size)
 
 
+def _wide_levels(levels: int, width: int) -> str:
+    # Each level: ``width`` small objects, then the next level; one repeated name inside.
+    inner = '{"k":1,"k":2}'
+    for _ in range(levels):
+        inner = "[" + '{"a":[]},' * width + inner + "]"
+    return '{"a":' + inner + "}"
+
+
 def _too_deep_at_end(size: int = SIZE) -> str:
     return _fill('{"a":[', '{"k":1},', "{}]," + '"b":' + "[" * (MAX_DEPTH + 1) + "}", size)
 
@@ -91,6 +99,7 @@ SHAPES: dict[str, Callable[[], str]] = {
     "a repeated name, then a syntax error": lambda: _fill(
         '{"a":[', '{"k":[1]},', '{"k":1,"k":2},x]}'
     ),
+    "wide levels around a repeated name": lambda: _wide_levels(120, 60),
     "near-miss numbers": lambda: _fill('{"a":[', "1e4095,-0.0e-99999,1.5e-4090,", "1e4097]}"),
     "long integer": lambda: _fill('{"a":', "9", "}"),
     "long fraction": lambda: _fill('{"a":0.', "0", "1}"),

@@ -1358,6 +1358,19 @@ def repeated_name_then_syntax_error(size: int) -> str:
     return "[" + '{"k":[1]},' * ((size - 30) // 10) + '{"k":1,"k":2},x]'
 
 
+def wide_levels_around_a_repeated_name(size: int) -> str:
+    """Levels of 40 small objects, one level deeper per 330 bytes, around one repeated name.
+
+    A chunk on the path to the repeat is checked again at every level above it; the
+    locator's budget keeps that from costing depth times the text.
+    """
+    levels = max(1, min(120, size // 330))
+    inner = '{"k":1,"k":2}'
+    for _ in range(levels):
+        inner = "[" + '{"a":[]},' * 40 + inner + "]"
+    return inner
+
+
 ADVERSARIAL_SHAPES = [
     unterminated_escaped_quotes,
     stray_escaped_quotes,
@@ -1365,6 +1378,7 @@ ADVERSARIAL_SHAPES = [
     objects_then_repeated_name,
     strings_then_refused_number,
     repeated_name_then_syntax_error,
+    wide_levels_around_a_repeated_name,
 ]
 
 

@@ -614,7 +614,7 @@ def _nesting_problem(
     if end != len(document):  # a whole value ended before: extra data
         return None
     if _may_repeat_names(value, document):
-        located = _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+        located = _repeated_name(_SCAN_POINTER(document, start)[0], document)
         return JSONError(*located) if located is not None else None
     return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
 
@@ -630,7 +630,7 @@ def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str
         tree, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
-    duplicate = _first_duplicate(tree, [])
+    duplicate = _repeated_name(tree, document)
     if duplicate is not None:
         return duplicate
     path: list[str | int] = []
@@ -866,7 +866,7 @@ def _decode(
         _check_nesting(text, profile)
         raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
     if repeated:
-        located = _first_duplicate(_SCAN_POINTER(text, start)[0], [])
+        located = _repeated_name(_SCAN_POINTER(text, start)[0], text)
         if located is not None:
             raise JSONError(*located)
     return value
@@ -937,7 +937,7 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
             return _UNKNOWN
     if end != len(document):
         return _UNKNOWN
-    return _first_duplicate(value, [])  # ``None`` when no name repeats
+    return _repeated_name(value, document)  # ``None`` when no name repeats
 
 
 def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
@@ -972,14 +972,26 @@ def _may_repeat_names(value: Any, text: str) -> bool:
     return _shape(value, text, False)[1]
 
 
-def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
-    """The first repeated member name in document order, in a decode with objects as
-    ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)`` or ``None``.
+def _repeated_name(tree: Any, text: str) -> tuple[str, str] | None:
+    """The first repeated member name in document order in ``tree``, the decode of
+    ``text`` with objects as ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)``
+    or ``None``."""
+    return _first_duplicate(tree, [], [len(text) // 2])
+
+
+def _first_duplicate(
+    value: Any, path: list[str | int], budget: list[int]
+) -> tuple[str, str] | None:
+    """``_repeated_name`` below ``path``.
 
     Each container costs a few C calls to tell whether it repeats a name or holds a
     container at all; only then are its items looked at one by one. The items of a
     container are taken in chunks, and a chunk in which no object repeats a name at
-    any depth (``_repeats_below``, C passes) is skipped whole.
+    any depth (``_repeats_below``, C passes) is skipped whole. Those checks share one
+    ``budget`` of items visited (half the text's length): a chunk on the path to a
+    repeated name is checked again at every level above it, so without the bound
+    nesting wide levels around one repeat would cost depth times the text; once it
+    is spent, chunks are walked item by item, as they would be without the checks.
     """
     if type(value) is _Members:
         members = dict(value)
@@ -989,7 +1001,7 @@ def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | Non
         items = list(map(_second, value))
         seen: set[str] = set()
         for start in range(0, len(value), _CHUNK):
-            below = _repeats_below(items[start : start + _CHUNK])
+            below = _repeats_below(items[start : start + _CHUNK], budget)
             if not repeats and not below:
                 continue
             for name, item in value[start : start + _CHUNK]:
@@ -1000,30 +1012,37 @@ def _first_duplicate(value: Any, path: list[str | int]) -> tuple[str, str] | Non
                     seen.add(name)
                 if below and (type(item) is _Members or type(item) is list):
                     path.append(name)
-                    located = _first_duplicate(item, path)
+                    located = _first_duplicate(item, path, budget)
                     if located is not None:
                         return located
                     path.pop()
     elif type(value) is list and not _CONTAINERS.isdisjoint(map(type, value)):
         for start in range(0, len(value), _CHUNK):
             chunk = value[start : start + _CHUNK]
-            if not _repeats_below(chunk):
+            if not _repeats_below(chunk, budget):
                 continue
             for index, item in enumerate(chunk, start):
                 if type(item) is _Members or type(item) is list:
                     path.append(index)
-                    located = _first_duplicate(item, path)
+                    located = _first_duplicate(item, path, budget)
                     if located is not None:
                         return located
                     path.pop()
     return None
 
 
-def _repeats_below(values: list[Any]) -> bool:
+def _repeats_below(values: list[Any], budget: list[int]) -> bool:
     """Whether an object among ``values`` (a ``_SCAN_POINTER`` decode), or inside them
-    at any depth, repeats a name: level by level, in C passes over each level."""
+    at any depth, may repeat a name: level by level, in C passes over each level.
+
+    Each item visited is taken from ``budget[0]``; once it is spent the answer is
+    ``True`` (unknown), which costs the caller time, never correctness.
+    """
     level = values
     while level:
+        budget[0] -= len(level)
+        if budget[0] < 0:
+            return True
         kinds = list(map(type, level))
         objects = list(compress(level, map(_MEMBERS.__contains__, kinds)))
         if objects and sum(map(len, objects)) != sum(map(len, map(dict, objects))):
@@ -1074,7 +1093,7 @@ def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
     if end != len(document):  # pragma: no cover - the prefix had no problem
         return None
     if _may_repeat_names(value, document):
-        return _first_duplicate(_SCAN_POINTER(document, start)[0], [])
+        return _repeated_name(_SCAN_POINTER(document, start)[0], document)
     return (reason, pointer(_last_path(value, depth)))
 
 
