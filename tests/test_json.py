@@ -1361,8 +1361,8 @@ def repeated_name_then_syntax_error(size: int) -> str:
 def wide_levels_around_a_repeated_name(size: int) -> str:
     """Levels of 40 small objects, one level deeper per 330 bytes, around one repeated name.
 
-    A chunk on the path to the repeat is checked again at every level above it; the
-    locator's budget keeps that from costing depth times the text.
+    A locator that checks a container's whole subtree at every level above the repeat
+    costs depth times the text.
     """
     levels = max(1, min(120, size // 330))
     inner = '{"k":1,"k":2}'
@@ -1730,6 +1730,61 @@ def test_repeated_names_are_found_after_a_hookless_decode() -> None:
     assert (error.reason, error.pointer) == ("duplicate object member name 'a'", "/a")
 
 
+def _json_trees() -> st.SearchStrategy[Any]:
+    """JSON values with objects as lists of ``(name, value)`` pairs; few names, so
+    repeats are common and can sit at any depth and position."""
+    leaves = st.sampled_from([0, "s", None])
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(st.tuples(st.sampled_from("abc"), inner), max_size=4).map(tuple)
+        ),
+        max_leaves=30,
+    )
+
+
+def _tree_text(tree: Any) -> str:
+    if type(tree) is tuple:
+        return "{" + ",".join(f'"{name}":{_tree_text(item)}' for name, item in tree) + "}"
+    if type(tree) is list:
+        return "[" + ",".join(map(_tree_text, tree)) + "]"
+    return json.dumps(tree)
+
+
+def _first_repeated_path(tree: Any, path: list[str | int]) -> list[str | int] | None:
+    """The rule, written plainly: members in order, a repeated name before the value
+    that follows it, and a value's own repeats before the next member."""
+    if type(tree) is tuple:
+        seen: set[str] = set()
+        for name, item in tree:
+            if name in seen:
+                return [*path, name]
+            seen.add(name)
+            found = _first_repeated_path(item, [*path, name])
+            if found is not None:
+                return found
+    elif type(tree) is list:
+        for index, item in enumerate(tree):
+            found = _first_repeated_path(item, [*path, index])
+            if found is not None:
+                return found
+    return None
+
+
+@FAST
+@given(_json_trees())
+def test_the_repeated_name_locator_agrees_with_the_rule_written_plainly(tree: Any) -> None:
+    text = _tree_text(tree)
+    expected = _first_repeated_path(tree, [])
+    if expected is None:
+        parse(text)
+        return
+    error = rejection(text)
+    assert error.reason == f"duplicate object member name {str(expected[-1])!r}"
+    assert error.pointer == _json.pointer(expected)
+
+
 def test_a_refused_number_is_located_past_the_same_text_in_strings() -> None:
     error = rejection('{"s":"1e4097","t":["1e4097"],"y":[1,{"z":1e4097}]}', profile=True)
     assert error.pointer == "/y/1/z"
@@ -1823,9 +1878,8 @@ def test_deepest_agrees_on_bracket_strings_with_many_short_runs(brackets: str) -
 def test_a_repeated_name_is_located_across_chunks(
     width: int, at: int, nested: bool, inside_object: bool, tail: str
 ) -> None:
-    # Wide containers are searched chunk by chunk (``_first_duplicate``): the pointer must
-    # still name the first repeated member in document order, at any position, whether
-    # the text then ends or has a syntax error after it.
+    # The pointer names the first repeated member in document order, at any position
+    # in a wide container, whether the text then ends or has a syntax error after it.
     at %= width
     clean = '{"k":[1,{"j":2}]}'
     repeated = '{"k":[1,{"j":2,"j":3}]}' if nested else '{"k":1,"k":2}'

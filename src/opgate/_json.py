@@ -65,11 +65,12 @@ import marshal
 import operator
 import pickle
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, compress
+from itertools import accumulate, chain, compress, repeat
 from json.encoder import encode_basestring
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 from ._collector import paused_collector
 from ._failures import short_prefix
@@ -492,10 +493,7 @@ class _Members(tuple):  # type: ignore[type-arg]
 
 _CONTAINERS = frozenset((_Members, list))  # the pointer decode's containers
 _MEMBERS = frozenset((_Members,))
-_PAIR = frozenset((tuple,))
 _second = operator.itemgetter(1)
-# Items per chunk of ``_first_duplicate``.
-_CHUNK = 64
 
 # The same with objects as ``_Members``, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
@@ -975,86 +973,120 @@ def _may_repeat_names(value: Any, text: str) -> bool:
 def _repeated_name(tree: Any, text: str) -> tuple[str, str] | None:
     """The first repeated member name in document order in ``tree``, the decode of
     ``text`` with objects as ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)``
-    or ``None``."""
-    return _first_duplicate(tree, [], [len(text) // 2])
+    or ``None``.
 
-
-def _first_duplicate(
-    value: Any, path: list[str | int], budget: list[int]
-) -> tuple[str, str] | None:
-    """``_repeated_name`` below ``path``.
-
-    Each container costs a few C calls to tell whether it repeats a name or holds a
-    container at all; only then are its items looked at one by one. The items of a
-    container are taken in chunks, and a chunk in which no object repeats a name at
-    any depth (``_repeats_below``, C passes) is skipped whole. Those checks share one
-    ``budget`` of items visited (half the text's length): a chunk on the path to a
-    repeated name is checked again at every level above it, so without the bound
-    nesting wide levels around one repeat would cost depth times the text; once it
-    is spent, chunks are walked item by item, as they would be without the checks.
+    Linear in the tree: the non-empty containers are gathered level by level and
+    the objects that repeat a name are marked, in C passes over each level
+    (``_container_levels``); every container with a marked one below it is marked
+    too, keeping for each only its first marked child (``_first_marked_children``);
+    then one walk from the root compares, at each container on the way, its own
+    first repeated name with its first marked child by position.
     """
-    if type(value) is _Members:
-        members = dict(value)
-        repeats = len(members) != len(value)
-        if not repeats and _CONTAINERS.isdisjoint(map(type, members.values())):
+    del text  # the tree holds everything; the text is kept for the callers' symmetry
+    if type(tree) not in _CONTAINERS:
+        return None
+    levels = _container_levels(tree)
+    firsts = _first_marked_children(levels)
+    firsts.append({})  # the deepest level has no children
+    if 0 not in levels[0].repeating and 0 not in firsts[1]:
+        return None
+    path: list[str | int] = []
+    index = 0
+    for depth, level in enumerate(levels):
+        node = level.nodes[index]
+        repeat = _first_repeat(node) if index in level.repeating else None
+        child = firsts[depth + 1].get(index)
+        child_at = None if child is None else _position(level, levels[depth + 1].origins[child])
+        if repeat is not None and (child_at is None or child_at >= repeat):
+            name = node[repeat][0]
+            path.append(name)
+            return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+        if child is None or child_at is None:  # pragma: no cover - marked: found below
             return None
-        items = list(map(_second, value))
-        seen: set[str] = set()
-        for start in range(0, len(value), _CHUNK):
-            below = _repeats_below(items[start : start + _CHUNK], budget)
-            if not repeats and not below:
-                continue
-            for name, item in value[start : start + _CHUNK]:
-                if repeats:
-                    if name in seen:
-                        path.append(name)
-                        return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-                    seen.add(name)
-                if below and (type(item) is _Members or type(item) is list):
-                    path.append(name)
-                    located = _first_duplicate(item, path, budget)
-                    if located is not None:
-                        return located
-                    path.pop()
-    elif type(value) is list and not _CONTAINERS.isdisjoint(map(type, value)):
-        for start in range(0, len(value), _CHUNK):
-            chunk = value[start : start + _CHUNK]
-            if not _repeats_below(chunk, budget):
-                continue
-            for index, item in enumerate(chunk, start):
-                if type(item) is _Members or type(item) is list:
-                    path.append(index)
-                    located = _first_duplicate(item, path, budget)
-                    if located is not None:
-                        return located
-                    path.pop()
-    return None
+        path.append(node[child_at][0] if type(node) is _Members else child_at)
+        index = child
+    return None  # pragma: no cover - the walk ends at an object that repeats a name
 
 
-def _repeats_below(values: list[Any], budget: list[int]) -> bool:
-    """Whether an object among ``values`` (a ``_SCAN_POINTER`` decode), or inside them
-    at any depth, may repeat a name: level by level, in C passes over each level.
+class _Level(NamedTuple):
+    """The non-empty containers at one depth of a ``_SCAN_POINTER`` decode.
 
-    Each item visited is taken from ``budget[0]``; once it is spent the answer is
-    ``True`` (unknown), which costs the caller time, never correctness.
+    ``nodes`` are in document order within each parent. Their items (an object's
+    pairs, an array's items) are numbered objects first, then arrays: ``order`` is
+    the node index of each in that numbering and ``ends`` the running total of their
+    sizes. ``origins`` gives each node's item number in the level above, and
+    ``repeating`` the indices of the objects that repeat a name.
     """
-    level = values
-    while level:
-        budget[0] -= len(level)
-        if budget[0] < 0:
-            return True
-        kinds = list(map(type, level))
-        objects = list(compress(level, map(_MEMBERS.__contains__, kinds)))
-        if objects and sum(map(len, objects)) != sum(map(len, map(dict, objects))):
-            return True
-        containers = list(compress(level, map(_CONTAINERS.__contains__, kinds)))
-        if not containers:
-            return False
-        inner = gc.get_referents(*containers)  # objects' pairs, arrays' items
-        kinds = list(map(type, inner))
-        pairs = compress(inner, map(_PAIR.__contains__, kinds))
-        level = [*map(_second, pairs), *compress(inner, map(_CONTAINERS.__contains__, kinds))]
-    return False
+
+    nodes: list[Any]
+    origins: list[int]
+    order: list[int]
+    ends: list[int]
+    repeating: set[int]
+
+
+def _container_levels(tree: Any) -> list[_Level]:
+    """The non-empty containers of ``tree`` level by level (``_Level``): a dozen C
+    passes per level, no Python code per container."""
+    levels: list[_Level] = []
+    nodes: list[Any] = [tree] if len(tree) else []
+    origins = [0]
+    while nodes:
+        is_object = list(map(_MEMBERS.__contains__, map(type, nodes)))
+        is_array = list(map(operator.not_, is_object))
+        objects = list(compress(nodes, is_object))
+        arrays = list(compress(nodes, is_array))
+        object_at = list(compress(range(len(nodes)), is_object))
+        sizes = list(map(len, objects))
+        distinct = map(len, map(dict, objects))
+        repeating = set(compress(object_at, map(operator.ne, sizes, distinct)))
+        order = [*object_at, *compress(range(len(nodes)), is_array)]
+        ends = list(accumulate(chain(sizes, map(len, arrays))))
+        levels.append(_Level(nodes, origins, order, ends, repeating))
+        items = [*map(_second, chain.from_iterable(objects)), *chain.from_iterable(arrays)]
+        is_container = list(map(_CONTAINERS.__contains__, map(type, items)))
+        containers = list(compress(items, is_container))
+        non_empty = list(map(len, containers))
+        nodes = list(compress(containers, non_empty))
+        origins = list(compress(compress(range(len(items)), is_container), non_empty))
+    return levels
+
+
+def _parent(level: _Level, item: int) -> int:
+    """The node of ``level`` that holds its item number ``item``."""
+    return level.order[bisect_right(level.ends, item)]
+
+
+def _position(level: _Level, item: int) -> int:
+    """The position of item number ``item`` of ``level`` within its container."""
+    holder = bisect_right(level.ends, item)
+    return item - level.ends[holder - 1] if holder else item
+
+
+def _first_marked_children(levels: list[_Level]) -> list[dict[int, int]]:
+    """For each level, node index -> the index of its first child (in the level
+    below) that repeats a name or holds one that does; level 0 maps nothing."""
+    firsts: list[dict[int, int]] = [{} for _ in levels]
+    below: set[int] = set()  # nodes of the current level with a marked child
+    for depth in range(len(levels) - 1, 0, -1):
+        level, above = levels[depth], levels[depth - 1]
+        # A container's children are consecutive nodes in position order, so the
+        # smallest index is the first; the dict keeps the last one written.
+        marked = sorted(level.repeating | below, reverse=True)
+        holders = map(_parent, repeat(above), map(level.origins.__getitem__, marked))
+        firsts[depth] = dict(zip(holders, marked, strict=True))
+        below = set(firsts[depth])
+    return firsts
+
+
+def _first_repeat(members: Any) -> int | None:
+    """The position of the first member of ``members`` whose name came before."""
+    seen: set[str] = set()
+    for position, (name, _) in enumerate(members):
+        if name in seen:
+            return position
+        seen.add(name)
+    return None  # pragma: no cover - called only on objects that repeat a name
 
 
 def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
