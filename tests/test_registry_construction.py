@@ -371,3 +371,92 @@ def test_the_revision_hashes_the_same_bytes_as_field_by_field_updates() -> None:
             digest.update(b"\1")
             put(hashlib.sha256(item.output_schema).digest())
     assert definitions_revision(definitions, "9.9") == digest.hexdigest()[:32]
+
+
+# --- $defs members shared between the documents of one batch ------------------------------
+
+_MEMBER_NAMES = ["Name", "Tag", 'a"b', "é", "\U0001f600x", "\uff01", "\x01", "Z", "_1", "$x"]
+_MEMBERS: list[object] = [
+    _BASE["$defs"]["Name"],
+    _BASE["$defs"]["Tag"],
+    {"type": "string", "pattern": "^x+$"},
+    {"type": "string", "pattern": "[a-"},
+    {"type": "string", "pattern": "(?=a)b"},
+    {"$ref": "#/$defs/Name"},
+    {"$ref": "#/$defs/Z"},
+    {"items": {"$ref": "#/$defs/_1"}, "maxItems": 3},
+    True,
+    False,
+    {"minimum": 0.5},
+    {"type": "integer", "maximum": 10**30},
+    {"enum": ["é", "\U0001f600", 10**21]},
+    {"type": ["string", "string"]},
+    {"$id": "urn:x"},
+    {"properties": {"v": {"$ref": "#/$defs/Tag"}}, "required": ["v"]},
+    [],
+]
+
+
+def _document(rng: Any) -> dict[str, Any]:
+    """A document whose root ``$defs`` members come from a small pool (so they repeat
+    across documents), under names that may need escapes or sort past ASCII."""
+    names = rng.sample(_MEMBER_NAMES, rng.randint(1, 6))
+    document: dict[str, Any] = {}
+    if rng.random() < 0.3:
+        document["$comment"] = "sorts before $defs"
+    document["$defs"] = {name: rng.choice(_MEMBERS) for name in names}
+    if rng.random() < 0.8:
+        document["type"] = "object"
+        document["properties"] = {
+            "p": {"$ref": f"#/$defs/{rng.choice(['Name', 'Tag', 'Z', '_1'])}"}
+        }
+    if rng.random() < 0.2:
+        document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return document
+
+
+def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None:
+    # Every document of a batch must be accepted or refused, with the same canonical
+    # bytes or message, as when compiled alone — whatever documents came before it,
+    # refused ones included, and however its $defs members are named and ordered.
+    import random
+
+    rng = random.Random(11)
+    compiler = SchemaCompiler()
+    memo = CompileMemo()
+    kinds: set[str] = set()
+    fixed: list[dict[str, Any]] = [
+        {"$defs": {"\U0001f600x": True, "\uff01": {"type": "string"}}},  # UTF-16 order
+        {"$defs": {"\uff01": True, "\U0001f600x": {"type": "string"}}, "type": "object"},
+        {"$comment": "c", "$defs": {"b": True, "a": {"type": "string"}}, "type": "object"},
+        {"$defs": {'a"b': {"$ref": "#/$defs/\x01"}, "\x01": {"type": "integer"}}},
+    ]
+    for document in [*fixed, *(_document(rng) for _ in range(600))]:
+        try:
+            compiled = compiler.compile(document, role=SchemaRole.INPUT, where="s", memo=memo)
+            batch = f"ok {compiled.dialect} {compiled.canonical!r}"
+        except ConfigurationError as exc:
+            batch = f"error {exc}"
+        assert batch == _outcome(document, batch=False), document
+        kinds.add(batch.split(" ", 1)[0])
+    assert kinds == {"ok", "error"}
+
+
+def test_a_shared_member_is_checked_against_each_documents_own_defs() -> None:
+    compiler = SchemaCompiler()
+    memo = CompileMemo()
+    refers = {"$ref": "#/$defs/Target"}
+    whole = {"$defs": {"Member": refers, "Target": {"type": "string"}}}
+    compiler.compile(whole, role=SchemaRole.INPUT, where="s", memo=memo)
+    alone = {"$defs": {"Member": refers}}
+    with pytest.raises(ConfigurationError, match="Target"):
+        compiler.compile(alone, role=SchemaRole.INPUT, where="s", memo=memo)
+
+
+def test_a_refused_document_is_refused_again_in_the_same_batch() -> None:
+    compiler = SchemaCompiler()
+    memo = CompileMemo()
+    bad = {"type": "string", "pattern": "[a-"}
+    for _ in range(2):  # refused both times: the first refusal left nothing behind
+        with pytest.raises(ConfigurationError, match="pattern"):
+            compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", memo=memo)
