@@ -395,18 +395,18 @@ class Registry:
                 memo=memo,
             )
         )
-        size = (
-            sum(
-                _utf8_size(text)
-                for text in (
-                    operation.name,
-                    operation.group,
-                    operation.summary,
-                    operation.description,
-                    operation.source,
-                    *operation.examples,
-                )
+        texts = "".join(
+            (
+                operation.name,
+                operation.group,
+                operation.summary,
+                operation.description,
+                operation.source,
+                *operation.examples,
             )
+        )
+        size = (
+            _utf8_size(texts)
             + len(input_schema.canonical)
             + (len(output_schema.canonical) if output_schema else 0)
         )
