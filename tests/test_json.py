@@ -1532,8 +1532,14 @@ def test_parsed_canonical_bytes_equals_canonical_bytes() -> None:
         "\ue000",
         'q"\\\n\x01',
         "1234567890123456789012",
+        2**63,
+        2**64 - 1,  # 20 digits: written in full by both
+        2**64,  # past 64 bits: the fallback
+        -(2**63) - 1,
+        10**21 - 1,
+        "".join(map(chr, range(0x80))) + "\u2028\u2029\ufeff\ud7ff\uffff",
     ]
-    keys = ["a", "B", "é", "\ue000", "\U0001f600", "\U0001f600x", "", "10", "~/"]
+    keys = ["a", "B", "é", "\ue000", "\U0001f600", "\U0001f600x", "", "10", "~/", "\x00", "\x7f"]
 
     def value(depth: int) -> object:
         roll = rng.random()
@@ -1543,7 +1549,7 @@ def test_parsed_canonical_bytes_equals_canonical_bytes() -> None:
             return [value(depth + 1) for _ in range(rng.randint(0, 4))]
         return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 5))}
 
-    for _ in range(500):
+    for _ in range(1500):
         document = from_python(value(0), profile=True)
         assert parsed_canonical_bytes(document) == canonical_bytes(document), document
 

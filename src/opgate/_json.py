@@ -72,6 +72,8 @@ from itertools import accumulate, chain, compress, repeat
 from json.encoder import encode_basestring
 from typing import Any, Final, NamedTuple, TypeAlias, cast
 
+import orjson
+
 from ._collector import paused_collector
 from ._failures import short_prefix
 
@@ -1552,17 +1554,14 @@ def canonical_bytes(value: JSONValue) -> bytes:
     return canonical_text(value).encode("utf-8")
 
 
-# The C encoder, for values ``parse``/``from_python`` returned (exact types, checked):
-# with these options it writes ``_write``'s text, except for what the checks below send
-# back to ``_write`` (a Decimal raises TypeError; an int of 22 digits or more needs the
-# exponent form; member names beyond the BMP sort differently in UTF-16).
-_C_ENCODE: Final = json.JSONEncoder(
-    ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False
-).encode
-# Digits to "0", every other byte to " ": a run of 22 zeros marks an int of 22 digits.
-_DIGIT_RUNS: Final = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-_LONG_DIGIT_RUN: Final = b"0" * 22
-_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+# orjson (C/Rust), for values ``parse``/``from_python`` returned (exact types, checked):
+# with OPT_SORT_KEYS it writes ``_write``'s text — the same escapes, compact, members
+# in code point order, ints in full (``_write`` switches to the exponent form at 22
+# digits; a 64-bit int has at most 20) — except for what goes back to ``_write``: a
+# Decimal, an int beyond 64 bits or a lone surrogate raises TypeError, and member
+# names beyond the BMP sort differently in UTF-16.
+_SORTED: Final = orjson.OPT_SORT_KEYS
+_ASTRAL_UTF8: Final = re.compile(b"[\xf0-\xf4]")  # the lead byte of a 4-byte sequence
 
 
 def parsed_canonical_bytes(value: JSONValue) -> bytes:
@@ -1570,16 +1569,13 @@ def parsed_canonical_bytes(value: JSONValue) -> bytes:
 
     Only for such values (exact ``dict``/``list``/``str``/``int``/``bool``/``None``/
     ``Decimal``, string member names, no lone surrogates, bounded nesting): most of
-    them are written by the C encoder, the rest by ``canonical_bytes``; the bytes are
-    the same either way.
+    them are written by orjson, the rest by ``canonical_bytes``; the bytes are the
+    same either way.
     """
     try:
-        text = _C_ENCODE(value)
-    except (TypeError, ValueError):  # a Decimal (or a value this function is not for)
+        encoded = orjson.dumps(value, option=_SORTED)
+    except TypeError:  # a Decimal, a long int (or a value this function is not for)
         return canonical_bytes(value)
-    if not text.isascii() and _ASTRAL.search(text):
-        return canonical_bytes(value)
-    encoded = text.encode("utf-8")
-    if _LONG_DIGIT_RUN in encoded.translate(_DIGIT_RUNS):
+    if not encoded.isascii() and _ASTRAL_UTF8.search(encoded):
         return canonical_bytes(value)
     return encoded
