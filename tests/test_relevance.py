@@ -589,6 +589,22 @@ async def test_scorer_orders_by_score_then_shorter_name() -> None:
     assert len(scorer.calls) == calls
 
 
+class ArrayOverlap(Overlap):
+    """The same scores as a numpy array (``Scorer.score`` returns a ``Collection``)."""
+
+    def score(self, query: str, candidates: Sequence[Candidate]) -> Any:
+        import numpy
+
+        return numpy.array(super().score(query, candidates), dtype=numpy.float32)
+
+
+@pytest.mark.anyio
+async def test_a_scorer_may_return_a_numpy_array() -> None:
+    reg = Registry(scorer_catalog(), TeamPolicy(), ranking=ArrayOverlap())
+    found, _ = await all_pages(reg, "red green", limit=1)
+    assert found == ["b.x", "a.long_name", "c.x", "d.x"]
+
+
 @pytest.mark.anyio
 async def test_scorer_cursors_bind_its_name() -> None:
     one = Registry(scorer_catalog(), AllowAll(), secret=SECRET, ranking=Overlap("one"))

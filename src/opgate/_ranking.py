@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import heapq
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -90,8 +90,8 @@ class Scorer(Protocol):
         """The scorer's identity, bound into its cursors."""
         ...
 
-    def score(self, query: str, candidates: Sequence[Candidate]) -> Sequence[float]:
-        """One score per candidate, in order."""
+    def score(self, query: str, candidates: Sequence[Candidate]) -> Collection[float]:
+        """One score per candidate, in order (a list, a tuple, a numpy array, ...)."""
         ...
 
 
