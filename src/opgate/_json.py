@@ -149,6 +149,10 @@ _CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 # Strings and brackets, for the nesting walk.
 # Splits text into gaps and tokens (strings and numbers), keeping the tokens.
 _TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
+# What may follow a number token and extend it: the decoder reads the longest number.
+_MORE_DIGITS = re.compile(r"[0-9]")
+_MORE_FRACTION = re.compile(r"[0-9]|\.[0-9]|[eE][-+]?[0-9]")
+_MORE_EXPONENT = re.compile(r"[0-9]|[eE][-+]?[0-9]")
 # Splits text (with strings replaced) at brackets, for finding the n-th bracket.
 _BRACKET_SPLIT = re.compile(r"[\[\]{}]")
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
@@ -159,7 +163,7 @@ _TOKEN = re.compile(
 # An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
-_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[0-9]{{{PROFILE_LIMIT + 1},}}+(?![.eE])")
+_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
 # Turns every ASCII digit into "0" and every other ASCII character into a space, so that
 # a run of more than ``PROFILE_LIMIT`` digits anywhere is a substring search (in C, linear;
 # a regex tries every position and costs about 2 ms at 64 KiB).
@@ -403,12 +407,12 @@ def _big_int(token: str) -> int | Decimal:
 
 def _profiled_int(token: str) -> int | Decimal:
     if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
-        raise _Rejected(_RULE_NORMALIZED)
+        raise _Rejected(_RULE_NORMALIZED, token)
     return _big_int(token)
 
 
 def _reject_constant(name: str) -> None:
-    raise _Rejected(f"{name} is not a JSON number")
+    raise _Rejected(f"{name} is not a JSON number", name)
 
 
 def _token_problem(token: str, *, profile: bool) -> str | None:
@@ -670,9 +674,11 @@ def _prefix_problem(
                 exc.msg, prefix, exc.pos
             )
         return None
-    except StopIteration as exc:
-        if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
-            return _syntax_error("Expecting value", prefix, exc.value)
+    except StopIteration as exc:  # a value expected where it stops (in an array, too)
+        if exc.value < len(prefix):
+            return _duplicate_before(prefix, scan, exc.value) or _syntax_error(
+                "Expecting value", prefix, exc.value
+            )
         return None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
@@ -787,19 +793,53 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     # decoded value level by level costs more than the pre-scan (which also stops a
     # document that nests too deep early), and the few objects are checked for
     # repeated names by an object hook instead.
+    if profile and (problem := _long_integer_problem(text)) is not None:
+        raise problem
     openers = text.count("[") + text.count("{")
     deep = openers > MAX_DEPTH
     strict = deep and 4 * text.count(":") < openers
     if strict:
         _check_nesting(text, profile)
         deep = False
-    scan = _profiled_scan(text) if profile else _SCAN_EXACT
+    scan = _SCAN_PROFILED if profile else _SCAN_EXACT
     value = _decode(text, scan, profile, deep, strict)
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     ):
         _check_surrogates(value, [])
     return value  # type: ignore[no-any-return]
+
+
+def _long_integer_problem(text: str) -> JSONError | None:
+    """The first problem of ``text`` when it holds an integer token of more than
+    ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
+
+    Found without a decode that calls a hook per integer: one pass finds the first such
+    token, and the text before it is checked for an earlier problem with the token
+    replaced by ``0`` (a value where the decoder expects one, a syntax error where it
+    does not, like the token).
+    """
+    if len(text) <= PROFILE_LIMIT or _LONG_RUN not in text.translate(_DIGITS_AS_ZEROS):
+        return None
+    stripped = _STRINGS.sub('""', text)
+    found = _LONG_INTEGER.search(stripped)
+    if found is None:
+        return None
+    at = found.start()
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    prefix = text[:position]
+    if not prefix.strip(" \t\n\r"):
+        return JSONError(_RULE_NORMALIZED, "")  # the root
+    if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
+        _check_nesting(prefix + "0", True)  # raises for a too-deep bracket before it
+    earlier = _prefix_problem(prefix + "0", True)
+    if earlier is not None:
+        return earlier
+    located = _problem_at(prefix, _RULE_NORMALIZED, stripped[:at])
+    if located is None:  # pragma: no cover - see _closed
+        return JSONError(_RULE_NORMALIZED)
+    return JSONError(*located)
 
 
 def _decode(
@@ -1090,26 +1130,44 @@ def _first_repeat(members: Any) -> int | None:
 
 
 def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
-    """``(reason, pointer)`` for the first occurrence of number ``token`` outside strings.
+    """``(reason, pointer)`` for the first occurrence of number (or constant, such as
+    ``NaN``) ``token`` outside strings.
 
-    The decoder refuses a token by its text alone, so its first occurrence is the one
-    refused. A duplicate name before it comes first and is reported instead. Linear:
-    one regex split to find the token, then one decode of the text before it.
+    The decoder refuses a token by its text alone, so its first occurrence as a whole
+    token is the one refused. A duplicate name before it comes first and is reported
+    instead. Linear, in C passes: strings are dropped, the token is found with
+    ``str.find`` (a match inside a longer number is skipped), and the text before it
+    is decoded once.
     """
-    parts = _TOKEN_SPLIT.split(text)  # gap, token, gap, token, ... (in C)
-    try:
-        index = parts.index(token, 1)  # a gap never equals a whole number token
-    except ValueError:  # pragma: no cover - the token is in the text
+    stripped = _STRINGS.sub('""', text)
+    if token[-1] in "Ny":  # NaN, Infinity, -Infinity: nothing extends them
+        extends = None
+    elif "e" in token or "E" in token:
+        extends = _MORE_DIGITS
+    elif "." in token:
+        extends = _MORE_EXPONENT
+    else:
+        extends = _MORE_FRACTION
+    at = stripped.find(token)
+    while at >= 0 and (
+        (at and stripped[at - 1] not in "[,: \t\n\r")
+        or (extends is not None and extends.match(stripped, at + len(token)))
+    ):  # part of a longer number: only an accepted one can come before the refused token
+        at = stripped.find(token, at + 1)
+    if at < 0:  # pragma: no cover - the token is in the text
         return None
-    return _problem_at(text[: sum(map(len, parts[:index]))], reason)
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    return _problem_at(text[:position], reason, stripped[:at])
 
 
-def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
+def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[str, str] | None:
     """The first problem of a document whose value starting at the end of ``prefix``
     (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
     before it, else ``reason`` with that value's pointer; ``None`` for spellings
-    ``_closed`` does not handle."""
-    bracket_text = _brackets(_STRINGS.sub("", prefix))
+    ``_closed`` does not handle. ``stripped`` is ``prefix`` with its strings replaced, if
+    the caller has it."""
+    bracket_text = _brackets(_STRINGS.sub("", prefix) if stripped is None else stripped)
     depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
     depth = depths[-1] if depths else 0
     if not depth:
