@@ -112,6 +112,12 @@ SHAPES = [
     infinity_after_objects,
     long_integer_after_numbers,
     refused_number_then_garbage,
+    repeats_in_deep_chains,
+    repeat_in_the_last_deep_chain,
+    surrogate_pair_among_containers,
+    lone_surrogate_after_containers,
+    lone_surrogate_name_after_containers,
+    raw_lone_surrogate_after_containers,
 ]
 
 

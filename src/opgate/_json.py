@@ -68,9 +68,9 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, compress
 from json.encoder import encode_basestring
-from typing import Any, Final, NamedTuple, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 from ._collector import paused_collector
 from ._failures import short_prefix
@@ -489,15 +489,11 @@ class _Members(tuple):  # type: ignore[type-arg]
     """An object decoded as its ``(name, value)`` pairs, repeated names kept.
 
     A tuple subclass, so that objects and the plain tuples of their pairs can be told
-    apart by type in the C passes of ``_repeats_below``; built in C by the decoder.
+    apart by type; built in C by the decoder.
     """
 
     __slots__ = ()
 
-
-_CONTAINERS = frozenset((_Members, list))  # the pointer decode's containers
-_MEMBERS = frozenset((_Members,))
-_second = operator.itemgetter(1)
 
 # The same with objects as ``_Members``, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
@@ -616,7 +612,7 @@ def _nesting_problem(
     if end != len(document):  # a whole value ended before: extra data
         return None
     if _may_repeat_names(value, document):
-        located = _repeated_name(_SCAN_POINTER(document, start)[0], document)
+        located = _repeated_name(document, start)
         return JSONError(*located) if located is not None else None
     return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
 
@@ -628,11 +624,12 @@ def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str
     document = _closed(prefix, brackets, depths, MAX_DEPTH)
     if document is None:  # pragma: no cover - see _closed
         return None
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        tree, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
+        tree, _ = _SCAN_POINTER(document, start)
+        duplicate = _repeated_name(document, start)
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
-    duplicate = _repeated_name(tree, document)
     if duplicate is not None:
         return duplicate
     path: list[str | int] = []
@@ -791,8 +788,8 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     # report (``_check_nesting``) is made only when it is too deep or decoding failed.
     # When arrays dominate (fewer than one member per four openers), measuring the
     # decoded value level by level costs more than the pre-scan (which also stops a
-    # document that nests too deep early), and the few objects are checked for
-    # repeated names by an object hook instead.
+    # document that nests too deep early), and repeated names are found from the
+    # objects' sizes (``_repeated_name``, C passes) when two members could repeat one.
     if profile and (problem := _long_integer_problem(text)) is not None:
         raise problem
     openers = text.count("[") + text.count("{")
@@ -806,7 +803,7 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     ):
-        _check_surrogates(value, [])
+        _raise_lone_surrogate(text)
     return value  # type: ignore[no-any-return]
 
 
@@ -857,16 +854,14 @@ def _decode(
     """
     start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        value, end = (_STRICT[scan] if strict else scan)(text, start)
+        value, end = scan(text, start)
     except _Rejected as exc:
         if deep:
             _check_nesting(text, profile)
-        if exc.token is None and exc.reason == _DUPLICATE:  # the strict object hook
-            _raise_duplicate_before(text, scan, len(text))
         located = None
         if exc.token is not None:
             located = _locate_number(text, exc.token, exc.reason)
-        if located is None:  # a constant or a long integer: walk the tokens
+        if located is None:  # pragma: no cover - a spelling _locate_number misses: walk
             located = _locate(text, profile=profile)
         if located is None:  # pragma: no cover - the walk finds what the decoder refused
             raise JSONError(exc.reason) from None
@@ -897,14 +892,16 @@ def _decode(
                 _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
-    if strict:
-        return value  # depth checked before, names by the object hook
+    if strict:  # depth checked before; a repeat needs two members
+        if text.count(":") >= 2 and (located := _repeated_name(text, start)) is not None:
+            raise JSONError(*located)
+        return value
     depth, repeated = _shape(value, text, deep)
     if depth > MAX_DEPTH:
         _check_nesting(text, profile)
         raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
     if repeated:
-        located = _repeated_name(_SCAN_POINTER(text, start)[0], text)
+        located = _repeated_name(text, start)
         if located is not None:
             raise JSONError(*located)
     return value
@@ -946,15 +943,20 @@ def _raise_duplicate_before(
 _UNKNOWN = ("", "")
 
 
+def _open_depth(brackets: str) -> int:
+    """How many containers are open after a string of brackets (in C)."""
+    return brackets.count("[") + brackets.count("{") - brackets.count("]") - brackets.count("}")
+
+
 def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
     """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
     none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
     bracket_text = _brackets(_STRINGS.sub("", prefix))
-    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
-    depth = depths[-1] if depths else 0
+    depth = _open_depth(bracket_text)
     if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
         return _UNKNOWN
     if depth:
+        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
         document = _closed(prefix, bracket_text, depths, depth, ended=True)
     else:
         document = prefix.rstrip(" \t\n\r")
@@ -962,20 +964,17 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
         return None if document is not None else _UNKNOWN
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        value, end = _SCAN_POINTER(document, start)
+        return _repeated_name(document, start)  # ``None`` when no name repeats
     except (ValueError, StopIteration):
         head = len(prefix.rstrip(" \t\n\r"))
         if not depth or document[head - 1 : head] != '"':
             return _UNKNOWN
-        # The prefix ends with a member name: give it a placeholder value.
-        document = document[:head] + ":0" + document[head:]
-        try:
-            value, end = _SCAN_POINTER(document, start)
-        except (ValueError, StopIteration):
-            return _UNKNOWN
-    if end != len(document):
+    # The prefix ends with a member name: give it a placeholder value.
+    document = document[:head] + ":0" + document[head:]
+    try:
+        return _repeated_name(document, start)
+    except (ValueError, StopIteration):
         return _UNKNOWN
-    return _repeated_name(value, document)  # ``None`` when no name repeats
 
 
 def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
@@ -1010,123 +1009,71 @@ def _may_repeat_names(value: Any, text: str) -> bool:
     return _shape(value, text, False)[1]
 
 
-def _repeated_name(tree: Any, text: str) -> tuple[str, str] | None:
-    """The first repeated member name in document order in ``tree``, the decode of
-    ``text`` with objects as ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)``
-    or ``None``.
+def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
+    """The first repeated member name in document order in ``document`` (valid JSON
+    from ``start`` to its end): ``(reason, pointer)``, or ``None``.
 
-    Linear in the tree: the non-empty containers are gathered level by level and
-    the objects that repeat a name are marked, in C passes over each level
-    (``_container_levels``); every container with a marked one below it is marked
-    too, keeping for each only its first marked child (``_first_marked_children``);
-    then one walk from the root compares, at each container on the way, its own
-    first repeated name with its first marked child by position.
+    Linear, in C passes and one walk down at most ``MAX_DEPTH`` levels. A decode that
+    hands every object's pairs to ``list.append`` (in C) lists the objects in the order
+    they close; the first one that repeats a name is found by comparing sizes in C.
+    Every object that closed before it repeats nothing, so the first repeat in document
+    order is in it or in one of the objects still open around it (whose repeated names
+    all come before it, since it sits in their last member). The text up to its closing
+    brace, closed, is decoded with objects as ``_Members``; the walk down its last items
+    reports the outermost object that repeats a name, at its first repeat. Raises
+    ``ValueError`` or ``StopIteration`` if ``document`` is not one JSON value.
     """
-    del text  # the tree holds everything; the text is kept for the callers' symmetry
-    if type(tree) not in _CONTAINERS:
+    objects: list[list[tuple[str, Any]]] = []
+    decoder = json.JSONDecoder(
+        object_pairs_hook=objects.append, parse_float=str, parse_int=str, parse_constant=str
+    )
+    _, end = cast(Any, decoder).scan_once(document, start)
+    if _WHITESPACE.match(document, end).end() != len(document):  # type: ignore[union-attr]
+        raise ValueError("extra data")
+    repeats = list(map(operator.ne, map(len, objects), map(len, map(dict, objects))))
+    if True not in repeats:
         return None
-    levels = _container_levels(tree)
-    firsts = _first_marked_children(levels)
-    firsts.append({})  # the deepest level has no children
-    if 0 not in levels[0].repeating and 0 not in firsts[1]:
-        return None
-    path: list[str | int] = []
-    index = 0
-    for depth, level in enumerate(levels):
-        node = level.nodes[index]
-        repeat = _first_repeat(node) if index in level.repeating else None
-        child = firsts[depth + 1].get(index)
-        child_at = None if child is None else _position(level, levels[depth + 1].origins[child])
-        if repeat is not None and (child_at is None or child_at >= repeat):
-            name = node[repeat][0]
-            path.append(name)
-            return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-        if child is None or child_at is None:  # pragma: no cover - marked: found below
+    closing = repeats.index(True)
+    if closing == len(objects) - 1 and document[start] == "{":  # the root: nothing around it
+        name = objects[closing][_first_repeat(objects[closing])][0]
+        return (f"{_DUPLICATE} {short_prefix(name)}", pointer([name]))
+    # Its closing brace is the ``closing + 1``-th one outside strings.
+    stripped = _STRINGS.sub('""', document)
+    at = closing + sum(map(len, stripped.split("}", closing + 1)[: closing + 1]))
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, _STRINGS.findall(document)[:strings])) - 2 * strings + 1
+    bracket_text = _brackets(stripped[: at + 1])
+    prefix = document[:position]
+    depth = _open_depth(bracket_text)
+    if depth:
+        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+        closed = _closed(prefix, bracket_text, depths, depth, ended=True)
+        if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
             return None
-        path.append(node[child_at][0] if type(node) is _Members else child_at)
-        index = child
-    return None  # pragma: no cover - the walk ends at an object that repeats a name
+        prefix = closed
+    node, _ = _SCAN_POINTER(prefix, start)
+    path: list[str | int] = []
+    while True:  # at most MAX_DEPTH levels: it ends at an object that repeats a name
+        if type(node) is _Members:
+            if len(dict(node)) != len(node):
+                name = node[_first_repeat(node)][0]
+                path.append(name)
+                return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+            name, node = node[-1]
+            path.append(name)
+        else:
+            path.append(len(node) - 1)
+            node = node[-1]
 
 
-class _Level(NamedTuple):
-    """The non-empty containers at one depth of a ``_SCAN_POINTER`` decode.
-
-    ``nodes`` are in document order within each parent. Their items (an object's
-    pairs, an array's items) are numbered objects first, then arrays: ``order`` is
-    the node index of each in that numbering and ``ends`` the running total of their
-    sizes. ``origins`` gives each node's item number in the level above, and
-    ``repeating`` the indices of the objects that repeat a name.
-    """
-
-    nodes: list[Any]
-    origins: list[int]
-    order: list[int]
-    ends: list[int]
-    repeating: set[int]
-
-
-def _container_levels(tree: Any) -> list[_Level]:
-    """The non-empty containers of ``tree`` level by level (``_Level``): a dozen C
-    passes per level, no Python code per container."""
-    levels: list[_Level] = []
-    nodes: list[Any] = [tree] if len(tree) else []
-    origins = [0]
-    while nodes:
-        is_object = list(map(_MEMBERS.__contains__, map(type, nodes)))
-        is_array = list(map(operator.not_, is_object))
-        objects = list(compress(nodes, is_object))
-        arrays = list(compress(nodes, is_array))
-        object_at = list(compress(range(len(nodes)), is_object))
-        sizes = list(map(len, objects))
-        distinct = map(len, map(dict, objects))
-        repeating = set(compress(object_at, map(operator.ne, sizes, distinct)))
-        order = [*object_at, *compress(range(len(nodes)), is_array)]
-        ends = list(accumulate(chain(sizes, map(len, arrays))))
-        levels.append(_Level(nodes, origins, order, ends, repeating))
-        items = [*map(_second, chain.from_iterable(objects)), *chain.from_iterable(arrays)]
-        is_container = list(map(_CONTAINERS.__contains__, map(type, items)))
-        containers = list(compress(items, is_container))
-        non_empty = list(map(len, containers))
-        nodes = list(compress(containers, non_empty))
-        origins = list(compress(compress(range(len(items)), is_container), non_empty))
-    return levels
-
-
-def _parent(level: _Level, item: int) -> int:
-    """The node of ``level`` that holds its item number ``item``."""
-    return level.order[bisect_right(level.ends, item)]
-
-
-def _position(level: _Level, item: int) -> int:
-    """The position of item number ``item`` of ``level`` within its container."""
-    holder = bisect_right(level.ends, item)
-    return item - level.ends[holder - 1] if holder else item
-
-
-def _first_marked_children(levels: list[_Level]) -> list[dict[int, int]]:
-    """For each level, node index -> the index of its first child (in the level
-    below) that repeats a name or holds one that does; level 0 maps nothing."""
-    firsts: list[dict[int, int]] = [{} for _ in levels]
-    below: set[int] = set()  # nodes of the current level with a marked child
-    for depth in range(len(levels) - 1, 0, -1):
-        level, above = levels[depth], levels[depth - 1]
-        # A container's children are consecutive nodes in position order, so the
-        # smallest index is the first; the dict keeps the last one written.
-        marked = sorted(level.repeating | below, reverse=True)
-        holders = map(_parent, repeat(above), map(level.origins.__getitem__, marked))
-        firsts[depth] = dict(zip(holders, marked, strict=True))
-        below = set(firsts[depth])
-    return firsts
-
-
-def _first_repeat(members: Any) -> int | None:
+def _first_repeat(members: Any) -> int:
     """The position of the first member of ``members`` whose name came before."""
     seen: set[str] = set()
     for position, (name, _) in enumerate(members):
         if name in seen:
             return position
         seen.add(name)
-    return None  # pragma: no cover - called only on objects that repeat a name
+    raise AssertionError("called only on objects that repeat a name")  # pragma: no cover
 
 
 def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
@@ -1183,7 +1130,7 @@ def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[
     if end != len(document):  # pragma: no cover - the prefix had no problem
         return None
     if _may_repeat_names(value, document):
-        return _repeated_name(_SCAN_POINTER(document, start)[0], document)
+        return _repeated_name(document, start)
     return (reason, pointer(_last_path(value, depth)))
 
 
@@ -1229,23 +1176,35 @@ def _closed(
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
-def _check_surrogates(value: Any, path: list[str | int]) -> None:
-    """Report the first lone surrogate in a parsed value, with its pointer."""
-    if isinstance(value, str):
-        if not value.isascii() and _SURROGATE.search(value):
-            raise JSONError("string contains a lone surrogate", pointer(path))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            path.append(key)
-            if not key.isascii() and _SURROGATE.search(key):
-                raise JSONError("member name contains a lone surrogate", pointer(path))
-            _check_surrogates(item, path)
-            path.pop()
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            path.append(index)
-            _check_surrogates(item, path)
-            path.pop()
+def _raise_lone_surrogate(text: str) -> None:
+    """Raise for the first string or member name of valid JSON ``text`` (in document
+    order) that decodes to a lone surrogate; return if there is none.
+
+    In C passes: the strings' tokens are decoded together as one array, the decoded
+    strings joined and searched (a Python string holds a surrogate only when it is
+    lone), and the string holding the first one found by the running lengths. Its
+    pointer is read from the text before it, closed.
+    """
+    tokens = _STRINGS.findall(text)
+    decoded: list[str] = json.loads("[" + ",".join(tokens) + "]")
+    found = _SURROGATE.search("".join(decoded))
+    if found is None:
+        return
+    index = bisect_right(list(accumulate(map(len, decoded))), found.start())
+    stripped = _STRINGS.sub('""', text)
+    quotes = 2 * index  # the opening quote of string ``index`` is the one after these
+    at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
+    position = at + sum(map(len, tokens[:index])) - quotes
+    end = position + len(tokens[index])
+    if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
+        reason = "member name contains a lone surrogate"
+        located = _problem_at(text[:end] + ":", reason, stripped[: at + 2] + ":")
+    else:
+        reason = "string contains a lone surrogate"
+        located = _problem_at(text[:position], reason, stripped[:at])
+    if located is None:  # pragma: no cover - see _closed
+        raise JSONError(reason)
+    raise JSONError(*located)
 
 
 # --- Python values -------------------------------------------------------------------
