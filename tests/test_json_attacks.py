@@ -16,8 +16,11 @@ unlike a timing, and fails for any Python loop over tokens or containers.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from types import FrameType
 from typing import Any
 
@@ -26,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opgate import _json
-from opgate._json import MAX_DEPTH, PROFILE_LIMIT, JSONError, parse
+from opgate._json import MAX_DEPTH, PROFILE_LIMIT, JSONError, from_python, parse
 
 WRITTEN = f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
 NORMALIZED = (
@@ -288,3 +291,47 @@ def test_a_repeated_name_before_a_missing_value_and_a_too_deep_bracket_comes_fir
     )
     assert outcome("[] " + long, True)[0] == "invalid JSON: Extra data at line 1 column 4"
     assert outcome(" " + long + " x", True) == (NORMALIZED, "")
+
+
+# --- Python values: an MCP client's arguments arrive as dicts of floats ---------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_floats_convert_to_the_value_their_shortest_repr_spells(number: float) -> None:
+    # The fast path (``_float_value``) against the general rule: ``normalized(Decimal(repr))``.
+    expected = _json.normalized(Decimal(repr(number)))
+    for converted in (
+        from_python(number, profile=True),
+        from_python([number], profile=True)[0],  # type: ignore[index]
+        from_python({"k": [number]})["k"][0],  # type: ignore[call-overload,index]
+    ):
+        assert type(converted) is type(expected)
+        assert str(converted) == str(expected)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False)
+    | st.builds(
+        Decimal,
+        st.from_regex(r"-?[1-9][0-9]{0,30}(\.[0-9]{1,30})?(E-?[0-9]{1,4})?", fullmatch=True),
+    )
+)
+def test_decimals_convert_as_the_general_rules_say(number: Decimal) -> None:
+    reason = _json._decimal_violation(number)
+    if reason is not None:
+        with pytest.raises(JSONError, match=re.escape(reason)):
+            from_python([number], profile=True)
+        return
+    expected = _json.normalized(number)
+    converted = from_python([number], profile=True)[0]  # type: ignore[index]
+    assert type(converted) is type(expected)
+    assert str(converted) == str(expected)
+
+
+def test_non_finite_floats_in_lists_are_refused_with_their_pointer() -> None:
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(JSONError, match="NaN and infinities") as info:
+            from_python({"a": [0.5, bad]})
+        assert info.value.pointer == "/a/1"

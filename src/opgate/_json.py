@@ -62,6 +62,7 @@ import functools
 import gc
 import json
 import marshal
+import math
 import operator
 import pickle
 import re
@@ -1224,6 +1225,25 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     return _convert(value, [], profile)
 
 
+_EXACT_FLOAT_INTS = 2.0**53
+
+
+@functools.lru_cache(maxsize=1024)
+def _float_value(value: float) -> int | Decimal:
+    """The normal form of a finite float taken at its shortest ``repr``.
+
+    Always inside the numeric work profile (at most 17 digits, exponent within ±324),
+    and already normal: an integral float is the ``int`` its ``repr`` spells, and the
+    shortest ``repr`` of any other float has no trailing zeros. A few C calls instead of the general
+    ``Decimal`` checks: an MCP client's arguments arrive as Python floats.
+    """
+    if -_EXACT_FLOAT_INTS < value < _EXACT_FLOAT_INTS and value.is_integer():
+        return int(value)  # below 2**53 the float is the integer its ``repr`` spells
+    if value.is_integer():
+        return normalized(Decimal(float.__repr__(value)))  # 1e308 is 10**308
+    return Decimal(float.__repr__(value))
+
+
 def _number(value: object, path: list[str | int], profile: bool) -> int | Decimal | None:
     """Convert an int, float or Decimal (``None`` if ``value`` is none of these)."""
     if isinstance(value, int):
@@ -1232,8 +1252,19 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
             raise JSONError(reason, pointer(path))
         return number
     if isinstance(value, float):
-        exact = Decimal(repr(value))
-    elif isinstance(value, Decimal):
+        if not math.isfinite(value):
+            raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
+        return _float_value(float(value))  # always inside the profile
+    if type(value) is Decimal:
+        _, digits, exponent = value.as_tuple()
+        if (
+            type(exponent) is int
+            and exponent < 0
+            and digits[-1]
+            and len(digits) - exponent <= PROFILE_LIMIT
+        ):  # not integral, already normal (no trailing zero) and inside the profile
+            return value
+    if isinstance(value, Decimal):
         exact = Decimal(value)  # a plain Decimal; exact, whatever the context
     else:
         return None
@@ -1315,8 +1346,17 @@ def _convert_list(
         raise JSONError(_NESTING, pointer(path))
     items: list[JSONValue] = []
     for index, item in enumerate(value):
-        if type(item) is str and item.isascii():
-            items.append(item)
+        kind = type(item)
+        if kind is str and cast(str, item).isascii():
+            items.append(cast(str, item))
+            continue
+        if kind is float and math.isfinite(cast(float, item)):
+            items.append(_float_value(cast(float, item)))
+            continue
+        if kind is int and (
+            not profile or -_INT_PROFILE_BOUND < cast(int, item) < _INT_PROFILE_BOUND
+        ):
+            items.append(cast(int, item))
             continue
         path.append(index)
         items.append(_convert(item, path, profile))

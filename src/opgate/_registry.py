@@ -39,7 +39,15 @@ from ._execution import (
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
-from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
+from ._json import (
+    JSONError,
+    JSONValue,
+    canonical_bytes,
+    detach,
+    from_python,
+    parse,
+    parsed_canonical_bytes,
+)
 from ._keys import Definition, RegistryKeys, definitions_revision
 from ._ledger import (
     Binding,
@@ -784,7 +792,7 @@ class Registry:
                 values = parse(arguments, profile=True)
             elif isinstance(arguments, Mapping):
                 values = from_python(arguments, profile=True)
-                canonical = canonical_bytes(values)
+                canonical = parsed_canonical_bytes(values)  # the C encoder, mostly
                 size = len(canonical)
                 if size > limit:
                     raise _too_large(size, limit)
