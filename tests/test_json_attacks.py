@@ -335,3 +335,82 @@ def test_non_finite_floats_in_lists_are_refused_with_their_pointer() -> None:
         with pytest.raises(JSONError, match="NaN and infinities") as info:
             from_python({"a": [0.5, bad]})
         assert info.value.pointer == "/a/1"
+
+
+class _Str(str):
+    pass
+
+
+def _python_values() -> st.SearchStrategy[Any]:
+    """Python values near the plain ones: subclasses, surrogates, huge integers, floats,
+    tuples and non-string names, so that the C copy (``_plain_copy``) is tried and
+    refused at every level."""
+    leaves = st.one_of(
+        st.sampled_from(
+            ["x", "\ud800", "\U0001f600", 0, True, None, 10**PROFILE_LIMIT, 1.5, _Str("s")]
+        ),
+        st.integers(-(10**30), 10**30),
+        st.text(max_size=3),
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.lists(inner, max_size=3).map(tuple),
+            st.dictionaries(st.sampled_from(["a", "b", "\udc00", 1, _Str("c")]), inner, max_size=3),
+        ),
+        max_leaves=20,
+    )
+
+
+def _converted(value: Any, profile: bool) -> tuple[str, Any]:
+    try:
+        return ("ok", from_python(value, profile=profile))
+    except JSONError as exc:
+        return ("error", (exc.reason, exc.pointer))
+
+
+def _general(value: Any, profile: bool) -> tuple[str, Any]:
+    try:
+        return ("ok", _json._convert(value, [], profile))
+    except JSONError as exc:
+        return ("error", (exc.reason, exc.pointer))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_convert_as_the_general_rules_say(
+    value: Any, profile: bool, depth: int
+) -> None:
+    # from_python tries a copy in C passes first; whatever it returns or raises must be
+    # what the general conversion returns or raises, type for type.
+    nested = value
+    for _ in range(depth % 4 * 40):
+        nested = [nested]
+    for candidate in (value, {"k": value}, nested):
+        fast, general = _converted(candidate, profile), _general(candidate, profile)
+        assert fast[0] == general[0]
+        if fast[0] == "error":
+            assert fast[1] == general[1]
+        else:
+            assert _json.canonical_bytes(fast[1]) == _json.canonical_bytes(general[1])
+            assert _types(fast[1]) == _types(general[1])
+
+
+def _types(value: Any) -> Any:
+    if type(value) is dict:
+        return {key: _types(item) for key, item in value.items()} | {"": type(value)}
+    if type(value) is list:
+        return [type(value), *map(_types, value)]
+    return type(value)
+
+
+def test_cyclic_and_shared_python_values() -> None:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert _converted(cyclic, False) == _general(cyclic, False)
+    assert _converted(cyclic, False)[1][0] == f"nesting deeper than {MAX_DEPTH} levels"
+    shared = [1]
+    copy = from_python({"a": shared, "b": shared})
+    assert copy == {"a": [1], "b": [1]}
+    assert copy["a"] is not shared  # type: ignore[index]

@@ -69,7 +69,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, compress
+from itertools import accumulate, chain, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -1222,7 +1222,83 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     ``MAX_DEPTH`` (including cycles) raise ``JSONError`` with the pointer. With
     ``profile=True`` numbers must pass the work profile.
     """
+    if type(value) in _DECODED_CONTAINERS:  # dict or list: try the copy in C first
+        copy = _plain_copy(cast(dict[Any, Any] | list[Any], value), profile)
+        if copy is not None:
+            return copy
     return _convert(value, [], profile)
+
+
+_LIST = frozenset((list,))
+_STR = frozenset((str,))
+_INT = frozenset((int,))
+# The types a plain value holds that need no conversion.
+_PLAIN = frozenset((dict, list, str, int, bool, type(None)))
+
+
+def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
+    """A copy of ``value`` if it is made only of the types ``from_python`` returns
+    unchanged and breaks no rule, else ``None`` (the general conversion then decides
+    and names the problem).
+
+    In C passes: the containers are visited level by level, checking every item's
+    exact type, member names, depth, integers against the profile and, joined, strings
+    for lone surrogates; then a marshal round trip copies the value. An MCP client's
+    arguments arrive as such a mapping (unless they hold floats), so this replaces a
+    Python call per container (64 KiB of nested arrays: 33k calls).
+    """
+    strings: list[str] = []
+    integers: list[int] = []
+    level: list[Any] = [value]
+    depth = 0
+    while True:
+        kinds = list(map(type, level))
+        present = set(kinds)
+        if not _PLAIN.issuperset(present):
+            return None
+        if len(present) == 1:  # one type: no selection needed
+            one: list[Any] = level
+            dicts, lists = (
+                (one, []) if dict in present else ([], one) if list in present else ([], [])
+            )
+            if str in present:
+                strings += one
+            elif int in present:
+                integers += one
+        else:
+            if str in present:
+                strings += compress(level, map(_STR.__contains__, kinds))
+            if int in present:
+                integers += compress(level, map(_INT.__contains__, kinds))
+            dicts = list(compress(level, map(_DICT.__contains__, kinds))) if dict in present else []
+            lists = list(compress(level, map(_LIST.__contains__, kinds))) if list in present else []
+        if not dicts and not lists:
+            break
+        depth += 1
+        if depth > MAX_DEPTH:  # also every cycle
+            return None
+        if dicts:
+            names = list(chain.from_iterable(dicts))
+            if not _STR.issuperset(map(type, names)):
+                return None
+            strings += names
+            level = [*chain.from_iterable(map(dict.values, dicts)), *chain.from_iterable(lists)]
+        else:
+            level = list(chain.from_iterable(lists))
+    if (
+        profile
+        and integers
+        and not -_INT_PROFILE_BOUND < min(integers) <= max(integers) < _INT_PROFILE_BOUND
+    ):
+        return None
+    joined = "".join(strings)
+    if not joined.isascii() and _SURROGATE.search(joined):
+        return None
+    blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
+    if len(blob) < _PAUSE_COLLECTOR_AT:
+        return cast(JSONValue, marshal.loads(blob))
+    with paused_collector():
+        return cast(JSONValue, marshal.loads(blob))
 
 
 _EXACT_FLOAT_INTS = 2.0**53
