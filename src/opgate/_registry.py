@@ -42,7 +42,6 @@ from ._invocation import Resume, new_invocation, new_resume
 from ._json import (
     JSONError,
     JSONValue,
-    canonical_bytes,
     detach,
     from_python,
     parse,
@@ -711,7 +710,7 @@ class Registry:
         bound: tuple[Binding, int] | None = None
         if resume is not None or modes:
             if canonical is None:
-                canonical = canonical_bytes(values)
+                canonical = parsed_canonical_bytes(values)
             binding = Binding(
                 operation=entry.name,
                 arguments_hash=hashlib.sha256(canonical).digest(),
@@ -1069,7 +1068,10 @@ class Registry:
                 and not entry.output_schema.is_valid(diagnostics)
             ):
                 diagnostics = None
-            if diagnostics is not None and encoded + len(canonical_bytes(diagnostics)) > budget:
+            if (
+                diagnostics is not None
+                and encoded + len(parsed_canonical_bytes(diagnostics)) > budget
+            ):
                 diagnostics = None
         return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
 
