@@ -347,7 +347,10 @@ def _python_values() -> st.SearchStrategy[Any]:
     refused at every level."""
     leaves = st.one_of(
         st.sampled_from(
-            ["x", "\ud800", "\U0001f600", 0, True, None, 10**PROFILE_LIMIT, 1.5, _Str("s")]
+            [
+                *("x", "\ud800", "\U0001f600", 0, True, None, 10**PROFILE_LIMIT, _Str("s")),
+                *(1.5, 2.0, -0.0, 1e308, math.nan, math.inf),
+            ]
         ),
         st.integers(-(10**30), 10**30),
         st.text(max_size=3),

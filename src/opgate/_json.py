@@ -1390,23 +1390,26 @@ def _convert_dict(value: dict[Any, object], path: list[str | int], profile: bool
     if len(path) >= MAX_DEPTH:
         raise JSONError(_NESTING, pointer(path))
     result: dict[str, JSONValue] = {}
+    item: Any  # no ``cast`` in the loop: it is a Python call per member
     for key, item in value.items():
         if type(key) is not str:  # subclasses and other types: the general rules, from the start
             return _convert_mapping(value, path, profile)
         # Exact str keys of one dict are distinct: no duplicate check needed.
         kind = type(item)
         if kind is str:
-            text = cast(str, item)
-            if (not key.isascii() or not text.isascii()) and (
-                _SURROGATE.search(key) or _SURROGATE.search(text)
+            if (not key.isascii() or not item.isascii()) and (
+                _SURROGATE.search(key) or _SURROGATE.search(item)
             ):
                 break  # the general rules name the problem
-            result[key] = text
+            result[key] = item
         elif kind is bool or item is None:
-            result[key] = cast(bool | None, item)
+            result[key] = item
         else:
             if not key.isascii() and _SURROGATE.search(key):
                 break
+            if kind is float and math.isfinite(item):
+                result[key] = _float_value(item)
+                continue
             path.append(key)
             result[key] = _convert(item, path, profile)
             path.pop()
@@ -1421,18 +1424,17 @@ def _convert_list(
     if len(path) >= MAX_DEPTH:
         raise JSONError(_NESTING, pointer(path))
     items: list[JSONValue] = []
+    item: Any
     for index, item in enumerate(value):
         kind = type(item)
-        if kind is str and cast(str, item).isascii():
-            items.append(cast(str, item))
+        if kind is str and item.isascii():
+            items.append(item)
             continue
-        if kind is float and math.isfinite(cast(float, item)):
-            items.append(_float_value(cast(float, item)))
+        if kind is float and math.isfinite(item):
+            items.append(_float_value(item))
             continue
-        if kind is int and (
-            not profile or -_INT_PROFILE_BOUND < cast(int, item) < _INT_PROFILE_BOUND
-        ):
-            items.append(cast(int, item))
+        if kind is int and (not profile or -_INT_PROFILE_BOUND < item < _INT_PROFILE_BOUND):
+            items.append(item)
             continue
         path.append(index)
         items.append(_convert(item, path, profile))
