@@ -110,6 +110,24 @@ def raw_lone_surrogate_after_containers(size: int) -> tuple[str, bool, str, str]
     return text, False, "string contains a lone surrogate", f"/a/{n}/\U0001f600"
 
 
+def surrogate_pair_then_constant(size: int) -> tuple[str, bool, str, str]:
+    # A problem after a surrogate escape: the strings are checked, then the problem stands.
+    n = _units(size, "{},", 40)
+    return (
+        '{"a":[' + EMOJI + "," + "{}," * n + "NaN]}",
+        True,
+        "NaN is not a JSON number",
+        f"/a/{n + 1}",
+    )
+
+
+def lone_surrogate_then_syntax_error(size: int) -> tuple[str, bool, str, str]:
+    # The lone surrogate comes first in document order.
+    n = _units(size, "[[]],", 40)
+    text = '{"a":[' + "[[]]," * n + '"\\udc00",x]}'
+    return text, False, "string contains a lone surrogate", f"/a/{n}"
+
+
 SHAPES = [
     nan_after_numbers,
     infinity_after_objects,
@@ -121,6 +139,8 @@ SHAPES = [
     lone_surrogate_after_containers,
     lone_surrogate_name_after_containers,
     raw_lone_surrogate_after_containers,
+    surrogate_pair_then_constant,
+    lone_surrogate_then_syntax_error,
 ]
 
 
@@ -417,3 +437,34 @@ def test_cyclic_and_shared_python_values() -> None:
     copy = from_python({"a": shared, "b": shared})
     assert copy == {"a": [1], "b": [1]}
     assert copy["a"] is not shared  # type: ignore[index]
+
+
+# --- a lone surrogate is a problem in document order like any other ----------------------------
+
+LONE = '"x\\ud800"'
+OTHER_PROBLEMS = [
+    ("NaN", False, "NaN is not a JSON number"),
+    ("1e4097", True, WRITTEN),
+    ("9" * (PROFILE_LIMIT + 1), True, NORMALIZED),
+    ('{"a":1,"a":2}', False, "duplicate object member name 'a'"),
+    ("x", False, "invalid JSON: Expecting value"),
+    ("[" * (MAX_DEPTH + 2), False, f"nesting deeper than {MAX_DEPTH} levels"),
+]
+
+
+@pytest.mark.parametrize(("problem", "profile", "reason"), OTHER_PROBLEMS)
+def test_a_lone_surrogate_before_another_problem_is_reported_first(
+    problem: str, profile: bool, reason: str
+) -> None:
+    for lone, what in ((LONE, "string"), ('{"\\udc00":1}', "member name")):
+        where = "/1" if what == "string" else "/1/\udc00"
+        for padding in ("", "[[]]," * 50):
+            text = "[" + padding + "1," + lone + "," + problem + "]"
+            at = where.replace("/1", f"/{padding.count('[[]]') + 1}", 1)
+            assert outcome(text, profile) == (f"{what} contains a lone surrogate", at), text
+            # After the other problem, the other problem is reported.
+            text = "[" + padding + "1," + problem + "," + lone + "]"
+            assert outcome(text, profile)[0].startswith(reason), text
+    # At the root, before trailing garbage.
+    assert outcome(LONE + " x", False) == ("string contains a lone surrogate", "")
+    assert outcome(LONE + " x", True) == ("string contains a lone surrogate", "")

@@ -791,21 +791,44 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     # decoded value level by level costs more than the pre-scan (which also stops a
     # document that nests too deep early), and repeated names are found from the
     # objects' sizes (``_repeated_name``, C passes) when two members could repeat one.
-    if profile and (problem := _long_integer_problem(text)) is not None:
-        raise problem
-    openers = text.count("[") + text.count("{")
-    deep = openers > MAX_DEPTH
-    strict = deep and 4 * text.count(":") < openers
-    if strict:
-        _check_nesting(text, profile)
-        deep = False
-    scan = _SCAN_PROFILED if profile else _SCAN_EXACT
-    value = _decode(text, scan, profile, deep, strict)
-    if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
+    surrogates = (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
-    ):
+    )
+    try:
+        if profile and (problem := _long_integer_problem(text)) is not None:
+            raise problem
+        openers = text.count("[") + text.count("{")
+        deep = openers > MAX_DEPTH
+        strict = deep and 4 * text.count(":") < openers
+        if strict:
+            _check_nesting(text, profile)
+            deep = False
+        scan = _SCAN_PROFILED if profile else _SCAN_EXACT
+        value = _decode(text, scan, profile, deep, strict)
+    except JSONError:
+        if surrogates:  # a lone surrogate before the problem found comes first
+            _raise_lone_surrogate(text, profile)
+        raise
+    if surrogates:
         _raise_lone_surrogate(text)
     return value  # type: ignore[no-any-return]
+
+
+def _problem_before(prefix: str, profile: bool) -> bool:
+    """Whether a document has a problem before a string that starts where ``prefix``
+    ends (the string itself, and repeated names, aside): the string is replaced by
+    ``""`` and the text up to it checked, in C passes."""
+    if not prefix.strip(" \t\n\r"):
+        return False  # the string is the root value
+    probe = prefix + '""'
+    try:
+        if profile and _long_integer_problem(probe) is not None:
+            return True
+        if probe.count("[") + probe.count("{") > MAX_DEPTH:
+            _check_nesting(probe, profile)
+    except JSONError:
+        return True
+    return _prefix_problem(probe, profile) is not None
 
 
 def _long_integer_problem(text: str) -> JSONError | None:
@@ -1177,9 +1200,14 @@ def _closed(
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
-def _raise_lone_surrogate(text: str) -> None:
-    """Raise for the first string or member name of valid JSON ``text`` (in document
-    order) that decodes to a lone surrogate; return if there is none.
+def _raise_lone_surrogate(text: str, profile: bool | None = None) -> None:
+    """Raise for the first string or member name of ``text`` (in document order) that
+    decodes to a lone surrogate; return if there is none.
+
+    ``text`` is valid JSON, or, with ``profile`` given, a text with another problem:
+    then the string is reported only if the text before it has no problem (checked
+    with ``""`` in its place, like the decoder would meet it), and nothing is raised
+    if a string the decoder refuses comes first.
 
     In C passes: the strings' tokens are decoded together as one array, the decoded
     strings joined and searched (a Python string holds a surrogate only when it is
@@ -1187,7 +1215,10 @@ def _raise_lone_surrogate(text: str) -> None:
     pointer is read from the text before it, closed.
     """
     tokens = _STRINGS.findall(text)
-    decoded: list[str] = json.loads("[" + ",".join(tokens) + "]")
+    try:
+        decoded: list[str] = json.loads("[" + ",".join(tokens) + "]")
+    except ValueError:  # a string the decoder refuses (only with another problem)
+        return
     found = _SURROGATE.search("".join(decoded))
     if found is None:
         return
@@ -1197,6 +1228,8 @@ def _raise_lone_surrogate(text: str) -> None:
     at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
     position = at + sum(map(len, tokens[:index])) - quotes
     end = position + len(tokens[index])
+    if profile is not None and _problem_before(text[:position], profile):
+        return
     if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
         reason = "member name contains a lone surrogate"
         located = _problem_at(text[:end] + ":", reason, stripped[: at + 2] + ":")
