@@ -218,7 +218,7 @@ def _chains() -> st.SearchStrategy[str]:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_chains(), st.integers(0, 3))
 def test_repeated_names_agree_with_the_token_walk(text: str, padding: int) -> None:
     # The reference is the token walk (``_locate``): the first repeated name in
@@ -271,7 +271,7 @@ def _first_surrogate(value: Any, path: list[str | int]) -> tuple[str, str] | Non
     return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_surrogate_documents())
 def test_lone_surrogates_are_located_as_the_rule_says(text: str) -> None:
     import json
@@ -316,7 +316,7 @@ def test_a_repeated_name_before_a_missing_value_and_a_too_deep_bracket_comes_fir
 # --- Python values: an MCP client's arguments arrive as dicts of floats ---------------------
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_floats_convert_to_the_value_their_shortest_repr_spells(number: float) -> None:
     # The fast path (``_float_value``) against the general rule: ``normalized(Decimal(repr))``.
@@ -330,7 +330,7 @@ def test_floats_convert_to_the_value_their_shortest_repr_spells(number: float) -
         assert str(converted) == str(expected)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.decimals(allow_nan=False, allow_infinity=False)
     | st.builds(
@@ -400,7 +400,7 @@ def _general(value: Any, profile: bool) -> tuple[str, Any]:
         return ("error", (exc.reason, exc.pointer))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
 def test_python_values_convert_as_the_general_rules_say(
     value: Any, profile: bool, depth: int
@@ -468,3 +468,45 @@ def test_a_lone_surrogate_before_another_problem_is_reported_first(
     # At the root, before trailing garbage.
     assert outcome(LONE + " x", False) == ("string contains a lone surrogate", "")
     assert outcome(LONE + " x", True) == ("string contains a lone surrogate", "")
+
+
+# --- long runs (``-m slow``) -------------------------------------------------------------------
+
+LONG = settings(max_examples=3000, deadline=None)
+
+
+@pytest.mark.slow
+@LONG
+@given(_chains(), st.integers(0, 3))
+def test_repeated_names_agree_with_the_token_walk_long(text: str, padding: int) -> None:
+    test_repeated_names_agree_with_the_token_walk.hypothesis.inner_test(text, padding)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@LONG
+@given(_surrogate_documents())
+def test_lone_surrogates_are_located_as_the_rule_says_long(text: str) -> None:
+    test_lone_surrogates_are_located_as_the_rule_says.hypothesis.inner_test(text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@LONG
+@given(_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_convert_as_the_general_rules_say_long(
+    value: Any, profile: bool, depth: int
+) -> None:
+    test_python_values_convert_as_the_general_rules_say.hypothesis.inner_test(  # type: ignore[attr-defined]
+        value, profile, depth
+    )
+
+
+def test_a_lone_surrogate_member_name_before_a_boolean_or_null_is_refused() -> None:
+    # The plain-dict loop checked names for surrogates except before true, false and
+    # null: from_python accepted the name, and canonical_bytes then raised
+    # UnicodeEncodeError (an MCP client's mapping arguments became an internal failure).
+    for item in (True, False, None):
+        for value in ({"\udc00": item}, {"k": {"a": 1, "\ud800x": item}}):
+            with pytest.raises(JSONError, match="member name contains a lone surrogate"):
+                from_python(value)
+            with pytest.raises(JSONError, match="member name contains a lone surrogate"):
+                _json.canonical_bytes(value)  # type: ignore[arg-type]

@@ -1436,6 +1436,8 @@ def _convert_dict(value: dict[Any, object], path: list[str | int], profile: bool
                 break  # the general rules name the problem
             result[key] = item
         elif kind is bool or item is None:
+            if not key.isascii() and _SURROGATE.search(key):
+                break
             result[key] = item
         else:
             if not key.isascii() and _SURROGATE.search(key):
