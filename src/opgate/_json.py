@@ -810,7 +810,11 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
             _raise_lone_surrogate(text, profile)
         raise
     if surrogates:
-        _raise_lone_surrogate(text)
+        try:
+            _raise_lone_surrogate(text)
+        except JSONError:
+            del value  # see _decode: the traceback keeps this frame
+            raise
     return value  # type: ignore[no-any-return]
 
 
@@ -916,17 +920,22 @@ def _decode(
                 _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
+    # On a problem the decoded value is dropped first: the error's traceback keeps this
+    # frame, and the collector's pass when ``paused_collector`` ends would visit it all.
     if strict:  # depth checked before; a repeat needs two members
         if text.count(":") >= 2 and (located := _repeated_name(text, start)) is not None:
+            del value
             raise JSONError(*located)
         return value
     depth, repeated = _shape(value, text, deep)
     if depth > MAX_DEPTH:
+        del value
         _check_nesting(text, profile)
         raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
     if repeated:
         located = _repeated_name(text, start)
         if located is not None:
+            del value
             raise JSONError(*located)
     return value
 
