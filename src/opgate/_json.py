@@ -147,6 +147,8 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
 _CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# Splits text into gaps and strings, keeping the strings (one pass for both, see below).
+_STRING_PARTS = re.compile(f"({_STRING})", re.DOTALL)
 # Strings and brackets, for the nesting walk.
 # Splits text into gaps and tokens (strings and numbers), keeping the tokens.
 _TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
@@ -516,6 +518,13 @@ def _profiled_scan(text: str) -> Callable[[str, int], tuple[Any, int]]:
     return _SCAN_PROFILED
 
 
+def _without_strings(text: str) -> tuple[str, list[str]]:
+    """``text`` with every string replaced by ``""``, and its strings in order, from one
+    regex pass (``_STRINGS.sub`` and ``_STRINGS.findall`` are two)."""
+    parts = _STRING_PARTS.split(text)
+    return '""'.join(parts[::2]), parts[1::2]
+
+
 def _syntax_error(message: str, text: str, position: int) -> JSONError:
     line = text.count("\n", 0, position) + 1
     column = position - text.rfind("\n", 0, position)
@@ -846,13 +855,13 @@ def _long_integer_problem(text: str) -> JSONError | None:
     """
     if len(text) <= PROFILE_LIMIT or _LONG_RUN not in text.translate(_DIGITS_AS_ZEROS):
         return None
-    stripped = _STRINGS.sub('""', text)
+    stripped, tokens = _without_strings(text)
     found = _LONG_INTEGER.search(stripped)
     if found is None:
         return None
     at = found.start()
     strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
-    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    position = at + sum(map(len, tokens[:strings])) - 2 * strings
     prefix = text[:position]
     if not prefix.strip(" \t\n\r"):
         return JSONError(_RULE_NORMALIZED, "")  # the root
@@ -1071,10 +1080,10 @@ def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
         name = objects[closing][_first_repeat(objects[closing])][0]
         return (f"{_DUPLICATE} {short_prefix(name)}", pointer([name]))
     # Its closing brace is the ``closing + 1``-th one outside strings.
-    stripped = _STRINGS.sub('""', document)
+    stripped, tokens = _without_strings(document)
     at = closing + sum(map(len, stripped.split("}", closing + 1)[: closing + 1]))
     strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
-    position = at + sum(map(len, _STRINGS.findall(document)[:strings])) - 2 * strings + 1
+    position = at + sum(map(len, tokens[:strings])) - 2 * strings + 1
     bracket_text = _brackets(stripped[: at + 1])
     prefix = document[:position]
     depth = _open_depth(bracket_text)
