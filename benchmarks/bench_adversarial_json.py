@@ -91,7 +91,7 @@ def _too_deep_at_end(size: int = SIZE) -> str:
     return _fill('{"a":[', '{"k":1},', "{}]," + '"b":' + "[" * (MAX_DEPTH + 1) + "}", size)
 
 
-#: name -> 64 KiB text. All are ASCII, so characters are bytes.
+#: name -> text of at most 64 KiB as UTF-8 (the non-ASCII shapes are sized by bytes).
 SHAPES: dict[str, Callable[[], str]] = {
     "escaped quotes, unterminated, brackets": lambda: _fill(
         '"', '\\"', "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
@@ -138,6 +138,10 @@ SHAPES: dict[str, Callable[[], str]] = {
     ),
     "a lone surrogate after many containers": lambda: _fill('{"a":[', "{},", '"\\udc00"]}'),
     "many empty objects": lambda: _fill('{"a":[', "{},", "{}]}"),
+    "a BOM before many small objects": lambda: (
+        "\ufeff" + _fill('{"a":[', '{"k":[1]},', "{}]}", SIZE - 3)
+    ),
+    "many short non-ASCII strings": lambda: _fill('{"a":[', '"é",', '"é"]}', SIZE * 4 // 5),
     "distinct fractions": lambda: _distinct(lambda i: f"0.{i + 1}"),
     "distinct integral numbers of ~4,000 digits": lambda: _distinct(
         lambda i: f"{i + 1}e{4000 + i % 90}"
@@ -246,7 +250,7 @@ def run(*, runs: int = 50, freeze: bool = True) -> list[Table]:
                     {
                         "input": name,
                         "entry": entry,
-                        "bytes": len(text),
+                        "bytes": len(text.encode()),
                         "median ms": round(statistics.median(ordered), 3),
                         "p90 ms": round(_percentile(ordered, 0.9), 3),
                         "p99 ms": round(_percentile(ordered, 0.99), 3),

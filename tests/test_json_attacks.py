@@ -510,3 +510,41 @@ def test_a_lone_surrogate_member_name_before_a_boolean_or_null_is_refused() -> N
                 from_python(value)
             with pytest.raises(JSONError, match="member name contains a lone surrogate"):
                 _json.canonical_bytes(value)  # type: ignore[arg-type]
+
+
+# --- non-ASCII text: str.translate's slow path ------------------------------------------------
+
+
+def _best_cpu(fn: Callable[[], object], rounds: int = 7) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(8):
+            fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_one_non_ascii_character_does_not_slow_the_bracket_and_digit_passes() -> None:
+    # str.translate with a dict table is fast only on ASCII text; one BOM (or any
+    # character past U+007F) outside strings made the bracket pass of a 64 KiB text
+    # about 35 times slower (6 ms) and an error at column 1 cost a whole pre-scan.
+    # The passes drop or replace non-ASCII characters in C first.
+    ascii_text = '{"a":[' + '{"k":[1]},' * 6500 + "{}]}"
+    for extra in ("\ufeff", "é"):
+        text = extra + ascii_text
+        slow = _best_cpu(lambda text=text: _json._brackets(text))
+        fast = _best_cpu(lambda: _json._brackets(ascii_text))
+        assert slow <= 6 * fast + 1e-3, (slow, fast)
+        assert _json._brackets(text) == _json._brackets(ascii_text)
+        assert outcome(text, True) == ("invalid JSON: Expecting value at line 1 column 1", None)
+    # The digit-run pre-filter of the profile, on a valid text with non-ASCII strings.
+    text = '{"a":[' + '"é1",' * 13000 + '"x"]}'
+    slow = _best_cpu(lambda: _json._long_integer_problem(text))
+    fast = _best_cpu(lambda: _json._long_integer_problem(text.replace("é", "e")))
+    assert slow <= 6 * fast + 1e-3, (slow, fast)
+    # Non-ASCII characters between digits never join two runs into a long integer.
+    run = "9" * PROFILE_LIMIT
+    assert outcome('["' + run + "é" + run + '"]', True) == ("", "")

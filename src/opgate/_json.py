@@ -167,16 +167,15 @@ _TOKEN = re.compile(
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
 _LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
-# Turns every ASCII digit into "0" and every other ASCII character into a space, so that
-# a run of more than ``PROFILE_LIMIT`` digits anywhere is a substring search (in C, linear;
-# a regex tries every position and costs about 2 ms at 64 KiB).
-_DIGITS_AS_ZEROS = str.maketrans(
-    {**dict.fromkeys(map(chr, range(128)), " "), **dict.fromkeys("0123456789", "0")}
-)
-_LONG_RUN = "0" * (PROFILE_LIMIT + 1)
+# Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
+# characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
+# a substring search (in C, linear; a regex tries every position and costs about 2 ms at
+# 64 KiB). Bytes, because ``str.translate`` is fast only on ASCII text: one character past
+# U+007F made it about 30 times slower.
+_DIGIT_BYTES = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * (PROFILE_LIMIT + 1)
 # Deletes every ASCII character but brackets (``str.translate`` runs it in C).
 _KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 # Depth change per bracket.
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 # Maximal runs of openers or of closers in a string of brackets: they alternate.
@@ -511,7 +510,7 @@ def _profiled_scan(text: str) -> Callable[[str, int], tuple[Any, int]]:
     """The profiled decoder for ``text``: native ints unless an integer breaks the profile."""
     if (
         len(text) > PROFILE_LIMIT
-        and _LONG_RUN in text.translate(_DIGITS_AS_ZEROS)
+        and _has_long_digit_run(text)
         and _LONG_INTEGER.search(_STRINGS.sub("", text))
     ):
         return _SCAN_PROFILED_BIG  # hooked: the rejection is then located exactly
@@ -531,12 +530,20 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
     return JSONError(f"invalid JSON: {message} at line {line} column {column}")
 
 
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds more than ``PROFILE_LIMIT`` ASCII digits in a row (C passes)."""
+    return _LONG_RUN in text.encode("ascii", "replace").translate(_DIGIT_BYTES)
+
+
 def _brackets(stripped: str) -> str:
-    """The brackets of a text whose strings were removed, in order (C passes)."""
-    brackets = stripped.translate(_KEEP_BRACKETS)
-    if not brackets.isascii():  # characters no JSON text has outside strings
-        brackets = _NOT_BRACKET.sub("", brackets)
-    return brackets
+    """The brackets of a text whose strings were removed, in order (C passes).
+
+    Characters past U+007F (none in JSON outside strings, but a BOM or garbage may be
+    there) are dropped first: ``str.translate`` is fast only on ASCII text.
+    """
+    if not stripped.isascii():
+        stripped = stripped.encode("ascii", "ignore").decode("ascii")
+    return stripped.translate(_KEEP_BRACKETS)
 
 
 def _check_nesting(text: str, profile: bool) -> None:
@@ -853,7 +860,7 @@ def _long_integer_problem(text: str) -> JSONError | None:
     replaced by ``0`` (a value where the decoder expects one, a syntax error where it
     does not, like the token).
     """
-    if len(text) <= PROFILE_LIMIT or _LONG_RUN not in text.translate(_DIGITS_AS_ZEROS):
+    if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
         return None
     stripped, tokens = _without_strings(text)
     found = _LONG_INTEGER.search(stripped)
