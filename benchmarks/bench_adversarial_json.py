@@ -9,7 +9,10 @@ measured through ``parse`` with the numeric work profile (the path of arguments,
 answers and schemas given as text), through ``parse`` without it (private state and
 structured results read back), and end to end through ``Registry.invoke`` (budget
 check, strict parse, schema validation and the failure message), whose argument
-budget is exactly 64 KiB. The table gives median, p90, p99 and maximum per call.
+budget is exactly 64 KiB; a shape that is a JSON object is also passed to ``invoke``
+as a mapping, as an MCP client's ``tools/call`` arguments arrive (decoded by the
+stdlib: floats, the last of repeated names; ``from_python`` and canonical bytes).
+The table gives median, p90, p99 and maximum per call.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -64,11 +68,30 @@ def _wide_levels(levels: int, width: int) -> str:
     return '{"a":' + inner + "}"
 
 
+def _deep_chains(every: bool, size: int = SIZE) -> str:
+    # Chains of arrays as deep as allowed inside ``{"a":[...]}``, each ending in an object;
+    # every one repeats a name, or only the last.
+    depth = MAX_DEPTH - 3
+    last = "[" * depth + '{"":0,"":1}' + "]" * depth
+    chain = last if every else "[" * depth + '{"":0}' + "]" * depth
+    return _fill('{"a":[', chain + ",", last + "]}", size)
+
+
+def _distinct(number: Callable[[int], str], size: int = SIZE) -> str:
+    # Distinct number tokens (no cache helps), as many as fit in ``{"a":[...]}``.
+    items: list[str] = []
+    used = len('{"a":[]}')
+    while used + len(number(len(items))) + 1 <= size:
+        items.append(number(len(items)))
+        used += len(items[-1]) + 1
+    return '{"a":[' + ",".join(items) + "]}"
+
+
 def _too_deep_at_end(size: int = SIZE) -> str:
     return _fill('{"a":[', '{"k":1},', "{}]," + '"b":' + "[" * (MAX_DEPTH + 1) + "}", size)
 
 
-#: name -> 64 KiB text. All are ASCII, so characters are bytes.
+#: name -> text of at most 64 KiB as UTF-8 (the non-ASCII shapes are sized by bytes).
 SHAPES: dict[str, Callable[[], str]] = {
     "escaped quotes, unterminated, brackets": lambda: _fill(
         '"', '\\"', "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
@@ -104,7 +127,36 @@ SHAPES: dict[str, Callable[[], str]] = {
     "long integer": lambda: _fill('{"a":', "9", "}"),
     "long fraction": lambda: _fill('{"a":0.', "0", "1}"),
     "lone surrogate at the end": lambda: _fill('{"a":["', "\\ud83d\\ude00", '","\\ud800"]}'),
+    # Found attacking the locators (tests/test_json_attacks.py):
+    "a constant after many values": lambda: _fill('{"a":[', "1,", "NaN]}"),
+    "a too-long integer after many values": lambda: _fill('{"a":[', "1,", "9" * 4097 + "]}"),
+    "a refused number, then a number character": lambda: _fill('{"a":[', "1,", "1e4097-]}"),
+    "repeated names in deep chains": lambda: _deep_chains(True),
+    "a repeated name in the last deep chain": lambda: _deep_chains(False),
+    "a surrogate pair among many containers": lambda: _fill(
+        '{"a":["\\ud83d\\ude00",', "[[]],", "1]}"
+    ),
+    "a lone surrogate after many containers": lambda: _fill('{"a":[', "{},", '"\\udc00"]}'),
+    "many empty objects": lambda: _fill('{"a":[', "{},", "{}]}"),
+    "a BOM before many small objects": lambda: (
+        "\ufeff" + _fill('{"a":[', '{"k":[1]},', "{}]}", SIZE - 3)
+    ),
+    "many short non-ASCII strings": lambda: _fill('{"a":[', '"é",', '"é"]}', SIZE * 4 // 5),
+    "distinct fractions": lambda: _distinct(lambda i: f"0.{i + 1}"),
+    "distinct integral numbers of ~4,000 digits": lambda: _distinct(
+        lambda i: f"{i + 1}e{4000 + i % 90}"
+    ),
 }
+
+
+def _as_mapping(text: str) -> dict[str, Any] | None:
+    """``text`` as an MCP client's ``tools/call`` arguments arrive: decoded by the stdlib
+    (floats, last of repeated names), or ``None`` if it is not a JSON object."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _schema() -> dict[str, Any]:
@@ -185,6 +237,11 @@ def run(*, runs: int = 50, freeze: bool = True) -> list[Table]:
                     registry.invoke(None, "adversarial.echo", text)
                 ),
             }
+            mapping = _as_mapping(text)
+            if mapping is not None:
+                entries["invoke, mapping"] = lambda mapping=mapping: loop.run_until_complete(
+                    registry.invoke(None, "adversarial.echo", mapping)
+                )
             for entry, fn in entries.items():
                 wall, cpu = _timings(fn, runs, freeze)
                 ordered, cpu_ordered = sorted(wall), sorted(cpu)
@@ -193,7 +250,7 @@ def run(*, runs: int = 50, freeze: bool = True) -> list[Table]:
                     {
                         "input": name,
                         "entry": entry,
-                        "bytes": len(text),
+                        "bytes": len(text.encode()),
                         "median ms": round(statistics.median(ordered), 3),
                         "p90 ms": round(_percentile(ordered, 0.9), 3),
                         "p99 ms": round(_percentile(ordered, 0.99), 3),

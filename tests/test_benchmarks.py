@@ -340,7 +340,18 @@ def test_openapi_benchmark_tiny(tmp_path: Path) -> None:
 
 def test_adversarial_json_benchmark_tiny() -> None:
     (table,) = bench_adversarial_json.run(runs=3)
-    assert len(table.rows) == 3 * len(bench_adversarial_json.SHAPES)
+    # Three entries per shape, and a fourth (a mapping, as MCP delivers) per JSON object.
+    mappings = sum(
+        bench_adversarial_json._as_mapping(make()) is not None
+        for make in bench_adversarial_json.SHAPES.values()
+    )
+    assert len(table.rows) == 3 * len(bench_adversarial_json.SHAPES) + mappings
+    assert {row["entry"] for row in table.rows} == {
+        "parse, profiled",
+        "parse",
+        "invoke",
+        "invoke, mapping",
+    }
     for row in table.rows:
         assert set(row) <= set(table.columns)
         assert row["bytes"] <= bench_adversarial_json.SIZE

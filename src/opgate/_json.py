@@ -62,15 +62,16 @@ import functools
 import gc
 import json
 import marshal
+import math
 import operator
 import pickle
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress
 from json.encoder import encode_basestring
-from typing import Any, Final, NamedTuple, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 import orjson
 
@@ -148,9 +149,15 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
 _CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# Splits text into gaps and strings, keeping the strings (one pass for both, see below).
+_STRING_PARTS = re.compile(f"({_STRING})", re.DOTALL)
 # Strings and brackets, for the nesting walk.
 # Splits text into gaps and tokens (strings and numbers), keeping the tokens.
 _TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
+# What may follow a number token and extend it: the decoder reads the longest number.
+_MORE_DIGITS = re.compile(r"[0-9]")
+_MORE_FRACTION = re.compile(r"[0-9]|\.[0-9]|[eE][-+]?[0-9]")
+_MORE_EXPONENT = re.compile(r"[0-9]|[eE][-+]?[0-9]")
 # Splits text (with strings replaced) at brackets, for finding the n-th bracket.
 _BRACKET_SPLIT = re.compile(r"[\[\]{}]")
 # Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
@@ -161,17 +168,16 @@ _TOKEN = re.compile(
 # An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
-_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[0-9]{{{PROFILE_LIMIT + 1},}}+(?![.eE])")
-# Turns every ASCII digit into "0" and every other ASCII character into a space, so that
-# a run of more than ``PROFILE_LIMIT`` digits anywhere is a substring search (in C, linear;
-# a regex tries every position and costs about 2 ms at 64 KiB).
-_DIGITS_AS_ZEROS = str.maketrans(
-    {**dict.fromkeys(map(chr, range(128)), " "), **dict.fromkeys("0123456789", "0")}
-)
-_LONG_RUN = "0" * (PROFILE_LIMIT + 1)
+_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
+# Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
+# characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
+# a substring search (in C, linear; a regex tries every position and costs about 2 ms at
+# 64 KiB). Bytes, because ``str.translate`` is fast only on ASCII text: one character past
+# U+007F made it about 30 times slower.
+_DIGIT_BYTES = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * (PROFILE_LIMIT + 1)
 # Deletes every ASCII character but brackets (``str.translate`` runs it in C).
 _KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 # Depth change per bracket.
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 # Maximal runs of openers or of closers in a string of brackets: they alternate.
@@ -405,12 +411,12 @@ def _big_int(token: str) -> int | Decimal:
 
 def _profiled_int(token: str) -> int | Decimal:
     if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
-        raise _Rejected(_RULE_NORMALIZED)
+        raise _Rejected(_RULE_NORMALIZED, token)
     return _big_int(token)
 
 
 def _reject_constant(name: str) -> None:
-    raise _Rejected(f"{name} is not a JSON number")
+    raise _Rejected(f"{name} is not a JSON number", name)
 
 
 def _token_problem(token: str, *, profile: bool) -> str | None:
@@ -487,15 +493,11 @@ class _Members(tuple):  # type: ignore[type-arg]
     """An object decoded as its ``(name, value)`` pairs, repeated names kept.
 
     A tuple subclass, so that objects and the plain tuples of their pairs can be told
-    apart by type in the C passes of ``_repeats_below``; built in C by the decoder.
+    apart by type; built in C by the decoder.
     """
 
     __slots__ = ()
 
-
-_CONTAINERS = frozenset((_Members, list))  # the pointer decode's containers
-_MEMBERS = frozenset((_Members,))
-_second = operator.itemgetter(1)
 
 # The same with objects as ``_Members``, so that repeated names are all kept.
 _SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
@@ -510,11 +512,18 @@ def _profiled_scan(text: str) -> Callable[[str, int], tuple[Any, int]]:
     """The profiled decoder for ``text``: native ints unless an integer breaks the profile."""
     if (
         len(text) > PROFILE_LIMIT
-        and _LONG_RUN in text.translate(_DIGITS_AS_ZEROS)
+        and _has_long_digit_run(text)
         and _LONG_INTEGER.search(_STRINGS.sub("", text))
     ):
         return _SCAN_PROFILED_BIG  # hooked: the rejection is then located exactly
     return _SCAN_PROFILED
+
+
+def _without_strings(text: str) -> tuple[str, list[str]]:
+    """``text`` with every string replaced by ``""``, and its strings in order, from one
+    regex pass (``_STRINGS.sub`` and ``_STRINGS.findall`` are two)."""
+    parts = _STRING_PARTS.split(text)
+    return '""'.join(parts[::2]), parts[1::2]
 
 
 def _syntax_error(message: str, text: str, position: int) -> JSONError:
@@ -523,12 +532,20 @@ def _syntax_error(message: str, text: str, position: int) -> JSONError:
     return JSONError(f"invalid JSON: {message} at line {line} column {column}")
 
 
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds more than ``PROFILE_LIMIT`` ASCII digits in a row (C passes)."""
+    return _LONG_RUN in text.encode("ascii", "replace").translate(_DIGIT_BYTES)
+
+
 def _brackets(stripped: str) -> str:
-    """The brackets of a text whose strings were removed, in order (C passes)."""
-    brackets = stripped.translate(_KEEP_BRACKETS)
-    if not brackets.isascii():  # characters no JSON text has outside strings
-        brackets = _NOT_BRACKET.sub("", brackets)
-    return brackets
+    """The brackets of a text whose strings were removed, in order (C passes).
+
+    Characters past U+007F (none in JSON outside strings, but a BOM or garbage may be
+    there) are dropped first: ``str.translate`` is fast only on ASCII text.
+    """
+    if not stripped.isascii():
+        stripped = stripped.encode("ascii", "ignore").decode("ascii")
+    return stripped.translate(_KEEP_BRACKETS)
 
 
 def _check_nesting(text: str, profile: bool) -> None:
@@ -614,7 +631,7 @@ def _nesting_problem(
     if end != len(document):  # a whole value ended before: extra data
         return None
     if _may_repeat_names(value, document):
-        located = _repeated_name(_SCAN_POINTER(document, start)[0], document)
+        located = _repeated_name(document, start)
         return JSONError(*located) if located is not None else None
     return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
 
@@ -626,11 +643,12 @@ def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str
     document = _closed(prefix, brackets, depths, MAX_DEPTH)
     if document is None:  # pragma: no cover - see _closed
         return None
+    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        tree, _ = _SCAN_POINTER(document, _WHITESPACE.match(document).end())  # type: ignore[union-attr]
+        tree, _ = _SCAN_POINTER(document, start)
+        duplicate = _repeated_name(document, start)
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
-    duplicate = _repeated_name(tree, document)
     if duplicate is not None:
         return duplicate
     path: list[str | int] = []
@@ -672,9 +690,11 @@ def _prefix_problem(
                 exc.msg, prefix, exc.pos
             )
         return None
-    except StopIteration as exc:
-        if exc.value < len(prefix):  # pragma: no cover - the prefix starts with a bracket
-            return _syntax_error("Expecting value", prefix, exc.value)
+    except StopIteration as exc:  # a value expected where it stops (in an array, too)
+        if exc.value < len(prefix):
+            return _duplicate_before(prefix, scan, exc.value) or _syntax_error(
+                "Expecting value", prefix, exc.value
+            )
         return None
     except ValueError:  # an integer past the interpreter's int/str digit limit
         if scan is _SCAN_EXACT:
@@ -787,21 +807,82 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     # report (``_check_nesting``) is made only when it is too deep or decoding failed.
     # When arrays dominate (fewer than one member per four openers), measuring the
     # decoded value level by level costs more than the pre-scan (which also stops a
-    # document that nests too deep early), and the few objects are checked for
-    # repeated names by an object hook instead.
-    openers = text.count("[") + text.count("{")
-    deep = openers > MAX_DEPTH
-    strict = deep and 4 * text.count(":") < openers
-    if strict:
-        _check_nesting(text, profile)
-        deep = False
-    scan = _profiled_scan(text) if profile else _SCAN_EXACT
-    value = _decode(text, scan, profile, deep, strict)
-    if (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
+    # document that nests too deep early), and repeated names are found from the
+    # objects' sizes (``_repeated_name``, C passes) when two members could repeat one.
+    surrogates = (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
-    ):
-        _check_surrogates(value, [])
+    )
+    try:
+        if profile and (problem := _long_integer_problem(text)) is not None:
+            raise problem
+        openers = text.count("[") + text.count("{")
+        deep = openers > MAX_DEPTH
+        strict = deep and 4 * text.count(":") < openers
+        if strict:
+            _check_nesting(text, profile)
+            deep = False
+        scan = _SCAN_PROFILED if profile else _SCAN_EXACT
+        value = _decode(text, scan, profile, deep, strict)
+    except JSONError:
+        if surrogates:  # a lone surrogate before the problem found comes first
+            _raise_lone_surrogate(text, profile)
+        raise
+    if surrogates:
+        try:
+            _raise_lone_surrogate(text)
+        except JSONError:
+            del value  # see _decode: the traceback keeps this frame
+            raise
     return value  # type: ignore[no-any-return]
+
+
+def _problem_before(prefix: str, profile: bool) -> bool:
+    """Whether a document has a problem before a string that starts where ``prefix``
+    ends (the string itself, and repeated names, aside): the string is replaced by
+    ``""`` and the text up to it checked, in C passes."""
+    if not prefix.strip(" \t\n\r"):
+        return False  # the string is the root value
+    probe = prefix + '""'
+    try:
+        if profile and _long_integer_problem(probe) is not None:
+            return True
+        if probe.count("[") + probe.count("{") > MAX_DEPTH:
+            _check_nesting(probe, profile)
+    except JSONError:
+        return True
+    return _prefix_problem(probe, profile) is not None
+
+
+def _long_integer_problem(text: str) -> JSONError | None:
+    """The first problem of ``text`` when it holds an integer token of more than
+    ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
+
+    Found without a decode that calls a hook per integer: one pass finds the first such
+    token, and the text before it is checked for an earlier problem with the token
+    replaced by ``0`` (a value where the decoder expects one, a syntax error where it
+    does not, like the token).
+    """
+    if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
+        return None
+    stripped, tokens = _without_strings(text)
+    found = _LONG_INTEGER.search(stripped)
+    if found is None:
+        return None
+    at = found.start()
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, tokens[:strings])) - 2 * strings
+    prefix = text[:position]
+    if not prefix.strip(" \t\n\r"):
+        return JSONError(_RULE_NORMALIZED, "")  # the root
+    if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
+        _check_nesting(prefix + "0", True)  # raises for a too-deep bracket before it
+    earlier = _prefix_problem(prefix + "0", True)
+    if earlier is not None:
+        return earlier
+    located = _problem_at(prefix, _RULE_NORMALIZED, stripped[:at])
+    if located is None:  # pragma: no cover - see _closed
+        return JSONError(_RULE_NORMALIZED)
+    return JSONError(*located)
 
 
 def _decode(
@@ -819,16 +900,14 @@ def _decode(
     """
     start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        value, end = (_STRICT[scan] if strict else scan)(text, start)
+        value, end = scan(text, start)
     except _Rejected as exc:
         if deep:
             _check_nesting(text, profile)
-        if exc.token is None and exc.reason == _DUPLICATE:  # the strict object hook
-            _raise_duplicate_before(text, scan, len(text))
         located = None
         if exc.token is not None:
             located = _locate_number(text, exc.token, exc.reason)
-        if located is None:  # a constant or a long integer: walk the tokens
+        if located is None:  # pragma: no cover - a spelling _locate_number misses: walk
             located = _locate(text, profile=profile)
         if located is None:  # pragma: no cover - the walk finds what the decoder refused
             raise JSONError(exc.reason) from None
@@ -859,15 +938,22 @@ def _decode(
                 _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
-    if strict:
-        return value  # depth checked before, names by the object hook
+    # On a problem the decoded value is dropped first: the error's traceback keeps this
+    # frame, and the collector's pass when ``paused_collector`` ends would visit it all.
+    if strict:  # depth checked before; a repeat needs two members
+        if text.count(":") >= 2 and (located := _repeated_name(text, start)) is not None:
+            del value
+            raise JSONError(*located)
+        return value
     depth, repeated = _shape(value, text, deep)
     if depth > MAX_DEPTH:
+        del value
         _check_nesting(text, profile)
         raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
     if repeated:
-        located = _repeated_name(_SCAN_POINTER(text, start)[0], text)
+        located = _repeated_name(text, start)
         if located is not None:
+            del value
             raise JSONError(*located)
     return value
 
@@ -908,15 +994,20 @@ def _raise_duplicate_before(
 _UNKNOWN = ("", "")
 
 
+def _open_depth(brackets: str) -> int:
+    """How many containers are open after a string of brackets (in C)."""
+    return brackets.count("[") + brackets.count("{") - brackets.count("]") - brackets.count("}")
+
+
 def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
     """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
     none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
     bracket_text = _brackets(_STRINGS.sub("", prefix))
-    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
-    depth = depths[-1] if depths else 0
+    depth = _open_depth(bracket_text)
     if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
         return _UNKNOWN
     if depth:
+        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
         document = _closed(prefix, bracket_text, depths, depth, ended=True)
     else:
         document = prefix.rstrip(" \t\n\r")
@@ -924,20 +1015,17 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
         return None if document is not None else _UNKNOWN
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        value, end = _SCAN_POINTER(document, start)
+        return _repeated_name(document, start)  # ``None`` when no name repeats
     except (ValueError, StopIteration):
         head = len(prefix.rstrip(" \t\n\r"))
         if not depth or document[head - 1 : head] != '"':
             return _UNKNOWN
-        # The prefix ends with a member name: give it a placeholder value.
-        document = document[:head] + ":0" + document[head:]
-        try:
-            value, end = _SCAN_POINTER(document, start)
-        except (ValueError, StopIteration):
-            return _UNKNOWN
-    if end != len(document):
+    # The prefix ends with a member name: give it a placeholder value.
+    document = document[:head] + ":0" + document[head:]
+    try:
+        return _repeated_name(document, start)
+    except (ValueError, StopIteration):
         return _UNKNOWN
-    return _repeated_name(value, document)  # ``None`` when no name repeats
 
 
 def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
@@ -972,146 +1060,112 @@ def _may_repeat_names(value: Any, text: str) -> bool:
     return _shape(value, text, False)[1]
 
 
-def _repeated_name(tree: Any, text: str) -> tuple[str, str] | None:
-    """The first repeated member name in document order in ``tree``, the decode of
-    ``text`` with objects as ``_Members`` (``_SCAN_POINTER``): ``(reason, pointer)``
-    or ``None``.
+def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
+    """The first repeated member name in document order in ``document`` (valid JSON
+    from ``start`` to its end): ``(reason, pointer)``, or ``None``.
 
-    Linear in the tree: the non-empty containers are gathered level by level and
-    the objects that repeat a name are marked, in C passes over each level
-    (``_container_levels``); every container with a marked one below it is marked
-    too, keeping for each only its first marked child (``_first_marked_children``);
-    then one walk from the root compares, at each container on the way, its own
-    first repeated name with its first marked child by position.
+    Linear, in C passes and one walk down at most ``MAX_DEPTH`` levels. A decode that
+    hands every object's pairs to ``list.append`` (in C) lists the objects in the order
+    they close; the first one that repeats a name is found by comparing sizes in C.
+    Every object that closed before it repeats nothing, so the first repeat in document
+    order is in it or in one of the objects still open around it (whose repeated names
+    all come before it, since it sits in their last member). The text up to its closing
+    brace, closed, is decoded with objects as ``_Members``; the walk down its last items
+    reports the outermost object that repeats a name, at its first repeat. Raises
+    ``ValueError`` or ``StopIteration`` if ``document`` is not one JSON value.
     """
-    del text  # the tree holds everything; the text is kept for the callers' symmetry
-    if type(tree) not in _CONTAINERS:
+    objects: list[list[tuple[str, Any]]] = []
+    decoder = json.JSONDecoder(
+        object_pairs_hook=objects.append, parse_float=str, parse_int=str, parse_constant=str
+    )
+    _, end = cast(Any, decoder).scan_once(document, start)
+    if _WHITESPACE.match(document, end).end() != len(document):  # type: ignore[union-attr]
+        raise ValueError("extra data")
+    repeats = list(map(operator.ne, map(len, objects), map(len, map(dict, objects))))
+    if True not in repeats:
         return None
-    levels = _container_levels(tree)
-    firsts = _first_marked_children(levels)
-    firsts.append({})  # the deepest level has no children
-    if 0 not in levels[0].repeating and 0 not in firsts[1]:
-        return None
-    path: list[str | int] = []
-    index = 0
-    for depth, level in enumerate(levels):
-        node = level.nodes[index]
-        repeat = _first_repeat(node) if index in level.repeating else None
-        child = firsts[depth + 1].get(index)
-        child_at = None if child is None else _position(level, levels[depth + 1].origins[child])
-        if repeat is not None and (child_at is None or child_at >= repeat):
-            name = node[repeat][0]
-            path.append(name)
-            return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-        if child is None or child_at is None:  # pragma: no cover - marked: found below
+    closing = repeats.index(True)
+    if closing == len(objects) - 1 and document[start] == "{":  # the root: nothing around it
+        name = objects[closing][_first_repeat(objects[closing])][0]
+        return (f"{_DUPLICATE} {short_prefix(name)}", pointer([name]))
+    # Its closing brace is the ``closing + 1``-th one outside strings.
+    stripped, tokens = _without_strings(document)
+    at = closing + sum(map(len, stripped.split("}", closing + 1)[: closing + 1]))
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, tokens[:strings])) - 2 * strings + 1
+    bracket_text = _brackets(stripped[: at + 1])
+    prefix = document[:position]
+    depth = _open_depth(bracket_text)
+    if depth:
+        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
+        closed = _closed(prefix, bracket_text, depths, depth, ended=True)
+        if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
             return None
-        path.append(node[child_at][0] if type(node) is _Members else child_at)
-        index = child
-    return None  # pragma: no cover - the walk ends at an object that repeats a name
+        prefix = closed
+    node, _ = _SCAN_POINTER(prefix, start)
+    path: list[str | int] = []
+    while True:  # at most MAX_DEPTH levels: it ends at an object that repeats a name
+        if type(node) is _Members:
+            if len(dict(node)) != len(node):
+                name = node[_first_repeat(node)][0]
+                path.append(name)
+                return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+            name, node = node[-1]
+            path.append(name)
+        else:
+            path.append(len(node) - 1)
+            node = node[-1]
 
 
-class _Level(NamedTuple):
-    """The non-empty containers at one depth of a ``_SCAN_POINTER`` decode.
-
-    ``nodes`` are in document order within each parent. Their items (an object's
-    pairs, an array's items) are numbered objects first, then arrays: ``order`` is
-    the node index of each in that numbering and ``ends`` the running total of their
-    sizes. ``origins`` gives each node's item number in the level above, and
-    ``repeating`` the indices of the objects that repeat a name.
-    """
-
-    nodes: list[Any]
-    origins: list[int]
-    order: list[int]
-    ends: list[int]
-    repeating: set[int]
-
-
-def _container_levels(tree: Any) -> list[_Level]:
-    """The non-empty containers of ``tree`` level by level (``_Level``): a dozen C
-    passes per level, no Python code per container."""
-    levels: list[_Level] = []
-    nodes: list[Any] = [tree] if len(tree) else []
-    origins = [0]
-    while nodes:
-        is_object = list(map(_MEMBERS.__contains__, map(type, nodes)))
-        is_array = list(map(operator.not_, is_object))
-        objects = list(compress(nodes, is_object))
-        arrays = list(compress(nodes, is_array))
-        object_at = list(compress(range(len(nodes)), is_object))
-        sizes = list(map(len, objects))
-        distinct = map(len, map(dict, objects))
-        repeating = set(compress(object_at, map(operator.ne, sizes, distinct)))
-        order = [*object_at, *compress(range(len(nodes)), is_array)]
-        ends = list(accumulate(chain(sizes, map(len, arrays))))
-        levels.append(_Level(nodes, origins, order, ends, repeating))
-        items = [*map(_second, chain.from_iterable(objects)), *chain.from_iterable(arrays)]
-        is_container = list(map(_CONTAINERS.__contains__, map(type, items)))
-        containers = list(compress(items, is_container))
-        non_empty = list(map(len, containers))
-        nodes = list(compress(containers, non_empty))
-        origins = list(compress(compress(range(len(items)), is_container), non_empty))
-    return levels
-
-
-def _parent(level: _Level, item: int) -> int:
-    """The node of ``level`` that holds its item number ``item``."""
-    return level.order[bisect_right(level.ends, item)]
-
-
-def _position(level: _Level, item: int) -> int:
-    """The position of item number ``item`` of ``level`` within its container."""
-    holder = bisect_right(level.ends, item)
-    return item - level.ends[holder - 1] if holder else item
-
-
-def _first_marked_children(levels: list[_Level]) -> list[dict[int, int]]:
-    """For each level, node index -> the index of its first child (in the level
-    below) that repeats a name or holds one that does; level 0 maps nothing."""
-    firsts: list[dict[int, int]] = [{} for _ in levels]
-    below: set[int] = set()  # nodes of the current level with a marked child
-    for depth in range(len(levels) - 1, 0, -1):
-        level, above = levels[depth], levels[depth - 1]
-        # A container's children are consecutive nodes in position order, so the
-        # smallest index is the first; the dict keeps the last one written.
-        marked = sorted(level.repeating | below, reverse=True)
-        holders = map(_parent, repeat(above), map(level.origins.__getitem__, marked))
-        firsts[depth] = dict(zip(holders, marked, strict=True))
-        below = set(firsts[depth])
-    return firsts
-
-
-def _first_repeat(members: Any) -> int | None:
+def _first_repeat(members: Any) -> int:
     """The position of the first member of ``members`` whose name came before."""
     seen: set[str] = set()
     for position, (name, _) in enumerate(members):
         if name in seen:
             return position
         seen.add(name)
-    return None  # pragma: no cover - called only on objects that repeat a name
+    raise AssertionError("called only on objects that repeat a name")  # pragma: no cover
 
 
 def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
-    """``(reason, pointer)`` for the first occurrence of number ``token`` outside strings.
+    """``(reason, pointer)`` for the first occurrence of number (or constant, such as
+    ``NaN``) ``token`` outside strings.
 
-    The decoder refuses a token by its text alone, so its first occurrence is the one
-    refused. A duplicate name before it comes first and is reported instead. Linear:
-    one regex split to find the token, then one decode of the text before it.
+    The decoder refuses a token by its text alone, so its first occurrence as a whole
+    token is the one refused. A duplicate name before it comes first and is reported
+    instead. Linear, in C passes: strings are dropped, the token is found with
+    ``str.find`` (a match inside a longer number is skipped), and the text before it
+    is decoded once.
     """
-    parts = _TOKEN_SPLIT.split(text)  # gap, token, gap, token, ... (in C)
-    try:
-        index = parts.index(token, 1)  # a gap never equals a whole number token
-    except ValueError:  # pragma: no cover - the token is in the text
+    stripped = _STRINGS.sub('""', text)
+    if token[-1] in "Ny":  # NaN, Infinity, -Infinity: nothing extends them
+        extends = None
+    elif "e" in token or "E" in token:
+        extends = _MORE_DIGITS
+    elif "." in token:
+        extends = _MORE_EXPONENT
+    else:
+        extends = _MORE_FRACTION
+    at = stripped.find(token)
+    while at >= 0 and (
+        (at and stripped[at - 1] not in "[,: \t\n\r")
+        or (extends is not None and extends.match(stripped, at + len(token)))
+    ):  # part of a longer number: only an accepted one can come before the refused token
+        at = stripped.find(token, at + 1)
+    if at < 0:  # pragma: no cover - the token is in the text
         return None
-    return _problem_at(text[: sum(map(len, parts[:index]))], reason)
+    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
+    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
+    return _problem_at(text[:position], reason, stripped[:at])
 
 
-def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
+def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[str, str] | None:
     """The first problem of a document whose value starting at the end of ``prefix``
     (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
     before it, else ``reason`` with that value's pointer; ``None`` for spellings
-    ``_closed`` does not handle."""
-    bracket_text = _brackets(_STRINGS.sub("", prefix))
+    ``_closed`` does not handle. ``stripped`` is ``prefix`` with its strings replaced, if
+    the caller has it."""
+    bracket_text = _brackets(_STRINGS.sub("", prefix) if stripped is None else stripped)
     depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
     depth = depths[-1] if depths else 0
     if not depth:
@@ -1127,7 +1181,7 @@ def _problem_at(prefix: str, reason: str) -> tuple[str, str] | None:
     if end != len(document):  # pragma: no cover - the prefix had no problem
         return None
     if _may_repeat_names(value, document):
-        return _repeated_name(_SCAN_POINTER(document, start)[0], document)
+        return _repeated_name(document, start)
     return (reason, pointer(_last_path(value, depth)))
 
 
@@ -1173,23 +1227,45 @@ def _closed(
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
-def _check_surrogates(value: Any, path: list[str | int]) -> None:
-    """Report the first lone surrogate in a parsed value, with its pointer."""
-    if isinstance(value, str):
-        if not value.isascii() and _SURROGATE.search(value):
-            raise JSONError("string contains a lone surrogate", pointer(path))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            path.append(key)
-            if not key.isascii() and _SURROGATE.search(key):
-                raise JSONError("member name contains a lone surrogate", pointer(path))
-            _check_surrogates(item, path)
-            path.pop()
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            path.append(index)
-            _check_surrogates(item, path)
-            path.pop()
+def _raise_lone_surrogate(text: str, profile: bool | None = None) -> None:
+    """Raise for the first string or member name of ``text`` (in document order) that
+    decodes to a lone surrogate; return if there is none.
+
+    ``text`` is valid JSON, or, with ``profile`` given, a text with another problem:
+    then the string is reported only if the text before it has no problem (checked
+    with ``""`` in its place, like the decoder would meet it), and nothing is raised
+    if a string the decoder refuses comes first.
+
+    In C passes: the strings' tokens are decoded together as one array, the decoded
+    strings joined and searched (a Python string holds a surrogate only when it is
+    lone), and the string holding the first one found by the running lengths. Its
+    pointer is read from the text before it, closed.
+    """
+    tokens = _STRINGS.findall(text)
+    try:
+        decoded: list[str] = json.loads("[" + ",".join(tokens) + "]")
+    except ValueError:  # a string the decoder refuses (only with another problem)
+        return
+    found = _SURROGATE.search("".join(decoded))
+    if found is None:
+        return
+    index = bisect_right(list(accumulate(map(len, decoded))), found.start())
+    stripped = _STRINGS.sub('""', text)
+    quotes = 2 * index  # the opening quote of string ``index`` is the one after these
+    at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
+    position = at + sum(map(len, tokens[:index])) - quotes
+    end = position + len(tokens[index])
+    if profile is not None and _problem_before(text[:position], profile):
+        return
+    if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
+        reason = "member name contains a lone surrogate"
+        located = _problem_at(text[:end] + ":", reason, stripped[: at + 2] + ":")
+    else:
+        reason = "string contains a lone surrogate"
+        located = _problem_at(text[:position], reason, stripped[:at])
+    if located is None:  # pragma: no cover - see _closed
+        raise JSONError(reason)
+    raise JSONError(*located)
 
 
 # --- Python values -------------------------------------------------------------------
@@ -1206,7 +1282,102 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     ``MAX_DEPTH`` (including cycles) raise ``JSONError`` with the pointer. With
     ``profile=True`` numbers must pass the work profile.
     """
+    if type(value) in _DECODED_CONTAINERS:  # dict or list: try the copy in C first
+        copy = _plain_copy(cast(dict[Any, Any] | list[Any], value), profile)
+        if copy is not None:
+            return copy
     return _convert(value, [], profile)
+
+
+_LIST = frozenset((list,))
+_STR = frozenset((str,))
+_INT = frozenset((int,))
+# The types a plain value holds that need no conversion.
+_PLAIN = frozenset((dict, list, str, int, bool, type(None)))
+
+
+def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
+    """A copy of ``value`` if it is made only of the types ``from_python`` returns
+    unchanged and breaks no rule, else ``None`` (the general conversion then decides
+    and names the problem).
+
+    In C passes: the containers are visited level by level, checking every item's
+    exact type, member names, depth, integers against the profile and, joined, strings
+    for lone surrogates; then a marshal round trip copies the value. An MCP client's
+    arguments arrive as such a mapping (unless they hold floats), so this replaces a
+    Python call per container (64 KiB of nested arrays: 33k calls).
+    """
+    strings: list[str] = []
+    integers: list[int] = []
+    level: list[Any] = [value]
+    depth = 0
+    while True:
+        kinds = list(map(type, level))
+        present = set(kinds)
+        if not _PLAIN.issuperset(present):
+            return None
+        if len(present) == 1:  # one type: no selection needed
+            one: list[Any] = level
+            dicts, lists = (
+                (one, []) if dict in present else ([], one) if list in present else ([], [])
+            )
+            if str in present:
+                strings += one
+            elif int in present:
+                integers += one
+        else:
+            if str in present:
+                strings += compress(level, map(_STR.__contains__, kinds))
+            if int in present:
+                integers += compress(level, map(_INT.__contains__, kinds))
+            dicts = list(compress(level, map(_DICT.__contains__, kinds))) if dict in present else []
+            lists = list(compress(level, map(_LIST.__contains__, kinds))) if list in present else []
+        if not dicts and not lists:
+            break
+        depth += 1
+        if depth > MAX_DEPTH:  # also every cycle
+            return None
+        if dicts:
+            names = list(chain.from_iterable(dicts))
+            if not _STR.issuperset(map(type, names)):
+                return None
+            strings += names
+            level = [*chain.from_iterable(map(dict.values, dicts)), *chain.from_iterable(lists)]
+        else:
+            level = list(chain.from_iterable(lists))
+    if (
+        profile
+        and integers
+        and not -_INT_PROFILE_BOUND < min(integers) <= max(integers) < _INT_PROFILE_BOUND
+    ):
+        return None
+    joined = "".join(strings)
+    if not joined.isascii() and _SURROGATE.search(joined):
+        return None
+    blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
+    if len(blob) < _PAUSE_COLLECTOR_AT:
+        return cast(JSONValue, marshal.loads(blob))
+    with paused_collector():
+        return cast(JSONValue, marshal.loads(blob))
+
+
+_EXACT_FLOAT_INTS = 2.0**53
+
+
+@functools.lru_cache(maxsize=1024)
+def _float_value(value: float) -> int | Decimal:
+    """The normal form of a finite float taken at its shortest ``repr``.
+
+    Always inside the numeric work profile (at most 17 digits, exponent within ±324),
+    and already normal: an integral float is the ``int`` its ``repr`` spells, and the
+    shortest ``repr`` of any other float has no trailing zeros. A few C calls instead of the general
+    ``Decimal`` checks: an MCP client's arguments arrive as Python floats.
+    """
+    if -_EXACT_FLOAT_INTS < value < _EXACT_FLOAT_INTS and value.is_integer():
+        return int(value)  # below 2**53 the float is the integer its ``repr`` spells
+    if value.is_integer():
+        return normalized(Decimal(float.__repr__(value)))  # 1e308 is 10**308
+    return Decimal(float.__repr__(value))
 
 
 def _number(value: object, path: list[str | int], profile: bool) -> int | Decimal | None:
@@ -1217,8 +1388,19 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
             raise JSONError(reason, pointer(path))
         return number
     if isinstance(value, float):
-        exact = Decimal(repr(value))
-    elif isinstance(value, Decimal):
+        if not math.isfinite(value):
+            raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
+        return _float_value(float(value))  # always inside the profile
+    if type(value) is Decimal:
+        _, digits, exponent = value.as_tuple()
+        if (
+            type(exponent) is int
+            and exponent < 0
+            and digits[-1]
+            and len(digits) - exponent <= PROFILE_LIMIT
+        ):  # not integral, already normal (no trailing zero) and inside the profile
+            return value
+    if isinstance(value, Decimal):
         exact = Decimal(value)  # a plain Decimal; exact, whatever the context
     else:
         return None
@@ -1268,23 +1450,28 @@ def _convert_dict(value: dict[Any, object], path: list[str | int], profile: bool
     if len(path) >= MAX_DEPTH:
         raise JSONError(_NESTING, pointer(path))
     result: dict[str, JSONValue] = {}
+    item: Any  # no ``cast`` in the loop: it is a Python call per member
     for key, item in value.items():
         if type(key) is not str:  # subclasses and other types: the general rules, from the start
             return _convert_mapping(value, path, profile)
         # Exact str keys of one dict are distinct: no duplicate check needed.
         kind = type(item)
         if kind is str:
-            text = cast(str, item)
-            if (not key.isascii() or not text.isascii()) and (
-                _SURROGATE.search(key) or _SURROGATE.search(text)
+            if (not key.isascii() or not item.isascii()) and (
+                _SURROGATE.search(key) or _SURROGATE.search(item)
             ):
                 break  # the general rules name the problem
-            result[key] = text
+            result[key] = item
         elif kind is bool or item is None:
-            result[key] = cast(bool | None, item)
+            if not key.isascii() and _SURROGATE.search(key):
+                break
+            result[key] = item
         else:
             if not key.isascii() and _SURROGATE.search(key):
                 break
+            if kind is float and math.isfinite(item):
+                result[key] = _float_value(item)
+                continue
             path.append(key)
             result[key] = _convert(item, path, profile)
             path.pop()
@@ -1299,8 +1486,16 @@ def _convert_list(
     if len(path) >= MAX_DEPTH:
         raise JSONError(_NESTING, pointer(path))
     items: list[JSONValue] = []
+    item: Any
     for index, item in enumerate(value):
-        if type(item) is str and item.isascii():
+        kind = type(item)
+        if kind is str and item.isascii():
+            items.append(item)
+            continue
+        if kind is float and math.isfinite(item):
+            items.append(_float_value(item))
+            continue
+        if kind is int and (not profile or -_INT_PROFILE_BOUND < item < _INT_PROFILE_BOUND):
             items.append(item)
             continue
         path.append(index)

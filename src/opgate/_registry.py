@@ -39,7 +39,14 @@ from ._execution import (
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
-from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
+from ._json import (
+    JSONError,
+    JSONValue,
+    detach,
+    from_python,
+    parse,
+    parsed_canonical_bytes,
+)
 from ._keys import Definition, RegistryKeys, definitions_revision
 from ._ledger import (
     Binding,
@@ -703,7 +710,7 @@ class Registry:
         bound: tuple[Binding, int] | None = None
         if resume is not None or modes:
             if canonical is None:
-                canonical = canonical_bytes(values)
+                canonical = parsed_canonical_bytes(values)
             binding = Binding(
                 operation=entry.name,
                 arguments_hash=hashlib.sha256(canonical).digest(),
@@ -784,7 +791,7 @@ class Registry:
                 values = parse(arguments, profile=True)
             elif isinstance(arguments, Mapping):
                 values = from_python(arguments, profile=True)
-                canonical = canonical_bytes(values)
+                canonical = parsed_canonical_bytes(values)  # the C encoder, mostly
                 size = len(canonical)
                 if size > limit:
                     raise _too_large(size, limit)
@@ -1061,7 +1068,10 @@ class Registry:
                 and not entry.output_schema.is_valid(diagnostics)
             ):
                 diagnostics = None
-            if diagnostics is not None and encoded + len(canonical_bytes(diagnostics)) > budget:
+            if (
+                diagnostics is not None
+                and encoded + len(parsed_canonical_bytes(diagnostics)) > budget
+            ):
                 diagnostics = None
         return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
 

@@ -21,7 +21,16 @@ from typing import Any, Final, final
 
 from ._failures import ConfigurationError
 from ._forms import InputMode
-from ._json import JSONError, JSONValue, canonical_bytes, check_profile, detach, from_python, parse
+from ._json import (
+    JSONError,
+    JSONValue,
+    canonical_bytes,
+    check_profile,
+    detach,
+    from_python,
+    parse,
+    parsed_canonical_bytes,
+)
 
 __all__ = [
     "AnswerError",
@@ -193,15 +202,17 @@ def decode_answers_canonical(
             value = parse(raw, profile=True)
         except JSONError as exc:
             raise AnswerError(f"answers are not valid JSON: {exc}") from None
+        encode = parsed_canonical_bytes  # a value parse returned: the C encoder, mostly
     else:
         try:
             check_profile(raw)
         except JSONError as exc:
             raise AnswerError(f"answers are outside the numeric profile: {exc}") from None
         value = detach(raw)
+        encode = canonical_bytes
     if not isinstance(value, dict):
         raise AnswerError("answers must be a JSON object")
-    canonical = canonical_bytes(value)
+    canonical = encode(value)
     if len(canonical) > max_bytes:
         raise AnswerError(f"answers exceed {max_bytes} bytes once encoded")
     return value, canonical

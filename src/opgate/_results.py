@@ -55,7 +55,7 @@ from json.encoder import encode_basestring
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final
 
 from ._failures import ConfigurationError, short_prefix
-from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse
+from ._json import JSONError, JSONValue, detach, from_python, parse, parsed_canonical_bytes
 
 __all__ = [
     "BLOCK_OVERHEAD",
@@ -466,7 +466,7 @@ def _content(content: object) -> tuple[ContentBlock, ...]:
 
 def _json_member(value: object, where: str) -> tuple[JSONValue, bytes]:
     try:
-        encoded = canonical_bytes(from_python(value))
+        encoded = parsed_canonical_bytes(from_python(value))  # the C encoder, mostly
         return parse(encoded), encoded  # read back in canonical form
     except JSONError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

@@ -1,0 +1,550 @@
+"""Hostile inputs that reached a Python walk of the whole document (issue 9, item 1).
+
+Each shape below made ``parse`` fall back from its C passes to Python code run once
+per token or per container: a refused constant (``NaN``, ``Infinity``) or a too-long
+integer after many values (the token walk ``_locate``), a refused number directly
+followed by a character a number token cannot hold, repeated names in many deep
+chains (the level-by-level locator's per-node bisect), and any surrogate escape in a
+document of many small containers (the recursive surrogate walk). At 64 KiB they
+took 30-43 ms of CPU time against a budget of 20 ms.
+
+The tests count the Python steps (frames entered and lines run, ``sys.settrace``) of
+one ``parse``: with C passes only, the count does not grow with the input, so the
+64 KiB input takes about as many steps as the 8 KiB one. This is deterministic,
+unlike a timing, and fails for any Python loop over tokens or containers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from types import FrameType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opgate import _json
+from opgate._json import MAX_DEPTH, PROFILE_LIMIT, JSONError, from_python, parse
+
+WRITTEN = f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
+NORMALIZED = (
+    f"number exceeds the numeric work profile (normalized coefficient digits + |exponent| ≤ "
+    f"{PROFILE_LIMIT})"
+)
+EMOJI = '"\\ud83d\\ude00"'
+
+#: Python steps (calls and lines) a parse may take beyond those of the same shape at
+#: 8 KiB: pointers and closers are built per level of nesting (at most ``MAX_DEPTH``),
+#: and one object's members may be read (bounded by 8 KiB's worth here).
+STEP_SLACK = 16 * MAX_DEPTH
+
+
+def _units(size: int, unit: str, fixed: int) -> int:
+    return max(1, (size - fixed) // len(unit))
+
+
+def nan_after_numbers(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, "1,", 10)
+    return "[" + "1," * n + "NaN]", False, "NaN is not a JSON number", f"/{n}"
+
+
+def infinity_after_objects(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, '{"k":1},', 30)
+    text = '{"a":[' + '{"k":1},' * n + '{"k":-Infinity}]}'
+    return text, True, "-Infinity is not a JSON number", f"/a/{n}/k"
+
+
+def long_integer_after_numbers(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, "1,", PROFILE_LIMIT + 10)
+    return "[" + "1," * n + "9" * (PROFILE_LIMIT + 1) + "]", True, NORMALIZED, f"/{n}"
+
+
+def refused_number_then_garbage(size: int) -> tuple[str, bool, str, str]:
+    # The decoder refuses ``1e4097``; the text after it (``-``) is not part of the token.
+    n = _units(size, "1,", 20)
+    return '{"a":[' + "1," * n + "1e4097-]}", True, WRITTEN, f"/a/{n}"
+
+
+def repeats_in_deep_chains(size: int) -> tuple[str, bool, str, str]:
+    # Every chain ends in an object that repeats a name: the first one is reported.
+    chain = "[" * (MAX_DEPTH - 3) + '{"":0,"":0}' + "]" * (MAX_DEPTH - 3)
+    n = _units(size, chain + ",", 10)
+    text = '{"a":[' + ",".join([chain] * n) + "]}"
+    return text, False, "duplicate object member name ''", "/a" + "/0" * (MAX_DEPTH - 2) + "/"
+
+
+def repeat_in_the_last_deep_chain(size: int) -> tuple[str, bool, str, str]:
+    chain = "[" * (MAX_DEPTH - 3) + '{"":0}' + "]" * (MAX_DEPTH - 3)
+    n = _units(size, chain + ",", len(chain) + 20)
+    last = chain.replace('{"":0}', '{"":0,"":1}')
+    text = '{"a":[' + (chain + ",") * n + last + "]}"
+    return text, True, "duplicate object member name ''", f"/a/{n}" + "/0" * (MAX_DEPTH - 3) + "/"
+
+
+def surrogate_pair_among_containers(size: int) -> tuple[str, bool, str, str]:
+    # Valid: the escaped pair is one character. Every container used to be walked.
+    n = _units(size, "[[]],", 40)
+    return '{"a":[' + EMOJI + "," + "[[]]," * n + "1]}", True, "", ""
+
+
+def lone_surrogate_after_containers(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, "{},", 40)
+    text = '{"a":[' + "{}," * n + EMOJI + ',"x\\udc00"]}'
+    return text, False, "string contains a lone surrogate", f"/a/{n + 1}"
+
+
+def lone_surrogate_name_after_containers(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, "[[]],", 40)
+    text = '{"a":[' + "[[]]," * n + '{"k":1,"\\ud800x":2}]}'
+    return text, True, "member name contains a lone surrogate", f"/a/{n}/\ud800x"
+
+
+def raw_lone_surrogate_after_containers(size: int) -> tuple[str, bool, str, str]:
+    n = _units(size, "{},", 40)
+    text = '{"a":[' + "{}," * n + '{"\U0001f600":"\udfff"}]}'
+    return text, False, "string contains a lone surrogate", f"/a/{n}/\U0001f600"
+
+
+def surrogate_pair_then_constant(size: int) -> tuple[str, bool, str, str]:
+    # A problem after a surrogate escape: the strings are checked, then the problem stands.
+    n = _units(size, "{},", 40)
+    return (
+        '{"a":[' + EMOJI + "," + "{}," * n + "NaN]}",
+        True,
+        "NaN is not a JSON number",
+        f"/a/{n + 1}",
+    )
+
+
+def lone_surrogate_then_syntax_error(size: int) -> tuple[str, bool, str, str]:
+    # The lone surrogate comes first in document order.
+    n = _units(size, "[[]],", 40)
+    text = '{"a":[' + "[[]]," * n + '"\\udc00",x]}'
+    return text, False, "string contains a lone surrogate", f"/a/{n}"
+
+
+SHAPES = [
+    nan_after_numbers,
+    infinity_after_objects,
+    long_integer_after_numbers,
+    refused_number_then_garbage,
+    repeats_in_deep_chains,
+    repeat_in_the_last_deep_chain,
+    surrogate_pair_among_containers,
+    lone_surrogate_after_containers,
+    lone_surrogate_name_after_containers,
+    raw_lone_surrogate_after_containers,
+    surrogate_pair_then_constant,
+    lone_surrogate_then_syntax_error,
+]
+
+
+def outcome(text: str, profile: bool) -> tuple[str, str | None]:
+    try:
+        parse(text, profile=profile)
+    except JSONError as exc:
+        return (exc.reason, exc.pointer)
+    return ("", "")
+
+
+def python_steps(fn: Callable[[], object]) -> int:
+    """The Python work done while running ``fn``: frames entered plus lines run."""
+    steps = 0
+
+    def count(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return count
+
+    sys.settrace(count)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return steps
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_hostile_shapes_report_the_first_problem(
+    shape: Callable[[int], tuple[str, bool, str, str]],
+) -> None:
+    for size in (1024, 8 * 1024, 64 * 1024):
+        text, profile, reason, where = shape(size)
+        assert outcome(text, profile) == (reason, where)
+        if "\udfff" not in text:  # raw surrogates are invalid UTF-8 as bytes
+            assert outcome(text.encode(), profile) == (reason, where)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_hostile_shapes_are_handled_by_c_passes(
+    shape: Callable[[int], tuple[str, bool, str, str]],
+) -> None:
+    # A Python walk per token or per container takes eight times the steps at eight
+    # times the size; C passes take the same few steps at any size.
+    small, profile, _, _ = shape(8 * 1024)
+    large, _, _, _ = shape(64 * 1024)
+    small_steps = python_steps(lambda: outcome(small, profile))
+    large_steps = python_steps(lambda: outcome(large, profile))
+    assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
+
+
+def test_refused_constants_and_numbers_are_located_past_their_spellings_in_strings() -> None:
+    text = '["NaN","-Infinity","1e4097",{"NaN":[1,"Infinity"]},[-Infinity]]'
+    assert outcome(text, False) == ("-Infinity is not a JSON number", "/4/0")
+    text = '["1e4097-", {"k":"9' + "9" * PROFILE_LIMIT + '"}, 1e4097e5]'
+    assert outcome(text, True) == (WRITTEN, "/2")
+    # Infinity inside -Infinity's spelling in a string, then Infinity.
+    assert outcome('["-Infinity",Infinity]', True) == ("Infinity is not a JSON number", "/1")
+
+
+def _chains() -> st.SearchStrategy[str]:
+    """Documents of nested arrays and objects whose objects often repeat a name."""
+    names = st.sampled_from(["a", "b", "\\u0061"])
+    leaves = st.sampled_from(["0", '"s"', "[]", "{}"])
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, min_size=1, max_size=3).map(lambda items: "[" + ",".join(items) + "]")
+            | st.lists(st.tuples(names, inner), min_size=1, max_size=3).map(
+                lambda members: "{" + ",".join(f'"{n}":{v}' for n, v in members) + "}"
+            )
+        ),
+        max_leaves=25,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_chains(), st.integers(0, 3))
+def test_repeated_names_agree_with_the_token_walk(text: str, padding: int) -> None:
+    # The reference is the token walk (``_locate``): the first repeated name in
+    # document order. Padding with many small containers first moves the problem.
+    document = "[" + "[[]]," * (padding * 40) + text + "]"
+    expected = _json._locate(document, profile=False)
+    if expected is None:
+        parse(document)
+    else:
+        assert outcome(document, False) == expected
+
+
+def _surrogate_documents() -> st.SearchStrategy[str]:
+    strings = st.sampled_from(
+        ['"x"', EMOJI, '"\\ud800"', '"\\udc00y"', '"\\\\ud800"', '"a\\ud83d\\ud83d"']
+    )
+    return st.recursive(
+        strings,
+        lambda inner: (
+            st.lists(inner, max_size=3).map(lambda items: "[" + ",".join(items) + "]")
+            | st.lists(st.tuples(strings, inner), max_size=3).map(
+                lambda members: (
+                    "{"
+                    + ",".join(f"{n[:-1]}{i}{n[-1]}:{v}" for i, (n, v) in enumerate(members))
+                    + "}"
+                )
+            )
+        ),
+        max_leaves=12,
+    )
+
+
+def _first_surrogate(value: Any, path: list[str | int]) -> tuple[str, str] | None:
+    """The rule written plainly: the first string or member name in document order."""
+    if isinstance(value, str):
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+            return ("string contains a lone surrogate", _json.pointer(path))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in key):
+                return ("member name contains a lone surrogate", _json.pointer([*path, key]))
+            found = _first_surrogate(item, [*path, key])
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _first_surrogate(item, [*path, index])
+            if found is not None:
+                return found
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(_surrogate_documents())
+def test_lone_surrogates_are_located_as_the_rule_says(text: str) -> None:
+    import json
+
+    expected = _first_surrogate(json.loads(text), [])
+    if expected is None:
+        parse(text)
+    else:
+        assert outcome(text, False) == expected
+        assert outcome(text.encode(), True) == expected
+
+
+def test_a_repeated_name_before_a_missing_value_and_a_too_deep_bracket_comes_first() -> None:
+    # The decoder reports a missing value inside an array as StopIteration; the text
+    # before it was not checked for repeated names when a too-deep bracket followed.
+    deep = "[" * (MAX_DEPTH + 2)
+    for text in (
+        '[{"a":1,"a":2},x,' + deep,
+        '[{"a":1,"a":2},],' + deep,
+        '{"k":{"a":1,"a":2},"j":,' + deep,
+    ):
+        assert outcome(text, False)[0] == "duplicate object member name 'a'", text
+    assert outcome('[{"a":1,"a":2},x,' + deep, True) == ("duplicate object member name 'a'", "/0/a")
+    # And before a too-long integer (profile), the same.
+    long = "9" * (PROFILE_LIMIT + 1)
+    assert outcome('[{"a":1,"a":2},x,' + long + "]", True) == (
+        "duplicate object member name 'a'",
+        "/0/a",
+    )
+    assert (
+        outcome("[1,x," + long + "]", True)[0] == "invalid JSON: Expecting value at line 1 column 4"
+    )
+    assert outcome("{" + long + "}", True)[0].startswith("invalid JSON: Expecting property name")
+    assert (
+        outcome("[0" + long + "]", True)[0]
+        == "invalid JSON: Expecting ',' delimiter at line 1 column 3"
+    )
+    assert outcome("[] " + long, True)[0] == "invalid JSON: Extra data at line 1 column 4"
+    assert outcome(" " + long + " x", True) == (NORMALIZED, "")
+
+
+# --- Python values: an MCP client's arguments arrive as dicts of floats ---------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_floats_convert_to_the_value_their_shortest_repr_spells(number: float) -> None:
+    # The fast path (``_float_value``) against the general rule: ``normalized(Decimal(repr))``.
+    expected = _json.normalized(Decimal(repr(number)))
+    for converted in (
+        from_python(number, profile=True),
+        from_python([number], profile=True)[0],  # type: ignore[index]
+        from_python({"k": [number]})["k"][0],  # type: ignore[call-overload,index]
+    ):
+        assert type(converted) is type(expected)
+        assert str(converted) == str(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False)
+    | st.builds(
+        Decimal,
+        st.from_regex(r"-?[1-9][0-9]{0,30}(\.[0-9]{1,30})?(E-?[0-9]{1,4})?", fullmatch=True),
+    )
+)
+def test_decimals_convert_as_the_general_rules_say(number: Decimal) -> None:
+    reason = _json._decimal_violation(number)
+    if reason is not None:
+        with pytest.raises(JSONError, match=re.escape(reason)):
+            from_python([number], profile=True)
+        return
+    expected = _json.normalized(number)
+    converted = from_python([number], profile=True)[0]  # type: ignore[index]
+    assert type(converted) is type(expected)
+    assert str(converted) == str(expected)
+
+
+def test_non_finite_floats_in_lists_are_refused_with_their_pointer() -> None:
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(JSONError, match="NaN and infinities") as info:
+            from_python({"a": [0.5, bad]})
+        assert info.value.pointer == "/a/1"
+
+
+class _Str(str):
+    pass
+
+
+def _python_values() -> st.SearchStrategy[Any]:
+    """Python values near the plain ones: subclasses, surrogates, huge integers, floats,
+    tuples and non-string names, so that the C copy (``_plain_copy``) is tried and
+    refused at every level."""
+    leaves = st.one_of(
+        st.sampled_from(
+            [
+                *("x", "\ud800", "\U0001f600", 0, True, None, 10**PROFILE_LIMIT, _Str("s")),
+                *(1.5, 2.0, -0.0, 1e308, math.nan, math.inf),
+            ]
+        ),
+        st.integers(-(10**30), 10**30),
+        st.text(max_size=3),
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.lists(inner, max_size=3).map(tuple),
+            st.dictionaries(st.sampled_from(["a", "b", "\udc00", 1, _Str("c")]), inner, max_size=3),
+        ),
+        max_leaves=20,
+    )
+
+
+def _converted(value: Any, profile: bool) -> tuple[str, Any]:
+    try:
+        return ("ok", from_python(value, profile=profile))
+    except JSONError as exc:
+        return ("error", (exc.reason, exc.pointer))
+
+
+def _general(value: Any, profile: bool) -> tuple[str, Any]:
+    try:
+        return ("ok", _json._convert(value, [], profile))
+    except JSONError as exc:
+        return ("error", (exc.reason, exc.pointer))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_convert_as_the_general_rules_say(
+    value: Any, profile: bool, depth: int
+) -> None:
+    # from_python tries a copy in C passes first; whatever it returns or raises must be
+    # what the general conversion returns or raises, type for type.
+    nested = value
+    for _ in range(depth % 4 * 40):
+        nested = [nested]
+    for candidate in (value, {"k": value}, nested):
+        fast, general = _converted(candidate, profile), _general(candidate, profile)
+        assert fast[0] == general[0]
+        if fast[0] == "error":
+            assert fast[1] == general[1]
+        else:
+            assert _json.canonical_bytes(fast[1]) == _json.canonical_bytes(general[1])
+            assert _types(fast[1]) == _types(general[1])
+
+
+def _types(value: Any) -> Any:
+    if type(value) is dict:
+        return {key: _types(item) for key, item in value.items()} | {"": type(value)}
+    if type(value) is list:
+        return [type(value), *map(_types, value)]
+    return type(value)
+
+
+def test_cyclic_and_shared_python_values() -> None:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert _converted(cyclic, False) == _general(cyclic, False)
+    assert _converted(cyclic, False)[1][0] == f"nesting deeper than {MAX_DEPTH} levels"
+    shared = [1]
+    copy = from_python({"a": shared, "b": shared})
+    assert copy == {"a": [1], "b": [1]}
+    assert copy["a"] is not shared  # type: ignore[index]
+
+
+# --- a lone surrogate is a problem in document order like any other ----------------------------
+
+LONE = '"x\\ud800"'
+OTHER_PROBLEMS = [
+    ("NaN", False, "NaN is not a JSON number"),
+    ("1e4097", True, WRITTEN),
+    ("9" * (PROFILE_LIMIT + 1), True, NORMALIZED),
+    ('{"a":1,"a":2}', False, "duplicate object member name 'a'"),
+    ("x", False, "invalid JSON: Expecting value"),
+    ("[" * (MAX_DEPTH + 2), False, f"nesting deeper than {MAX_DEPTH} levels"),
+]
+
+
+@pytest.mark.parametrize(("problem", "profile", "reason"), OTHER_PROBLEMS)
+def test_a_lone_surrogate_before_another_problem_is_reported_first(
+    problem: str, profile: bool, reason: str
+) -> None:
+    for lone, what in ((LONE, "string"), ('{"\\udc00":1}', "member name")):
+        where = "/1" if what == "string" else "/1/\udc00"
+        for padding in ("", "[[]]," * 50):
+            text = "[" + padding + "1," + lone + "," + problem + "]"
+            at = where.replace("/1", f"/{padding.count('[[]]') + 1}", 1)
+            assert outcome(text, profile) == (f"{what} contains a lone surrogate", at), text
+            # After the other problem, the other problem is reported.
+            text = "[" + padding + "1," + problem + "," + lone + "]"
+            assert outcome(text, profile)[0].startswith(reason), text
+    # At the root, before trailing garbage.
+    assert outcome(LONE + " x", False) == ("string contains a lone surrogate", "")
+    assert outcome(LONE + " x", True) == ("string contains a lone surrogate", "")
+
+
+# --- long runs (``-m slow``) -------------------------------------------------------------------
+
+LONG = settings(max_examples=3000, deadline=None)
+
+
+@pytest.mark.slow
+@LONG
+@given(_chains(), st.integers(0, 3))
+def test_repeated_names_agree_with_the_token_walk_long(text: str, padding: int) -> None:
+    test_repeated_names_agree_with_the_token_walk.hypothesis.inner_test(text, padding)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@LONG
+@given(_surrogate_documents())
+def test_lone_surrogates_are_located_as_the_rule_says_long(text: str) -> None:
+    test_lone_surrogates_are_located_as_the_rule_says.hypothesis.inner_test(text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@LONG
+@given(_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_convert_as_the_general_rules_say_long(
+    value: Any, profile: bool, depth: int
+) -> None:
+    test_python_values_convert_as_the_general_rules_say.hypothesis.inner_test(  # type: ignore[attr-defined]
+        value, profile, depth
+    )
+
+
+def test_a_lone_surrogate_member_name_before_a_boolean_or_null_is_refused() -> None:
+    # The plain-dict loop checked names for surrogates except before true, false and
+    # null: from_python accepted the name, and canonical_bytes then raised
+    # UnicodeEncodeError (an MCP client's mapping arguments became an internal failure).
+    for item in (True, False, None):
+        for value in ({"\udc00": item}, {"k": {"a": 1, "\ud800x": item}}):
+            with pytest.raises(JSONError, match="member name contains a lone surrogate"):
+                from_python(value)
+            with pytest.raises(JSONError, match="member name contains a lone surrogate"):
+                _json.canonical_bytes(value)  # type: ignore[arg-type]
+
+
+# --- non-ASCII text: str.translate's slow path ------------------------------------------------
+
+
+def _best_cpu(fn: Callable[[], object], rounds: int = 7) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(8):
+            fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_one_non_ascii_character_does_not_slow_the_bracket_and_digit_passes() -> None:
+    # str.translate with a dict table is fast only on ASCII text; one BOM (or any
+    # character past U+007F) outside strings made the bracket pass of a 64 KiB text
+    # about 35 times slower (6 ms) and an error at column 1 cost a whole pre-scan.
+    # The passes drop or replace non-ASCII characters in C first.
+    ascii_text = '{"a":[' + '{"k":[1]},' * 6500 + "{}]}"
+    for extra in ("\ufeff", "é"):
+        text = extra + ascii_text
+        slow = _best_cpu(lambda text=text: _json._brackets(text))
+        fast = _best_cpu(lambda: _json._brackets(ascii_text))
+        assert slow <= 6 * fast + 1e-3, (slow, fast)
+        assert _json._brackets(text) == _json._brackets(ascii_text)
+        assert outcome(text, True) == ("invalid JSON: Expecting value at line 1 column 1", None)
+    # The digit-run pre-filter of the profile, on a valid text with non-ASCII strings.
+    text = '{"a":[' + '"é1",' * 13000 + '"x"]}'
+    slow = _best_cpu(lambda: _json._long_integer_problem(text))
+    fast = _best_cpu(lambda: _json._long_integer_problem(text.replace("é", "e")))
+    assert slow <= 6 * fast + 1e-3, (slow, fast)
+    # Non-ASCII characters between digits never join two runs into a long integer.
+    run = "9" * PROFILE_LIMIT
+    assert outcome('["' + run + "é" + run + '"]', True) == ("", "")
