@@ -69,9 +69,9 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache, partial, reduce
+from functools import partial, reduce
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, or_
 
@@ -231,12 +231,6 @@ def _append_all(lists: defaultdict[str, list[int]], keys: Iterable[str], number:
     _consume(map(list.append, map(lists.__getitem__, keys), repeat(number)))
 
 
-@cache
-def _trigram_slices(length: int) -> list[slice]:
-    """The slices of every trigram of a text of ``length`` characters."""
-    return [slice(k, k + _GRAM) for k in range(length - _GRAM + 1)]
-
-
 def _block_texts(texts: Sequence[str], size: int) -> list[str]:
     """The texts joined by blocks of ``size``, each block padded with the separator."""
     return [
@@ -346,12 +340,11 @@ class _Postings:
     __slots__ = ("_flat", "_offsets")
 
     def __init__(
-        self, vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], dense: Container[int]
+        self, vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], dense: Iterable[int]
     ) -> None:
-        in_order = [
-            _NO_IDS if position in dense else lists.get(piece, _NO_IDS)
-            for position, piece in enumerate(vocabulary)
-        ]
+        in_order = list(map(lists.get, vocabulary, repeat(_NO_IDS)))
+        for position in dense:
+            in_order[position] = _NO_IDS
         # A list: slicing one copies references, where an array's slice makes an int
         # per id on every read.
         self._flat: list[int] = list(chain.from_iterable(in_order))
@@ -383,11 +376,12 @@ def _split_dense(
 def _dense_positions(
     vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], size: int
 ) -> dict[int, int]:
-    """By vocabulary position, the bitsets of the posting lists long enough to be."""
+    """By vocabulary position (``vocabulary`` is sorted), the bitsets of the posting
+    lists long enough to be."""
     return {
-        position: _bits([ids], size)
-        for position, piece in enumerate(vocabulary)
-        if (ids := lists.get(piece)) is not None and _is_dense(len(ids), size)
+        bisect_left(vocabulary, piece): _bits([ids], size)
+        for piece, ids in lists.items()
+        if _is_dense(len(ids), size)
     }
 
 
@@ -649,7 +643,7 @@ class SearchIndex:
             # inside one of its own trigrams; only a shorter name needs the padding.
             if len(name) < _GRAM:
                 name = _SEPARATOR + name + _SEPARATOR
-            _append_all(grams, set(map(name.__getitem__, _trigram_slices(len(name)))), entry_id)
+            _append_all(grams, {name[k : k + _GRAM] for k in range(len(name) - 2)}, entry_id)
         self._name_dense, self._name_sparse = _split_dense(grams, size)
         shorter: defaultdict[str, list[str]] = defaultdict(list)
         for gram in grams:
