@@ -343,20 +343,12 @@ class _Postings:
         in_order = list(map(lists.get, vocabulary, repeat(_NO_IDS)))
         for position in dense:
             in_order[position] = _NO_IDS
-        # A list: slicing one copies references, where an array's slice makes an int
-        # per id on every read.
-        self._flat: list[int] = list(chain.from_iterable(in_order))
+        # Read through a memoryview: a slice is a view, not a copy of its references.
+        self._flat = memoryview(array("i", chain.from_iterable(in_order)))
         self._offsets = array("i", accumulate(map(len, in_order), initial=0))
 
     def get(self, position: int) -> _Blocks:
         return self._flat[self._offsets[position] : self._offsets[position + 1]]
-
-    def get_all(self, positions: Sequence[int]) -> Iterable[_Blocks]:
-        """The postings of each of ``positions``, sliced at C speed."""
-        offsets = self._offsets
-        starts = map(offsets.__getitem__, positions)
-        ends = map(offsets.__getitem__, map((1).__add__, positions))
-        return map(self._flat.__getitem__, map(slice, starts, ends))
 
     def count(self, position: int) -> int:
         return self._offsets[position + 1] - self._offsets[position]
@@ -758,14 +750,14 @@ class SearchIndex:
         """The union of the postings of ``positions`` in a text field (0: summary)."""
         postings, dense = self._postings[field], self._dense[field]
         bits = 0
-        sparse = []
+        lists = []
         for position in positions:
             found = dense.get(position)
             if found is None:
-                sparse.append(position)
+                lists.append(postings.get(position))
             else:
                 bits |= found
-        return bits | _bits(postings.get_all(sparse), len(self._order))
+        return bits | _bits(lists, len(self._order))
 
     def _group_bits(self, group: str) -> int:
         runs = self._group_runs[group]
