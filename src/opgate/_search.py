@@ -344,7 +344,9 @@ class _Postings:
         for position in dense:
             in_order[position] = _NO_IDS
         # Read through a memoryview: a slice is a view, not a copy of its references.
-        self._flat = memoryview(array("i", chain.from_iterable(in_order)))
+        # (An array made from a list takes its fast path; from an iterator, a parse
+        # per item.)
+        self._flat = memoryview(array("i", list(chain.from_iterable(in_order))))
         self._offsets = array("i", accumulate(map(len, in_order), initial=0))
 
     def get(self, position: int) -> _Blocks:
