@@ -649,6 +649,7 @@ class SearchIndex:
             for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
                 shorter[part].append(gram)
         self._name_shorter: dict[str, list[str]] = dict(shorter)
+        del grams  # the lists: freed before the text fields' are built
         # A one- or two-character part whose sparse trigrams list many ids (``on`` in
         # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
         # sets that many bits.
@@ -733,6 +734,7 @@ class SearchIndex:
             _Postings(encoded, summaries, self._dense[0]),
             _Postings(encoded, documents, self._dense[1]),
         )
+        del summaries, documents  # the lists, before the kept fields' bitsets are made
         # A common piece is a common query term: its fields (the union over every
         # piece containing it) are kept, so such a term costs one lookup. A broad one
         # of one or two characters (``on``, ``to``) is left out: it is so common that
