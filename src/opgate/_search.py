@@ -227,7 +227,8 @@ def _append_all(lists: defaultdict[str, list[int]], keys: Iterable[str], number:
     """Append ``number`` to the list of every key.
 
     Lists, not arrays, while building: ``list.append`` stores a reference, where
-    ``array.append`` parses its argument (about a third of an append's cost)."""
+    ``array.append`` parses its argument (at real 20 k, 9 % of the build's
+    instructions)."""
     _consume(map(list.append, map(lists.__getitem__, keys), repeat(number)))
 
 
@@ -312,8 +313,8 @@ _SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
 def _piece_entries(texts: Sequence[str]) -> dict[bytes, list[int]]:
     """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
     ascending ids of the texts holding it."""
-    # Lists, not arrays: an append to a list stores a reference (ids are small ints,
-    # shared), an array's converts the int.
+    # Lists, not arrays: an append to a list stores a reference (to the one int of
+    # the entry's id, shared by its pieces' lists), an array's parses the int.
     lists: defaultdict[bytes, list[int]] = defaultdict(list)
     # A text that occurs more than once (catalogs repeat descriptions) is split once:
     # its pieces are kept until the build ends, the others' dropped at once.
