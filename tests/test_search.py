@@ -203,6 +203,27 @@ def test_repeated_texts_index_every_entry_holding_them() -> None:
     assert len(list(index.ranked("widget_ids"))) == 41
 
 
+@pytest.mark.parametrize(
+    "tuning",
+    [{}, {"_SHORT_PRECOMPUTE": 0}, {"_SHORT_PRECOMPUTE": 0, "_DENSE_MIN": 1, "_DENSE_FRACTION": 1}],
+)
+def test_short_terms_match_short_names_and_the_edges_of_long_ones(
+    tuning: dict[str, object],
+) -> None:
+    # Only names shorter than a trigram are padded; a one- or two-character term must
+    # still find the first and last characters of longer names, and whole short names
+    # (kept one-character parts are built from the two-character parts holding them).
+    catalog = [
+        IndexEntry(name, "", "")
+        for name in ["x", "q", "xq", "qx", "xqz", "zxq", "abcx", "xabc", "ab.cd", "aax", "xaa"]
+    ]
+    with tuned(tuning):
+        index = SearchIndex(catalog)
+    for query in ["x", "q", "z", "xq", "qx", "xa", "cx", "aa", "ax", "b.", ".c", "xqz", "d"]:
+        assert list(index.ranked(query)) == reference(catalog, query), query
+    assert len(list(index.ranked("x"))) == 9
+
+
 def test_ties_use_case_sensitive_name_order() -> None:
     catalog = [IndexEntry(n, "", "x") for n in ["b", "a", "B", "A_", "_a"]]
     index = SearchIndex(catalog)

@@ -30,9 +30,9 @@ entries where the term may match, flagged *exact* when it is the match set itsel
 and not a superset; a field too costly to list is *unknown* (it constrains
 nothing):
 
-* name: a trigram index over the folded names, each padded with the separator, so
-  every substring of one to three characters of a name lies inside one of its
-  trigrams. A term of one or two characters is the union of the trigrams
+* name: a trigram index over the folded names (a name shorter than a trigram padded
+  with the separator), so every substring of one to three characters of a name lies
+  inside one of its trigrams. A term of one or two characters is the union of the trigrams
   containing it; three characters, its trigram; a longer term the intersection of
   its trigrams, made exact by testing the names of its rarest sparse trigram (or,
   when every trigram is dense, the intersection's few members);
@@ -72,7 +72,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import and_, or_
 
 __all__ = [
@@ -215,7 +215,7 @@ def fold_group(group: str) -> str:
 # --- building -------------------------------------------------------------------------
 
 _new_blocks: Callable[[], array[int]] = partial(array, "i")
-_NO_BLOCKS: array[int] = array("i")
+_NO_IDS: list[int] = []
 
 
 def _consume(iterator: Iterable[object]) -> None:
@@ -223,9 +223,13 @@ def _consume(iterator: Iterable[object]) -> None:
     deque(iterator, maxlen=0)
 
 
-def _append_all(lists: defaultdict[str, array[int]], keys: Iterable[str], number: int) -> None:
-    """Append ``number`` to the list of every key."""
-    _consume(map(array.append, map(lists.__getitem__, keys), repeat(number)))
+def _append_all(lists: defaultdict[str, list[int]], keys: Iterable[str], number: int) -> None:
+    """Append ``number`` to the list of every key.
+
+    Lists, not arrays, while building: ``list.append`` stores a reference, where
+    ``array.append`` parses its argument (at real 20 k, 9 % of the build's
+    instructions)."""
+    _consume(map(list.append, map(lists.__getitem__, keys), repeat(number)))
 
 
 def _block_texts(texts: Sequence[str], size: int) -> list[str]:
@@ -247,15 +251,15 @@ class _GramIndex:
     __slots__ = ("_shorter", "_trigrams")
 
     def __init__(self, blocks: Iterable[str]) -> None:
-        lists: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+        lists: defaultdict[str, list[int]] = defaultdict(list)
         for number, text in enumerate(blocks):
             _append_all(lists, {text[k : k + _GRAM] for k in range(len(text) - _GRAM + 1)}, number)
-        self._trigrams: dict[str, array[int]] = dict(lists)
-        shorter: defaultdict[str, list[array[int]]] = defaultdict(list)
+        self._trigrams: dict[str, list[int]] = dict(lists)
+        shorter: defaultdict[str, list[list[int]]] = defaultdict(list)
         for gram, numbers in self._trigrams.items():
             for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
                 shorter[part].append(numbers)
-        self._shorter: dict[str, list[array[int]]] = dict(shorter)
+        self._shorter: dict[str, list[list[int]]] = dict(shorter)
 
     def rarest(self, term: str) -> list[_Blocks]:
         """Block lists whose union holds every block with a text containing ``term``:
@@ -306,10 +310,12 @@ _WORD_BYTES = bytes(32 if c in _WORD_VIEW else c for c in range(256))
 _SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
 
 
-def _piece_entries(texts: Sequence[str]) -> dict[bytes, array[int]]:
+def _piece_entries(texts: Sequence[str]) -> dict[bytes, list[int]]:
     """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
     ascending ids of the texts holding it."""
-    lists: defaultdict[bytes, array[int]] = defaultdict(_new_blocks)
+    # Lists, not arrays: an append to a list stores a reference (to the one int of
+    # the entry's id, shared by its pieces' lists), an array's parses the int.
+    lists: defaultdict[bytes, list[int]] = defaultdict(list)
     # A text that occurs more than once (catalogs repeat descriptions) is split once:
     # its pieces are kept until the build ends, the others' dropped at once.
     repeated = {text for text, count in Counter(texts).items() if count > 1}
@@ -322,20 +328,26 @@ def _piece_entries(texts: Sequence[str]) -> dict[bytes, array[int]]:
             pieces.update(encoded.translate(_SYMBOL_BYTES).split())
             if text in repeated:
                 known[text] = pieces
-        _consume(map(array.append, map(lists.__getitem__, pieces), repeat(entry_id)))
+        _consume(map(list.append, map(lists.__getitem__, pieces), repeat(entry_id)))
     return dict(lists)
 
 
 class _Postings:
-    """Per vocabulary position, the ascending entry ids whose field holds that piece."""
+    """Per vocabulary position, the ascending entry ids whose field holds that piece;
+    empty for the positions in ``dense`` (kept as bitsets instead, never listed)."""
 
     __slots__ = ("_flat", "_offsets")
 
-    def __init__(self, vocabulary: Sequence[bytes], lists: dict[bytes, array[int]]) -> None:
-        in_order = list(map(lists.get, vocabulary, repeat(_NO_BLOCKS)))
-        flat = array("i")
-        flat.frombytes(b"".join(map(array.tobytes, in_order)))
-        self._flat = memoryview(flat)
+    def __init__(
+        self, vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], dense: Iterable[int]
+    ) -> None:
+        in_order = list(map(lists.get, vocabulary, repeat(_NO_IDS)))
+        for position in dense:
+            in_order[position] = _NO_IDS
+        # Read through a memoryview: a slice is a view, not a copy of its references.
+        # (An array made from a list takes its fast path; from an iterator, a parse
+        # per item.)
+        self._flat = memoryview(array("i", list(chain.from_iterable(in_order))))
         self._offsets = array("i", accumulate(map(len, in_order), initial=0))
 
     def get(self, position: int) -> _Blocks:
@@ -353,22 +365,23 @@ def _is_dense(count: int, size: int) -> bool:
 
 
 def _split_dense(
-    lists: dict[str, array[int]], size: int
+    lists: dict[str, list[int]], size: int
 ) -> tuple[dict[str, int], dict[str, array[int]]]:
     """The posting lists long enough to be bitsets, as bitsets, and the others."""
     dense = {key: _bits([ids], size) for key, ids in lists.items() if _is_dense(len(ids), size)}
-    sparse = {key: ids for key, ids in lists.items() if key not in dense}
+    sparse = {key: array("i", ids) for key, ids in lists.items() if key not in dense}
     return dense, sparse
 
 
 def _dense_positions(
-    vocabulary: Sequence[bytes], lists: dict[bytes, array[int]], size: int
+    vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], size: int
 ) -> dict[int, int]:
-    """By vocabulary position, the bitsets of the posting lists long enough to be."""
+    """By vocabulary position (``vocabulary`` is sorted), the bitsets of the posting
+    lists long enough to be."""
     return {
-        position: _bits([ids], size)
-        for position, piece in enumerate(vocabulary)
-        if (ids := lists.get(piece)) is not None and _is_dense(len(ids), size)
+        bisect_left(vocabulary, piece): _bits([ids], size)
+        for piece, ids in lists.items()
+        if _is_dense(len(ids), size)
     }
 
 
@@ -624,35 +637,48 @@ class SearchIndex:
             folded if folded != name else name
             for name, folded in zip(self._names, folded_names, strict=True)
         ]
-        grams: defaultdict[str, array[int]] = defaultdict(_new_blocks)
+        grams: defaultdict[str, list[int]] = defaultdict(list)
         for entry_id, name in enumerate(self._name_f):
-            padded = _SEPARATOR + name + _SEPARATOR
-            _append_all(grams, {padded[k : k + _GRAM] for k in range(len(padded) - 2)}, entry_id)
+            # Every substring of one to three characters of a name of three or more lies
+            # inside one of its own trigrams; only a shorter name needs the padding.
+            if len(name) < _GRAM:
+                name = _SEPARATOR + name + _SEPARATOR
+            _append_all(grams, {name[k : k + _GRAM] for k in range(len(name) - 2)}, entry_id)
         self._name_dense, self._name_sparse = _split_dense(grams, size)
         shorter: defaultdict[str, list[str]] = defaultdict(list)
         for gram in grams:
             for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
                 shorter[part].append(gram)
         self._name_shorter: dict[str, list[str]] = dict(shorter)
+        del grams  # the lists: freed before the text fields' are built
         # A one- or two-character part whose sparse trigrams list many ids (``on`` in
         # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
         # sets that many bits.
-        self._name_short: dict[str, int] = {}
-        # Each sparse trigram is turned into bits at most once here (a trigram holds up
-        # to five parts), and a part's bitset is the OR of its trigrams' bitsets.
-        sparse_bits: dict[str, int] = {}
         name_sparse, name_dense = self._name_sparse, self._name_dense
+        kept = [
+            part
+            for part, containing in shorter.items()
+            if sum(len(name_sparse[gram]) for gram in containing if gram in name_sparse)
+            > _SHORT_PRECOMPUTE
+        ]
+        # Every two-character part's bitset, the OR of its trigrams'. A one-character
+        # part's is then the OR of the two-character parts holding it: a trigram holds
+        # a character exactly when its first two or last two characters do.
+        pairs: dict[str, int] = {}
         for part, containing in shorter.items():
-            sparse_grams = [gram for gram in containing if gram in name_sparse]
-            if sum(len(name_sparse[gram]) for gram in sparse_grams) > _SHORT_PRECOMPUTE:
-                bits = _union(name_dense[gram] for gram in containing if gram in name_dense)
-                for gram in sparse_grams:
-                    gram_bits = sparse_bits.get(gram)
-                    if gram_bits is None:
-                        gram_bits = sparse_bits[gram] = _bits([name_sparse[gram]], size)
-                    bits |= gram_bits
-                self._name_short[part] = bits
-        del sparse_bits
+            if len(part) == 2:
+                pairs[part] = _union(
+                    name_dense[gram] for gram in containing if gram in name_dense
+                ) | _bits([name_sparse[gram] for gram in containing if gram in name_sparse], size)
+        in_pairs: defaultdict[str, list[int]] = defaultdict(list)
+        for pair, bits in pairs.items():
+            in_pairs[pair[0]].append(bits)
+            if pair[1] != pair[0]:
+                in_pairs[pair[1]].append(bits)
+        self._name_short: dict[str, int] = {
+            part: pairs[part] if len(part) == 2 else _union(in_pairs[part]) for part in kept
+        }
+        del pairs, in_pairs
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
@@ -701,11 +727,15 @@ class SearchIndex:
         self._vocabulary_starts = array(
             "i", accumulate((len(piece) + 1 for piece in self._vocabulary), initial=0)
         )
-        self._postings = (_Postings(encoded, summaries), _Postings(encoded, documents))
         self._dense: tuple[dict[int, int], dict[int, int]] = (
             _dense_positions(encoded, summaries, size),
             _dense_positions(encoded, documents, size),
         )
+        self._postings = (
+            _Postings(encoded, summaries, self._dense[0]),
+            _Postings(encoded, documents, self._dense[1]),
+        )
+        del summaries, documents  # the lists, before the kept fields' bitsets are made
         # A common piece is a common query term: its fields (the union over every
         # piece containing it) are kept, so such a term costs one lookup. A broad one
         # of one or two characters (``on``, ``to``) is left out: it is so common that
