@@ -1037,6 +1037,52 @@ def test_detach_copies_every_container() -> None:
     assert detach("s") == "s"
 
 
+def _containers(value: object) -> list[object]:
+    found: list[object] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            found.append(item)
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return found
+
+
+_DECIMAL_TREES = st.recursive(
+    st.sampled_from([Decimal("0.5"), Decimal("-1.25"), 3, "s", None, True]),
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.dictionaries(st.sampled_from("abcd"), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@FAST
+@given(_DECIMAL_TREES)
+def test_detach_copies_every_container_of_trees_with_decimals(value: object) -> None:
+    # Trees holding Decimals are copied by pickle or, when Decimals outnumber the
+    # containers, level by level: either way equal, type for type, with no container
+    # shared with the original.
+    if not isinstance(value, dict | list):
+        return
+    copy = detach(value)  # type: ignore[arg-type]
+    assert same(copy, value)
+    originals = {id(item) for item in _containers(value)}
+    assert originals.isdisjoint(id(item) for item in _containers(copy))
+
+
+def test_detach_of_many_decimals_shares_only_the_numbers() -> None:
+    value = parse("[" + ",".join(f"0.{i + 1}" for i in range(2000)) + ',{"a":[0.5]}]')
+    assert isinstance(value, list)
+    copy = detach(value)
+    assert isinstance(copy, list)
+    assert same(copy, value)
+    assert copy is not value
+    assert copy[-1] is not value[-1]
+    copy[-1]["a"].append(1)  # type: ignore[index]
+    assert value[-1] == {"a": [Decimal("0.5")]}
+
+
 def test_parse_hands_out_fresh_values() -> None:
     text = '{"a": [1], "b": {"c": 2}}'
     first = parse(text)
