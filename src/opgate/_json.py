@@ -21,8 +21,8 @@ a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
 number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
 rejected. No float is ever produced. Since a short token can stand for a long
 ``int``, one document's exponents of 100 or more may add up to ``EXPONENT_BUDGET``
-(65,536) plus 16 per character of its text at most (beyond the seed: it bounds what
-the numbers of one document expand to in memory).
+(65,536) at most (beyond the seed: it bounds what the numbers of one document expand
+to in memory).
 
 The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
@@ -83,7 +83,6 @@ from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
-    "EXPONENTS_PER_CHARACTER",
     "EXPONENT_BUDGET",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
@@ -175,26 +174,17 @@ _TOKEN = re.compile(
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
 #: What the exponents of 100 or more of one document's numbers may add up to (each
-#: counted up to ``PROFILE_LIMIT + 1``), plus ``EXPONENTS_PER_CHARACTER`` for each
-#: character of its text: such a number becomes an ``int`` of about as many digits,
-#: so this bounds what a document's numbers expand to in memory (at most about seven
-#: times the text, beyond 27 KB) without refusing long runs of ordinary large numbers
-#: (``1.7976931348623157e+308``, 23 characters for 309 digits). Beyond the seed.
+#: counted up to ``PROFILE_LIMIT + 1``): such a number becomes an ``int`` of about as
+#: many digits, so this bounds the memory a document's numbers expand to (about 27 KB
+#: of ints at most, beyond the smaller numbers') whatever its length. Beyond the seed.
 EXPONENT_BUDGET = 16 * PROFILE_LIMIT
-EXPONENTS_PER_CHARACTER = 16
 _EXPANDED_MAX = PROFILE_LIMIT + 1
 _BIG_EXPONENT = re.compile(r"[eE]\+?0*([1-9][0-9]{2,})")
 _NUMBER_START = re.compile(r"[^0-9.eE+-](?=[0-9.eE+-]*$)")
-
-
-def _exponents_rule(limit: int) -> str:
-    return (
-        f"numbers of this document expand too far: its exponents of 100 or more add up "
-        f"to more than {limit:,} ({EXPONENT_BUDGET:,} plus {EXPONENTS_PER_CHARACTER} per "
-        f"character of text; write fewer or smaller ones)"
-    )
-
-
+_RULE_EXPONENTS = (
+    f"numbers of this document expand too far: its exponents of 100 or more add up to "
+    f"more than {EXPONENT_BUDGET:,} (write fewer or smaller ones)"
+)
 _LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
 # Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
 # characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
@@ -900,7 +890,7 @@ def _long_integer_problem(text: str) -> JSONError | None:
 
 def _exponent_problem(text: str, profile: bool) -> JSONError | None:
     """The first problem of ``text`` when its numbers' exponents of 100 or more add up
-    past ``EXPONENT_BUDGET`` plus ``EXPONENTS_PER_CHARACTER`` per character, else ``None``.
+    past ``EXPONENT_BUDGET``, else ``None``.
 
     Such a number is integral and becomes an ``int`` of as many digits (up to
     ``PROFILE_LIMIT``), so a few bytes of text can stand for kilobytes of memory that
@@ -911,18 +901,16 @@ def _exponent_problem(text: str, profile: bool) -> JSONError | None:
     if "e" not in text and "E" not in text:
         return None
     found = _BIG_EXPONENT.findall(text)
-    limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(text)
-    if not found or sum(map(min, map(int, found), repeat(_EXPANDED_MAX))) <= limit:
+    if not found or sum(map(min, map(int, found), repeat(_EXPANDED_MAX))) <= EXPONENT_BUDGET:
         return None
     stripped, tokens = _without_strings(text)
     total = 0
     for match in _BIG_EXPONENT.finditer(stripped):
         total += min(int(match.group(1)), _EXPANDED_MAX)
-        if total > limit:
+        if total > EXPONENT_BUDGET:
             start = _NUMBER_START.search(stripped, 0, match.start())
             at = match.start() if start is None else start.end()
-            reason = _exponents_rule(limit)
-            return _problem_at_number(text, stripped, tokens, at, reason, profile)
+            return _problem_at_number(text, stripped, tokens, at, _RULE_EXPONENTS, profile)
     return None
 
 
