@@ -29,16 +29,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opgate import _json
-from opgate._json import EXPONENT_BUDGET, MAX_DEPTH, PROFILE_LIMIT, JSONError, from_python, parse
+from opgate._json import MAX_DEPTH, PROFILE_LIMIT, JSONError, from_python, parse
 
 WRITTEN = f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
 NORMALIZED = (
     f"number exceeds the numeric work profile (normalized coefficient digits + |exponent| ≤ "
     f"{PROFILE_LIMIT})"
-)
-EXPONENTS = (
-    "numbers of this document expand too far: its exponents of 100 or more add up to "
-    f"more than {EXPONENT_BUDGET:,} (write fewer or smaller ones)"
 )
 EMOJI = '"\\ud83d\\ude00"'
 
@@ -72,13 +68,6 @@ def refused_number_then_garbage(size: int) -> tuple[str, bool, str, str]:
     # The decoder refuses ``1e4097``; the text after it (``-``) is not part of the token.
     n = _units(size, "1,", 20)
     return '{"a":[' + "1," * n + "1e4097-]}", True, WRITTEN, f"/a/{n}"
-
-
-def big_exponents_after_numbers(size: int) -> tuple[str, bool, str, str]:
-    # Seventeen exponents of 4,000: past the document's budget at the last one.
-    tail = ",".join(f"{i}e4000" for i in range(1, 18))
-    n = _units(size, "1,", len(tail) + 2)
-    return "[" + "1," * n + tail + "]", True, EXPONENTS, f"/{n + 16}"
 
 
 def repeats_in_deep_chains(size: int) -> tuple[str, bool, str, str]:
@@ -144,7 +133,6 @@ SHAPES = [
     infinity_after_objects,
     long_integer_after_numbers,
     refused_number_then_garbage,
-    big_exponents_after_numbers,
     repeats_in_deep_chains,
     repeat_in_the_last_deep_chain,
     surrogate_pair_among_containers,
@@ -203,29 +191,6 @@ def test_hostile_shapes_are_handled_by_c_passes(
     small_steps = python_steps(lambda: outcome(small, profile))
     large_steps = python_steps(lambda: outcome(large, profile))
     assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
-
-
-def test_numbers_of_one_document_expand_within_the_exponent_budget() -> None:
-    # Each exponent is within the profile, but together they would make a few bytes of
-    # text into kilobytes of int per number: past the budget the document is refused
-    # at the number that crosses it, whether or not the profile applies.
-    per_number = EXPONENT_BUDGET // 16 - 1  # 16 of them fit, within the profile too
-    within = "[" + ",".join(f"{1 + i % 9}e{per_number}" for i in range(16)) + "]"
-    value = parse(within, profile=True)
-    assert isinstance(value, list)
-    assert value[0] == 10**per_number
-    over = within[:-1] + ",7e100]"
-    for profile in (True, False):
-        assert outcome(over, profile) == (EXPONENTS, "/16")
-    # Exponents below 100 and text in strings do not count.
-    assert len(parse("[" + ",".join(["1e99"] * 5000) + "]", profile=True)) == 5000  # type: ignore[arg-type]
-    strings = '["' + " ".join(f"{i}e4000" for i in range(40)) + '",1]'
-    assert parse(strings, profile=True) == [" ".join(f"{i}e4000" for i in range(40)), 1]
-    # The first problem in document order wins.
-    assert outcome('{"a":1,"a":' + over + "}", True) == ("duplicate object member name 'a'", "/a")
-    assert outcome('{"a":' + over + ',"a":1}', True) == (EXPONENTS, "/a/16")
-    assert outcome(over[:-1] + ",x]", True)[0] == EXPONENTS
-    assert outcome("[x," + over[1:], True)[0].startswith("invalid JSON")
 
 
 def test_refused_constants_and_numbers_are_located_past_their_spellings_in_strings() -> None:

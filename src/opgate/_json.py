@@ -12,17 +12,13 @@ Parsing (``parse``) is strict:
 * nesting deeper than ``MAX_DEPTH`` arrays/objects fails with ``JSONError``, never
   ``RecursionError``; brackets inside strings do not count.
 
-Numbers are exact and normalized (``normalized``). An integer token becomes an
-``int`` (however long: Python's 4,300-digit ``int``/``str`` conversion limit is never
-hit); a token with a fraction or an exponent becomes an ``int`` when its value is
-integral (``3.0``, ``3e0``, ``1e4000``) and up to ``PROFILE_LIMIT`` digits long, else
-a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
-``0e999999999``) becomes ``0`` directly, without expanding its exponent. A nonzero
-number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
-rejected. No float is ever produced. Since a short token can stand for a long
-``int``, one document's exponents of 100 or more may add up to ``EXPONENT_BUDGET``
-(65,536) at most (beyond the seed: it bounds what the numbers of one document expand
-to in memory).
+Numbers are exact. An integer token becomes an ``int`` (however long: Python's
+4,300-digit ``int``/``str`` conversion limit is never hit); any token with a
+fraction or an exponent becomes a ``decimal.Decimal``, except that every zero
+(``-0``, ``-0.0``, ``0e999999999``, ``0e99999999999999999999999``) becomes ``0`` or
+``Decimal(0)`` directly, without expanding its exponent. A nonzero number whose
+exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is rejected. No
+float is ever produced.
 
 The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
@@ -73,7 +69,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -83,7 +79,6 @@ from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
-    "EXPONENT_BUDGET",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
     "JSONError",
@@ -173,18 +168,6 @@ _TOKEN = re.compile(
 # An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
-#: What the exponents of 100 or more of one document's numbers may add up to (each
-#: counted up to ``PROFILE_LIMIT + 1``): such a number becomes an ``int`` of about as
-#: many digits, so this bounds the memory a document's numbers expand to (about 27 KB
-#: of ints at most, beyond the smaller numbers') whatever its length. Beyond the seed.
-EXPONENT_BUDGET = 16 * PROFILE_LIMIT
-_EXPANDED_MAX = PROFILE_LIMIT + 1
-_BIG_EXPONENT = re.compile(r"[eE]\+?0*([1-9][0-9]{2,})")
-_NUMBER_START = re.compile(r"[^0-9.eE+-](?=[0-9.eE+-]*$)")
-_RULE_EXPONENTS = (
-    f"numbers of this document expand too far: its exponents of 100 or more add up to "
-    f"more than {EXPONENT_BUDGET:,} (write fewer or smaller ones)"
-)
 _LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
 # Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
 # characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
@@ -832,8 +815,6 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     try:
         if profile and (problem := _long_integer_problem(text)) is not None:
             raise problem
-        if (problem := _exponent_problem(text, profile)) is not None:
-            raise problem
         openers = text.count("[") + text.count("{")
         deep = openers > MAX_DEPTH
         strict = deep and 4 * text.count(":") < openers
@@ -877,7 +858,9 @@ def _long_integer_problem(text: str) -> JSONError | None:
     ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
 
     Found without a decode that calls a hook per integer: one pass finds the first such
-    token, then ``_problem_at_number`` reports it or an earlier problem.
+    token, and the text before it is checked for an earlier problem with the token
+    replaced by ``0`` (a value where the decoder expects one, a syntax error where it
+    does not, like the token).
     """
     if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
         return None
@@ -885,57 +868,20 @@ def _long_integer_problem(text: str) -> JSONError | None:
     found = _LONG_INTEGER.search(stripped)
     if found is None:
         return None
-    return _problem_at_number(text, stripped, tokens, found.start(), _RULE_NORMALIZED, True)
-
-
-def _exponent_problem(text: str, profile: bool) -> JSONError | None:
-    """The first problem of ``text`` when its numbers' exponents of 100 or more add up
-    past ``EXPONENT_BUDGET``, else ``None``.
-
-    Such a number is integral and becomes an ``int`` of as many digits (up to
-    ``PROFILE_LIMIT``), so a few bytes of text can stand for kilobytes of memory that
-    every copy then pays for; the budget bounds what one document expands to. One
-    regex pass over the text (strings included, so it can only over-count); only past
-    the budget are the strings left out and the number that crosses it located.
-    """
-    if "e" not in text and "E" not in text:
-        return None
-    found = _BIG_EXPONENT.findall(text)
-    if not found or sum(map(min, map(int, found), repeat(_EXPANDED_MAX))) <= EXPONENT_BUDGET:
-        return None
-    stripped, tokens = _without_strings(text)
-    total = 0
-    for match in _BIG_EXPONENT.finditer(stripped):
-        total += min(int(match.group(1)), _EXPANDED_MAX)
-        if total > EXPONENT_BUDGET:
-            start = _NUMBER_START.search(stripped, 0, match.start())
-            at = match.start() if start is None else start.end()
-            return _problem_at_number(text, stripped, tokens, at, _RULE_EXPONENTS, profile)
-    return None
-
-
-def _problem_at_number(
-    text: str, stripped: str, tokens: list[str], at: int, reason: str, profile: bool
-) -> JSONError:
-    """The first problem of ``text`` when the number token at ``at`` in ``stripped``
-    (``text`` without its strings, see ``_without_strings``) breaks a rule: that rule,
-    or a problem before it. The text before the token is checked with the token
-    replaced by ``0`` (a value where the decoder expects one, a syntax error where it
-    does not, like the token).
-    """
+    at = found.start()
     strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
     position = at + sum(map(len, tokens[:strings])) - 2 * strings
     prefix = text[:position]
     if not prefix.strip(" \t\n\r"):
-        return JSONError(reason, "")  # the root
+        return JSONError(_RULE_NORMALIZED, "")  # the root
     if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
-        _check_nesting(prefix + "0", profile)  # raises for a too-deep bracket before it
-    earlier = _prefix_problem(prefix + "0", profile)
+        _check_nesting(prefix + "0", True)  # raises for a too-deep bracket before it
+    earlier = _prefix_problem(prefix + "0", True)
     if earlier is not None:
         return earlier
-    located = _problem_at(prefix, reason, stripped[:at])
+    located = _problem_at(prefix, _RULE_NORMALIZED, stripped[:at])
     if located is None:  # pragma: no cover - see _closed
-        return JSONError(reason)
+        return JSONError(_RULE_NORMALIZED)
     return JSONError(*located)
 
 
