@@ -12,13 +12,14 @@ Parsing (``parse``) is strict:
 * nesting deeper than ``MAX_DEPTH`` arrays/objects fails with ``JSONError``, never
   ``RecursionError``; brackets inside strings do not count.
 
-Numbers are exact. An integer token becomes an ``int`` (however long: Python's
-4,300-digit ``int``/``str`` conversion limit is never hit); any token with a
-fraction or an exponent becomes a ``decimal.Decimal``, except that every zero
-(``-0``, ``-0.0``, ``0e999999999``, ``0e99999999999999999999999``) becomes ``0`` or
-``Decimal(0)`` directly, without expanding its exponent. A nonzero number whose
-exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is rejected. No
-float is ever produced.
+Numbers are exact and normalized (``normalized``). An integer token becomes an
+``int`` (however long: Python's 4,300-digit ``int``/``str`` conversion limit is never
+hit); a token with a fraction or an exponent becomes an ``int`` when its value is
+integral (``3.0``, ``3e0``, ``1e4000``) and up to ``PROFILE_LIMIT`` digits long, else
+a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
+``0e999999999``) becomes ``0`` directly, without expanding its exponent. A nonzero
+number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
+rejected. No float is ever produced.
 
 The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
