@@ -628,7 +628,11 @@ async def test_a_broken_scorer_fails_the_search_internally() -> None:
         def score(self, query: str, candidates: Sequence[Candidate]) -> Sequence[float]:
             return [float("nan")] * len(candidates)
 
-    for scorer in (Short(), NotFinite()):
+    class Unordered(Overlap):
+        def score(self, query: str, candidates: Sequence[Candidate]) -> Any:
+            return {float(i) for i in range(len(candidates))}  # as many, but no order
+
+    for scorer in (Short(), NotFinite(), Unordered()):
         reg = Registry(scorer_catalog(), AllowAll(), ranking=scorer)
         failed = await reg.search(Ctx(), "red")
         assert isinstance(failed, Failed)

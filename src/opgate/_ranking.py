@@ -27,7 +27,8 @@ from __future__ import annotations
 import enum
 import heapq
 import math
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -71,7 +72,8 @@ class Scorer(Protocol):
     ``name`` identifies the scorer (and its version, if scores change between
     versions): cursors are bound to it, so a cursor issued under one scorer is refused
     under another. ``score(query, candidates)`` returns one finite score per candidate,
-    in order; a candidate scoring ``0`` or less does not match. It is called for each
+    in order (a list, tuple or numpy array; a set or mapping, having no order, fails
+    the search); a candidate scoring ``0`` or less does not match. It is called for each
     search page with a query that has at least one word (an exact operation name and
     an empty query never reach it) and every operation of the catalog, the same tuple
     each time, so a scorer may key precomputed data (embeddings) by position or name.
@@ -226,6 +228,11 @@ class _Scored:
     ) -> Iterator[tuple[int, int]]:
         candidates = self._candidates
         returned = self._scorer.score(query, candidates)
+        if isinstance(returned, AbstractSet | Mapping):  # no order to pair scores with
+            raise TypeError(
+                f"Scorer {self._scorer.name!r} returned a {type(returned).__name__}: "
+                "return one score per candidate, in order (a list, tuple or array)"
+            )
         if len(returned) != len(candidates):
             raise ValueError(
                 f"Scorer {self._scorer.name!r} returned {len(returned)} scores "
