@@ -29,7 +29,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opgate import _json
-from opgate._json import MAX_DEPTH, PROFILE_LIMIT, JSONError, from_python, parse
+from opgate._json import (
+    EXPONENT_BUDGET,
+    EXPONENTS_PER_CHARACTER,
+    MAX_DEPTH,
+    PROFILE_LIMIT,
+    JSONError,
+    from_python,
+    parse,
+)
 
 WRITTEN = f"number exceeds the numeric work profile (|written exponent| ≤ {PROFILE_LIMIT})"
 NORMALIZED = (
@@ -191,6 +199,97 @@ def test_hostile_shapes_are_handled_by_c_passes(
     small_steps = python_steps(lambda: outcome(small, profile))
     large_steps = python_steps(lambda: outcome(large, profile))
     assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
+
+
+def exponents_rule(limit: int) -> str:
+    return (
+        "numbers of this document expand too far: its exponents of 100 or more add up to "
+        f"more than {limit:,} ({EXPONENT_BUDGET:,} plus {EXPONENTS_PER_CHARACTER} per "
+        "character of text; write fewer or smaller ones)"
+    )
+
+
+def limited(text: str, profile: bool = True) -> tuple[str, str | None]:
+    try:
+        parse(text, profile=profile, expansion_limit=True)
+    except JSONError as exc:
+        return (exc.reason, exc.pointer)
+    return ("", "")
+
+
+def test_text_from_outside_keeps_its_numbers_within_the_exponent_budget() -> None:
+    # Each exponent is within the profile, but together they would make a few bytes of
+    # text into kilobytes of int per number: past the budget (which grows with the
+    # text) such text is refused at the number that crosses it, in either mode.
+    tokens = [f"{1 + i % 9}e4095" for i in range(40)]
+    text = "[" + ",".join(tokens) + "]"
+    limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(text)
+    crossing = limit // 4095
+    for profile in (True, False):
+        assert limited(text, profile) == (exponents_rule(limit), f"/{crossing}")
+        assert outcome(text, profile) == ("", "")  # the module's own parse has no budget
+    within = "[" + ",".join(tokens[:16]) + "]"  # 16 x 4,095 fit whatever the length
+    assert limited(within) == ("", "")
+    # Not counted: exponents below 100, zeros, exponents past the profile in exact mode
+    # (they stay Decimal), text in strings, ordinary large numbers.
+    assert limited("[" + ",".join(["1e99"] * 5000) + "]") == ("", "")
+    assert limited("[" + ",".join(["0e4000", "-0.0e4000"] * 100) + "]") == ("", "")
+    assert limited("[" + ",".join(["1e99999"] * 40) + "]", profile=False) == ("", "")
+    assert limited('["' + " ".join(f"{i}e4000" for i in range(40)) + '",1]') == ("", "")
+    assert limited("[" + ",".join(["1.7976931348623157e+308"] * 2000) + "]") == ("", "")
+    # Exponent-like text of any length in strings and names is not converted.
+    assert limited('["serial e' + "1" * 4301 + '"]') == ("", "")
+    assert limited('{"e' + "1" * 4301 + '":1}') == ("", "")
+    assert limited("1e" + "9" * 5000)[0].startswith("number exceeds the numeric work profile")
+    # The first problem in document order wins, whatever its kind.
+    assert limited('{"a":1,"a":' + text + "}") == ("duplicate object member name 'a'", "/a")
+    assert limited('{"a":' + text + ',"a":1}')[1] == f"/a/{crossing}"
+    assert limited(text[:-1] + ",x]")[0].startswith("numbers of this document")
+    assert limited("[x," + text[1:])[0].startswith("invalid JSON")
+
+    def crossing_of(document: str) -> str:  # the budget grows with the text
+        return f"/{(EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(document)) // 4095}"
+
+    long_integer = "1" * (PROFILE_LIMIT + 1)
+    after = text[:-1] + "," + long_integer + "]"
+    assert limited(after)[1] == crossing_of(after)
+    assert limited("[" + long_integer + "," + text[1:]) == (NORMALIZED, "/0")
+    after = text[:-1] + ',"\\ud800"]'
+    assert limited(after)[1] == crossing_of(after)
+    assert limited('["\\ud800",' + text[1:])[1] == "/0"
+    # Not numbers where they stand: the decoder's syntax error, not the budget.
+    head = "[" + ",".join(tokens[:16])  # within the budget: the next number would cross it
+    for spelling in ("--1e4000", "+1e4000", ".5e4000", "01e4000", "1.e4000", "true1e4000"):
+        assert limited(head + "," + spelling + "]")[0].startswith("invalid JSON"), spelling
+
+
+@pytest.mark.anyio
+async def test_values_already_held_keep_their_large_numbers() -> None:
+    # The budget is for text from outside: schemas, results and state that hold many
+    # large numbers as Python values are written as canonical bytes and read back
+    # without it (their exponent form, 1e+4000, would otherwise cross it).
+    from opgate import Failed, Operation, Registry, Result, Text, finish
+
+    from conftest import AllowAll, Ctx
+
+    big = [k * 10**4000 for k in range(1, 20)]  # past the budget once written as 1e+4000
+    assert Result([Text("x")], structured={"v": big}).structured == {"v": big}
+    doubles = [1.7976931348623157e308] * 300
+    largest = int(Decimal("1.7976931348623157e308"))  # a float is its shortest repr
+    assert Result([Text("x")], structured={"d": doubles}).structured == {"d": [largest] * 300}
+
+    def handler(invocation: Any) -> Any:
+        return finish(Result([Text("ok")], structured={"v": big}))
+
+    schema = {"type": "object", "properties": {"n": {"enum": big}}}
+    output = {"type": "object", "properties": {"v": {"type": "array"}}}
+    operation = Operation("op", "does", handler, input_schema=schema, output_schema=output)
+    registry = Registry([operation], AllowAll())
+    spec = await registry.inspect(Ctx(), "op")
+    assert not isinstance(spec, Failed)
+    assert spec.input_schema["properties"]["n"]["enum"] == big  # type: ignore[index]
+    done = await registry.invoke(Ctx(), "op", {"n": big[3]})
+    assert not isinstance(done, Failed), done
 
 
 def test_refused_constants_and_numbers_are_located_past_their_spellings_in_strings() -> None:

@@ -19,7 +19,9 @@ integral (``3.0``, ``3e0``, ``1e4000``) and up to ``PROFILE_LIMIT`` digits long,
 a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
 ``0e999999999``) becomes ``0`` directly, without expanding its exponent. A nonzero
 number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
-rejected. No float is ever produced.
+rejected. No float is ever produced. Since a short token can stand for a long
+``int``, text from outside (``parse(..., expansion_limit=True)``) must also keep its
+numbers within an exponent budget (``EXPONENT_BUDGET``; beyond the seed).
 
 The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
@@ -68,9 +70,9 @@ import operator
 import pickle
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress
+from itertools import accumulate, chain, compress, repeat
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -80,6 +82,8 @@ from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
+    "EXPONENTS_PER_CHARACTER",
+    "EXPONENT_BUDGET",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
     "JSONError",
@@ -169,6 +173,33 @@ _TOKEN = re.compile(
 # An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
+#: The exponent budget of text from outside (``parse(..., expansion_limit=True)``):
+#: the exponents of 100 or more of one document's nonzero numbers (each counted up to
+#: ``PROFILE_LIMIT``; larger ones stay ``Decimal`` or break the profile) may add up to
+#: ``EXPONENT_BUDGET`` plus ``EXPONENTS_PER_CHARACTER`` per character of the text.
+#: Such a number becomes an ``int`` of about as many digits, so this bounds what the
+#: numbers of one document expand to in memory (about seven bytes per character of
+#: text beyond 27 KB) without refusing runs of ordinary large numbers
+#: (``1.7976931348623157e+308``: 23 characters, 309 digits). Beyond the seed.
+EXPONENT_BUDGET = 16 * PROFILE_LIMIT
+EXPONENTS_PER_CHARACTER = 16
+# A number token (at a token boundary) with an exponent of 100 or more: mantissa, exponent.
+_BIG_EXPONENT = re.compile(
+    r"(?<![0-9A-Za-z.+\-])(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)[eE]\+?0*([1-9][0-9]{2,})"
+    r"(?![0-9.eE+\-])"
+)
+_EXPONENT_DIGITS = slice(0, 5)  # enough to tell an exponent past PROFILE_LIMIT
+_EXPONENT_OF = operator.itemgetter(1)
+
+
+def _exponents_rule(limit: int) -> str:
+    return (
+        f"numbers of this document expand too far: its exponents of 100 or more add up "
+        f"to more than {limit:,} ({EXPONENT_BUDGET:,} plus {EXPONENTS_PER_CHARACTER} per "
+        f"character of text; write fewer or smaller ones)"
+    )
+
+
 _LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
 # Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
 # characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
@@ -777,12 +808,16 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
 _PAUSE_COLLECTOR_AT = 4096
 
 
-def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
+def parse(
+    data: str | bytes | bytearray, *, profile: bool = False, expansion_limit: bool = False
+) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
     ``data`` is a ``str`` or UTF-8 ``bytes``/``bytearray``. With ``profile=True``
-    every number must also pass the numeric work profile. Raises ``JSONError`` for
-    any problem, and no other exception.
+    every number must also pass the numeric work profile. With ``expansion_limit=True``
+    (text from outside: arguments, answers) the document's numbers must also keep
+    within the exponent budget (``EXPONENT_BUDGET``). Raises ``JSONError`` for any
+    problem, and no other exception.
     """
     if isinstance(data, str):
         text = data
@@ -795,13 +830,16 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
+    limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(text) if expansion_limit else None
     if len(text) < _PAUSE_COLLECTOR_AT:
-        return _parse_text(text, profile, may_hold_raw_surrogates)
+        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
     with paused_collector():  # see ``_collector``: the passes would find nothing
-        return _parse_text(text, profile, may_hold_raw_surrogates)
+        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
 
 
-def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSONValue:
+def _parse_text(
+    text: str, profile: bool, may_hold_raw_surrogates: bool, limit: int | None = None
+) -> JSONValue:
     # With more openers than the bound the text may nest too deep. The C decoder is
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
@@ -814,7 +852,9 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     )
     try:
-        if profile and (problem := _long_integer_problem(text)) is not None:
+        if profile and (problem := _long_integer_problem(text, limit)) is not None:
+            raise problem
+        if limit is not None and (problem := _exponent_problem(text, profile, limit)):
             raise problem
         openers = text.count("[") + text.count("{")
         deep = openers > MAX_DEPTH
@@ -826,7 +866,7 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
         value = _decode(text, scan, profile, deep, strict)
     except JSONError:
         if surrogates:  # a lone surrogate before the problem found comes first
-            _raise_lone_surrogate(text, profile)
+            _raise_lone_surrogate(text, profile, limit)
         raise
     if surrogates:
         try:
@@ -837,7 +877,7 @@ def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSON
     return value  # type: ignore[no-any-return]
 
 
-def _problem_before(prefix: str, profile: bool) -> bool:
+def _problem_before(prefix: str, profile: bool, limit: int | None = None) -> bool:
     """Whether a document has a problem before a string that starts where ``prefix``
     ends (the string itself, and repeated names, aside): the string is replaced by
     ``""`` and the text up to it checked, in C passes."""
@@ -845,6 +885,8 @@ def _problem_before(prefix: str, profile: bool) -> bool:
         return False  # the string is the root value
     probe = prefix + '""'
     try:
+        if limit is not None and _exponent_problem(probe, profile, limit) is not None:
+            return True
         if profile and _long_integer_problem(probe) is not None:
             return True
         if probe.count("[") + probe.count("{") > MAX_DEPTH:
@@ -854,14 +896,13 @@ def _problem_before(prefix: str, profile: bool) -> bool:
     return _prefix_problem(probe, profile) is not None
 
 
-def _long_integer_problem(text: str) -> JSONError | None:
+def _long_integer_problem(text: str, limit: int | None = None) -> JSONError | None:
     """The first problem of ``text`` when it holds an integer token of more than
     ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
 
     Found without a decode that calls a hook per integer: one pass finds the first such
-    token, and the text before it is checked for an earlier problem with the token
-    replaced by ``0`` (a value where the decoder expects one, a syntax error where it
-    does not, like the token).
+    token, then ``_problem_at_number`` reports it or an earlier problem (with ``limit``,
+    the exponent budget's too).
     """
     if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
         return None
@@ -869,20 +910,79 @@ def _long_integer_problem(text: str) -> JSONError | None:
     found = _LONG_INTEGER.search(stripped)
     if found is None:
         return None
+
+    def exponents(probe: str) -> JSONError | None:
+        return None if limit is None else _exponent_problem(probe, True, limit)
+
     at = found.start()
+    return _problem_at_number(text, stripped, tokens, at, _RULE_NORMALIZED, True, exponents)
+
+
+def _exponent_problem(text: str, profile: bool, limit: int) -> JSONError | None:
+    """The first problem of ``text`` when the exponents of 100 or more of its nonzero
+    numbers add up past ``limit`` (see ``EXPONENT_BUDGET``), else ``None``.
+
+    One regex pass over the text, strings included (so it can only over-count, and
+    only exponents are converted, their first five digits); only past the limit are
+    the strings left out and the number that crosses it located.
+    """
+    if "e" not in text and "E" not in text:
+        return None
+    found = _BIG_EXPONENT.findall(text)
+    if not found:
+        return None
+    exponents = map(_EXPONENT_OF, found)
+    written = cast("Iterator[str]", map(operator.getitem, exponents, repeat(_EXPONENT_DIGITS)))
+    if sum(map(int, written)) <= limit:  # at most 99,999 each: a bound, not the count
+        return None
+    stripped, tokens = _without_strings(text)
+    total = 0
+    for match in _BIG_EXPONENT.finditer(stripped):
+        mantissa, exponent = match.groups()
+        counted = int(exponent[_EXPONENT_DIGITS])
+        if counted > PROFILE_LIMIT or not mantissa.strip("-0."):
+            continue  # stays a Decimal (or breaks the profile), or is zero
+        total += counted
+        if total > limit:
+
+            def long_integer(probe: str) -> JSONError | None:
+                return _long_integer_problem(probe) if profile else None
+
+            reason = _exponents_rule(limit)
+            at = match.start()
+            return _problem_at_number(text, stripped, tokens, at, reason, profile, long_integer)
+    return None
+
+
+def _problem_at_number(
+    text: str,
+    stripped: str,
+    tokens: list[str],
+    at: int,
+    reason: str,
+    profile: bool,
+    other_rule: Callable[[str], JSONError | None],
+) -> JSONError:
+    """The first problem of ``text`` when the number token at ``at`` in ``stripped``
+    (``text`` without its strings, see ``_without_strings``) breaks a rule: that rule,
+    or a problem before it, ``other_rule`` (the other number rule checked before
+    decoding) included. The text before the token is checked with the token replaced
+    by ``0`` (a value where the decoder expects one, a syntax error where it does not,
+    like the token).
+    """
     strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
     position = at + sum(map(len, tokens[:strings])) - 2 * strings
     prefix = text[:position]
     if not prefix.strip(" \t\n\r"):
-        return JSONError(_RULE_NORMALIZED, "")  # the root
+        return JSONError(reason, "")  # the root
     if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
-        _check_nesting(prefix + "0", True)  # raises for a too-deep bracket before it
-    earlier = _prefix_problem(prefix + "0", True)
+        _check_nesting(prefix + "0", profile)  # raises for a too-deep bracket before it
+    earlier = other_rule(prefix + "0") or _prefix_problem(prefix + "0", profile)
     if earlier is not None:
         return earlier
-    located = _problem_at(prefix, _RULE_NORMALIZED, stripped[:at])
+    located = _problem_at(prefix, reason, stripped[:at])
     if located is None:  # pragma: no cover - see _closed
-        return JSONError(_RULE_NORMALIZED)
+        return JSONError(reason)
     return JSONError(*located)
 
 
@@ -1228,14 +1328,14 @@ def _closed(
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
-def _raise_lone_surrogate(text: str, profile: bool | None = None) -> None:
+def _raise_lone_surrogate(text: str, profile: bool | None = None, limit: int | None = None) -> None:
     """Raise for the first string or member name of ``text`` (in document order) that
     decodes to a lone surrogate; return if there is none.
 
     ``text`` is valid JSON, or, with ``profile`` given, a text with another problem:
     then the string is reported only if the text before it has no problem (checked
-    with ``""`` in its place, like the decoder would meet it), and nothing is raised
-    if a string the decoder refuses comes first.
+    with ``""`` in its place, like the decoder would meet it; ``limit`` is the exponent
+    budget, if any), and nothing is raised if a string the decoder refuses comes first.
 
     In C passes: the strings' tokens are decoded together as one array, the decoded
     strings joined and searched (a Python string holds a surrogate only when it is
@@ -1256,7 +1356,7 @@ def _raise_lone_surrogate(text: str, profile: bool | None = None) -> None:
     at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
     position = at + sum(map(len, tokens[:index])) - quotes
     end = position + len(tokens[index])
-    if profile is not None and _problem_before(text[:position], profile):
+    if profile is not None and _problem_before(text[:position], profile, limit):
         return
     if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
         reason = "member name contains a lone surrogate"

@@ -784,11 +784,11 @@ class Registry:
                 raw = arguments.encode("utf-8", "surrogatepass")
                 if len(raw) > limit:
                     raise _too_large(len(raw), limit)
-                values = parse(arguments, profile=True)
+                values = parse(arguments, profile=True, expansion_limit=True)
             elif isinstance(arguments, bytes | bytearray):
                 if len(arguments) > limit:
                     raise _too_large(len(arguments), limit)
-                values = parse(arguments, profile=True)
+                values = parse(arguments, profile=True, expansion_limit=True)
             elif isinstance(arguments, Mapping):
                 values = from_python(arguments, profile=True)
                 canonical = parsed_canonical_bytes(values)  # the C encoder, mostly
