@@ -7,6 +7,7 @@ import collections
 import contextlib
 import decimal
 import enum
+import gc
 import json
 import pickle
 import random
@@ -1444,12 +1445,24 @@ def cpu_per_call(text: str, calls: int, rounds: int) -> float:
 def test_parse_work_grows_linearly_with_adversarial_input(shape: Callable[[int], str]) -> None:
     # 16 times the input: a linear scanner does about 16 times the work, a quadratic one
     # about 256 times. CPU time (not wall time) of the best of several rounds keeps other
-    # processes' load out; the bound leaves a factor of 3 either way.
+    # processes' load out; the bound leaves a factor of 3 either way. The heap is frozen
+    # while timing: a full collection pass (which parse's paused collector may trigger
+    # when it resumes) walks the whole test process, tens of milliseconds in the full
+    # suite. A virtual machine's speed also changes by 2x from one moment to the next,
+    # so a ratio over the bound is measured again, both sizes in turn, before failing.
     small, large = shape(2 * 1024), shape(32 * 1024)
-    small_time = cpu_per_call(small, calls=64, rounds=5)
-    large_time = cpu_per_call(large, calls=4, rounds=1)
-    if large_time > 48 * small_time:  # confirm before failing: one round can be unlucky
-        large_time = min(large_time, cpu_per_call(large, calls=4, rounds=3))
+    gc.collect()
+    gc.freeze()
+    try:
+        small_time = cpu_per_call(small, calls=64, rounds=5)
+        large_time = cpu_per_call(large, calls=4, rounds=1)
+        for _ in range(4):
+            if large_time <= 48 * max(small_time, 1e-6):
+                break
+            small_time = min(small_time, cpu_per_call(small, calls=64, rounds=2))
+            large_time = min(large_time, cpu_per_call(large, calls=4, rounds=2))
+    finally:
+        gc.unfreeze()
     assert large_time <= 48 * max(small_time, 1e-6), (small_time, large_time)
 
 
