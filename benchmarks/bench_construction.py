@@ -26,15 +26,12 @@ import asyncio
 import gc
 import json
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from bench_real import LIMITS, REAL, catalog_for
-from common import AllowAll, Table, format_table, machine_info, rss_bytes
+from common import AllowAll, Table, format_table, machine_info, rss_bytes, run_probe
 from opgate import Operation, Registry
 
 _FIRST = "ec2.RunInstances"
@@ -138,16 +135,7 @@ async def _invokes(registry: Registry) -> dict[str, float]:
 
 
 def _row(copies: int, source: str) -> dict[str, float]:
-    script = Path(__file__).resolve()
-    output = subprocess.run(
-        [sys.executable, str(script), "--probe", str(copies), "--source", source],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=script.parent,
-    ).stdout
-    result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
-    return result
+    return run_probe(__file__, "--probe", str(copies), "--source", source)
 
 
 def run(copies: Sequence[int] = (1, 5), *, source: str = REAL) -> list[Table]:

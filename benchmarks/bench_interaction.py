@@ -21,16 +21,22 @@ import argparse
 import asyncio
 import gc
 import json
-import subprocess
 import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-from common import AllowAll, Table, format_table, machine_info, rss_bytes, time_async_interleaved
+from common import (
+    AllowAll,
+    Table,
+    format_table,
+    machine_info,
+    rss_bytes,
+    run_probe,
+    time_async_interleaved,
+)
 from opgate import (
     Completed,
     FormInput,
@@ -300,7 +306,6 @@ def _memory_probe(count: int, form_label: str) -> dict[str, float]:
 
 
 def _capacity_table(count: int) -> Table:
-    script = Path(__file__).resolve()
     table = Table(
         f"{count:,} pending continuations held at once (fresh subprocess per form)",
         (
@@ -317,14 +322,7 @@ def _capacity_table(count: int) -> Table:
         ),
     )
     for label in FORMS:
-        output = subprocess.run(
-            [sys.executable, str(script), "--memory-probe", str(count), "--form", label],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=script.parent,
-        ).stdout
-        probe: dict[str, float] = json.loads(output.strip().splitlines()[-1])
+        probe = run_probe(__file__, "--memory-probe", str(count), "--form", label)
         held = probe["count"]
         table.add(
             **{

@@ -26,11 +26,8 @@ import gc
 import json
 import random
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from common import (
@@ -40,6 +37,7 @@ from common import (
     format_table,
     machine_info,
     rss_bytes,
+    run_probe,
     synthetic_catalog,
 )
 from opgate import DiscoveryScope, Failure, FailureCode, Limits, Operation, Registry, SearchPage
@@ -181,16 +179,7 @@ def _build_probe(copies: int, source: str = REAL) -> dict[str, float]:
 
 
 def _build_row(copies: int, source: str) -> dict[str, float]:
-    script = Path(__file__).resolve()
-    output = subprocess.run(
-        [sys.executable, str(script), "--build-probe", str(copies), "--source", source],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=script.parent,
-    ).stdout
-    result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
-    return result
+    return run_probe(__file__, "--build-probe", str(copies), "--source", source)
 
 
 def run(

@@ -25,13 +25,10 @@ import asyncio
 import gc
 import json
 import statistics
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from common import (
@@ -44,6 +41,7 @@ from common import (
     format_table,
     machine_info,
     rss_bytes,
+    run_probe,
     synthetic_catalog,
     time_async,
     time_sync,
@@ -262,16 +260,7 @@ def _memory_probe(size: int) -> dict[str, float]:
 
 
 def _memory_row(size: int) -> dict[str, float]:
-    script = Path(__file__).resolve()
-    output = subprocess.run(
-        [sys.executable, str(script), "--memory-probe", str(size)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=script.parent,
-    ).stdout
-    result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
-    return result
+    return run_probe(__file__, "--memory-probe", str(size))
 
 
 # --- the benchmark ---------------------------------------------------------------------------

@@ -28,11 +28,13 @@ import json
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from opgate import Failure, FailureCode, Operation
@@ -575,3 +577,19 @@ def host_speed_ms() -> float:
         json.loads(text)
         times.append(time.process_time() - start)
     return statistics.median(times) * 1000
+
+
+def run_probe(script: str, *arguments: str) -> dict[str, float]:
+    """Run ``script`` (a benchmark's ``__file__``) in a fresh Python process with
+    ``arguments`` and return the JSON object its last line of output prints: how the
+    benchmarks measure construction and memory without the parent's heap."""
+    path = Path(script).resolve()
+    output = subprocess.run(
+        [sys.executable, str(path), *arguments],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+    ).stdout
+    result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
+    return result
