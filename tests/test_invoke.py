@@ -227,6 +227,58 @@ async def test_policy_mutating_execute_arguments_changes_nothing() -> None:
     assert handler.arguments == [{"order": 7}]
 
 
+async def test_execute_request_is_a_frozen_value_whose_arguments_are_one_detached_copy() -> None:
+    seen: list[Execute] = []
+
+    class Reading(AllowAll):
+        def authorize(self, ctx: Any, request: Any) -> None:
+            if isinstance(request, Execute):
+                seen.append(request)
+                request.arguments["order"] = 1000  # the policy's own copy
+                assert request.arguments["order"] == 1000  # read again: the same copy
+
+    reg, handler = make(policy=Reading())
+    assert isinstance(await invoke(reg), Completed)
+    assert handler.arguments == [{"order": 7}]
+    request = seen[0]
+    assert request == Execute("orders.refund", {"order": 1000})
+    assert request != Execute("orders.refund", {"order": 7})
+    assert repr(request) == "Execute(name='orders.refund', arguments={'order': 1000})"
+    match request:
+        case Execute(name, arguments):
+            assert (name, arguments) == ("orders.refund", {"order": 1000})
+    with pytest.raises(AttributeError):
+        request.name = "other"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        request.arguments = {}  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hash(request)
+
+
+async def test_execute_arguments_are_copied_only_when_the_policy_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 64 KiB of small containers cost milliseconds to copy (issue 9): a policy that
+    # never reads them must not pay for it. Counted with the copy function itself,
+    # wherever the request is built.
+    from opgate import _json, _policy, _registry
+
+    copies: list[object] = []
+
+    def counting(value: Any) -> Any:
+        copies.append(value)
+        return _json.detach(value)
+
+    for module in (_policy, _registry):
+        monkeypatch.setattr(module, "detach", counting, raising=False)
+    reg, _ = make()
+    assert isinstance(await invoke(reg), Completed)
+    assert copies == []
+    reg, _ = make(policy=TeamPolicy(deny_execute={"orders.refund"}))
+    await invoke(reg)
+    assert copies == []  # TeamPolicy reads only the name
+
+
 async def test_policy_failure_at_execute_is_internal() -> None:
     class Exploding(AllowAll):
         def authorize(self, ctx: Any, request: Any) -> None:

@@ -647,3 +647,20 @@ def test_one_non_ascii_character_does_not_slow_the_bracket_and_digit_passes() ->
     # Non-ASCII characters between digits never join two runs into a long integer.
     run = "9" * PROFILE_LIMIT
     assert outcome('["' + run + "é" + run + '"]', True) == ("", "")
+
+
+def test_canonical_bytes_of_parsed_values_are_written_in_c() -> None:
+    # ``parsed_canonical_bytes`` (the budget of mapping arguments, continuation hashes)
+    # fell back to the Python writer, a call per container, for any value holding a
+    # Decimal or a character beyond the BMP: 64 KiB of nested arrays after one emoji
+    # took several milliseconds. Decimals are written as orjson fragments, and only
+    # member names that sort differently in UTF-16 need the Python writer.
+    def value(size: int, head: object) -> object:
+        return _json.from_python({"a": [head, *([[[]]] * (size // 5))]})
+
+    for head in ("\U0001f600", "\ue000\U0001f600", Decimal("0.5"), {"\U0001f600": 1}):
+        small, large = value(8 * 1024, head), value(64 * 1024, head)
+        assert _json.parsed_canonical_bytes(large) == _json.canonical_bytes(large)
+        small_steps = python_steps(lambda small=small: _json.parsed_canonical_bytes(small))
+        large_steps = python_steps(lambda large=large: _json.parsed_canonical_bytes(large))
+        assert large_steps <= small_steps + STEP_SLACK, (head, small_steps, large_steps)

@@ -1888,11 +1888,22 @@ def canonical_bytes(value: JSONValue) -> bytes:
 # orjson (C/Rust), for values ``parse``/``from_python`` returned (exact types, checked):
 # with OPT_SORT_KEYS it writes ``_write``'s text — the same escapes, compact, members
 # in code point order, ints in full (``_write`` switches to the exponent form at 22
-# digits; a 64-bit int has at most 20) — except for what goes back to ``_write``: a
-# Decimal, an int beyond 64 bits or a lone surrogate raises TypeError, and member
-# names beyond the BMP sort differently in UTF-16.
+# digits; a 64-bit int has at most 20), each Decimal as the ``Fragment`` of its
+# canonical text — except for what goes back to ``_write``: an int beyond 64 bits
+# (orjson raises TypeError) and text where names might sort differently in UTF-16
+# (characters beyond the BMP and from U+E000 up: only those two ranges' orders differ).
 _SORTED: Final = orjson.OPT_SORT_KEYS
 _ASTRAL_UTF8: Final = re.compile(b"[\xf0-\xf4]")  # the lead byte of a 4-byte sequence
+_HIGH_BMP_UTF8: Final = re.compile(b"[\xee\xef]")  # the lead byte of U+E000 to U+FFFF
+_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+_HIGH_BMP: Final = re.compile("[\ue000-\uffff]")
+
+
+def _fragment(value: object) -> orjson.Fragment:
+    """orjson's ``default``: a Decimal's canonical text (anything else is refused)."""
+    if type(value) is Decimal:
+        return orjson.Fragment(_finite_decimal_text(value))
+    raise TypeError
 
 
 def parsed_canonical_bytes(value: JSONValue) -> bytes:
@@ -1900,16 +1911,42 @@ def parsed_canonical_bytes(value: JSONValue) -> bytes:
 
     Only for such values (exact ``dict``/``list``/``str``/``int``/``bool``/``None``/
     ``Decimal``, string member names, no lone surrogates, bounded nesting): most of
-    them are written by orjson, the rest by ``canonical_bytes``; the bytes are the
-    same either way.
+    them are written by orjson, the rest (an int beyond 64 bits; names that may sort
+    differently in UTF-16) by ``canonical_bytes``; the bytes are the same either way.
     """
     try:
-        written = orjson.dumps(value, option=_SORTED)
-    except TypeError:  # a Decimal, a long int (or a value this function is not for)
+        written = orjson.dumps(value, option=_SORTED, default=_fragment)
+    except TypeError:  # a long int (or a value this function is not for)
         return canonical_bytes(value)
-    if not written.isascii() and _ASTRAL_UTF8.search(written):
+    if (
+        not written.isascii()
+        and _ASTRAL_UTF8.search(written)
+        and _HIGH_BMP_UTF8.search(written)
+        and _names_sort_differently(value)
+    ):
         return canonical_bytes(value)
     # orjson's bytes keep the buffer they were written in (1 KiB at least, doubled as
     # it grew): kept as they are, the real 20 k catalog's 22 MB of schemas held 61 MB.
     # An exact copy costs a memcpy.
     return bytes(memoryview(written))
+
+
+def _names_sort_differently(value: JSONValue) -> bool:
+    """Whether the member names of ``value`` hold characters beyond the BMP and from
+    U+E000 up, whose code point and UTF-16 orders differ (found in C passes over its
+    containers, level by level)."""
+    astral = high = False
+    level: list[Any] = [value]
+    while level:
+        kinds = list(map(type, level))
+        dicts = list(compress(level, map(_DICT.__contains__, kinds)))
+        if dicts:
+            names = "".join(chain.from_iterable(dicts))
+            if not names.isascii():
+                astral = astral or _ASTRAL.search(names) is not None
+                high = high or _HIGH_BMP.search(names) is not None
+                if astral and high:
+                    return True
+        containers = list(compress(level, map(_DECODED_CONTAINERS.__contains__, kinds)))
+        level = gc.get_referents(*containers) if containers else []
+    return False

@@ -42,7 +42,6 @@ from ._invocation import Resume, new_invocation, new_resume
 from ._json import (
     JSONError,
     JSONValue,
-    detach,
     from_python,
     parse,
     parsed_canonical_bytes,
@@ -815,7 +814,7 @@ class Registry:
     async def _may_execute(self, call: _Call) -> bool:
         """Execution authorization, with a detached copy of the validated arguments."""
         return await authorize(
-            self._policy, call.ctx, Execute(call.entry.name, _detached(call.values))
+            self._policy, call.ctx, Execute._of_validated(call.entry.name, call.values)
         )
 
     async def _initial(self, call: _Call, bound: tuple[Binding, int] | None) -> InvokeOutcome:
@@ -1198,12 +1197,6 @@ def _json_kind(value: JSONValue) -> str:
     if isinstance(value, list):
         return "an array"
     return "a number"
-
-
-def _detached(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
-    copy = detach(values)
-    assert isinstance(copy, dict)
-    return copy
 
 
 def _utc(timestamp: float) -> datetime:
