@@ -1383,8 +1383,11 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     ``MAX_DEPTH`` (including cycles) raise ``JSONError`` with the pointer. With
     ``profile=True`` numbers must pass the work profile.
     """
-    if type(value) in _DECODED_CONTAINERS:  # dict or list: try the copy in C first
-        copy = _plain_copy(cast(dict[Any, Any] | list[Any], value), profile)
+    if type(value) in _DECODED_CONTAINERS:  # dict or list: try the copies in C first
+        container = cast(dict[Any, Any] | list[Any], value)
+        copy = _copy_through_text(container, profile)
+        if copy is None:
+            copy = _plain_copy(container, profile)
         if copy is not None:
             return copy
     return _convert(value, [], profile)
@@ -1393,23 +1396,67 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
 _LIST = frozenset((list,))
 _STR = frozenset((str,))
 _INT = frozenset((int,))
-# The types a plain value holds that need no conversion.
-_PLAIN = frozenset((dict, list, str, int, bool, type(None)))
+_FLOAT = frozenset((float,))
+# The types a plain value holds that need no conversion but floats'.
+_PLAIN = frozenset((dict, list, str, int, float, bool, type(None)))
+
+
+def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
+    """``from_python`` of a value made of exact built-in JSON types (floats included),
+    copied through JSON text in C passes; ``None`` for anything else, or any problem.
+
+    ``marshal`` accepts exact built-in types only; orjson then refuses what marshal
+    accepts but JSON has not (bytes, sets, complex numbers, ...), names that are not
+    ``str``, lone surrogates and ints beyond 64 bits, and writes the text, floats at
+    their shortest round-trip digits (those of ``repr``). It writes NaN and the
+    infinities as ``null``: a text holding ``null`` is checked by the C encoder of
+    the standard library, which refuses them. The text is decoded as ``parse`` would
+    (numbers converted, nesting measured), less the checks whose problems it cannot
+    have (repeated names, lone surrogates). An MCP client's arguments arrive as such
+    a value; a Python walk costs about a microsecond per container (issue 9).
+    """
+    try:
+        marshal.dumps(value, 2)  # refuses every type but the exact built-in ones
+        written = orjson.dumps(value)
+        if b"null" in written:
+            json.dumps(value, allow_nan=False, check_circular=False)
+    except (ValueError, TypeError, RecursionError):  # orjson.JSONEncodeError is a TypeError
+        return None
+    return _decode_distinct(written.decode("utf-8"), profile)
+
+
+def _decode_distinct(text: str, profile: bool) -> JSONValue | None:
+    """Decode JSON ``text`` written from a Python value (no repeated names, no lone
+    surrogates, numbers inside the profile); ``None`` if it nests too deep."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and (
+        _deepest(_brackets(_STRINGS.sub('""', text))) > MAX_DEPTH
+    ):
+        return None
+    scan = _SCAN_PROFILED if profile else _SCAN_EXACT
+    try:
+        if len(text) < _PAUSE_COLLECTOR_AT:
+            return cast(JSONValue, scan(text, 0)[0])
+        with paused_collector():
+            return cast(JSONValue, scan(text, 0)[0])
+    except (ValueError, StopIteration, RecursionError):  # pragma: no cover - written by orjson
+        return None
 
 
 def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
     """A copy of ``value`` if it is made only of the types ``from_python`` returns
-    unchanged and breaks no rule, else ``None`` (the general conversion then decides
-    and names the problem).
+    unchanged (and floats) and breaks no rule, else ``None`` (the general conversion
+    then decides and names the problem).
 
     In C passes: the containers are visited level by level, checking every item's
-    exact type, member names, depth, integers against the profile and, joined, strings
-    for lone surrogates; then a marshal round trip copies the value. An MCP client's
-    arguments arrive as such a mapping (unless they hold floats), so this replaces a
-    Python call per container (64 KiB of nested arrays: 33k calls).
+    exact type, member names, depth, integers against the profile, floats for NaN and
+    infinities and, joined, strings for lone surrogates; then a marshal round trip
+    copies the value (without floats) or the C encoder of the standard library writes
+    it as text that is decoded again (with floats, to convert them). For the values
+    ``_copy_through_text`` cannot take: ints beyond 64 bits.
     """
     strings: list[str] = []
     integers: list[int] = []
+    floats: list[float] = []
     level: list[Any] = [value]
     depth = 0
     while True:
@@ -1426,11 +1473,15 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
                 strings += one
             elif int in present:
                 integers += one
+            elif float in present:
+                floats += one
         else:
             if str in present:
                 strings += compress(level, map(_STR.__contains__, kinds))
             if int in present:
                 integers += compress(level, map(_INT.__contains__, kinds))
+            if float in present:
+                floats += compress(level, map(_FLOAT.__contains__, kinds))
             dicts = list(compress(level, map(_DICT.__contains__, kinds))) if dict in present else []
             lists = list(compress(level, map(_LIST.__contains__, kinds))) if list in present else []
         if not dicts and not lists:
@@ -1452,14 +1503,25 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
         and not -_INT_PROFILE_BOUND < min(integers) <= max(integers) < _INT_PROFILE_BOUND
     ):
         return None
+    if floats and not all(map(math.isfinite, floats)):
+        return None
     joined = "".join(strings)
     if not joined.isascii() and _SURROGATE.search(joined):
         return None
+    if floats:
+        try:
+            text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
+        except ValueError:  # an int past the interpreter's int/str digit limit
+            return None
+        return _decode_distinct(text, profile)
     blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
     if len(blob) < _PAUSE_COLLECTOR_AT:
         return cast(JSONValue, marshal.loads(blob))
     with paused_collector():
         return cast(JSONValue, marshal.loads(blob))
+
+
+_COMPACT: Final = (",", ":")
 
 
 _EXACT_FLOAT_INTS = 2.0**53
