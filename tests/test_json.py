@@ -1979,3 +1979,34 @@ def test_a_repeated_name_is_located_across_chunks(
     error = rejection(body)
     assert error.reason.startswith("duplicate object member name"), error.reason
     assert error.pointer == expected
+
+
+def test_closers_and_the_first_too_deep_bracket_agree_with_a_stack() -> None:
+    # Read from runs of brackets (C passes), not bracket by bracket: checked against a
+    # stack on random valid prefixes, and on prefixes that pass MAX_DEPTH.
+    import random
+
+    from opgate._json import _closers, _first_too_deep
+
+    rng = random.Random(9)
+    for _ in range(3000):
+        stack: list[str] = []
+        brackets: list[str] = []
+        first_too_deep = None
+        for _ in range(rng.choice([5, 50, 400])):
+            if stack and rng.random() < 0.45:
+                brackets.append("]" if stack.pop() == "[" else "}")
+            else:
+                opener = rng.choice("[{")
+                if rng.random() < 0.3:  # runs of one type, as deep chains write them
+                    opener *= rng.randint(2, 70)
+                for one in opener:
+                    stack.append(one)
+                    brackets.append(one)
+                    if len(stack) == MAX_DEPTH + 1 and first_too_deep is None:
+                        first_too_deep = len(brackets) - 1
+        text = "".join(brackets)
+        expected = "".join("]" if one == "[" else "}" for one in reversed(stack))
+        assert _closers(text) == expected, text
+        if first_too_deep is not None:
+            assert _first_too_deep(text) == (first_too_deep, _closers(text[:first_too_deep])), text

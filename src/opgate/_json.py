@@ -69,7 +69,7 @@ import math
 import operator
 import pickle
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from itertools import accumulate, chain, compress, repeat
@@ -595,26 +595,100 @@ def _check_nesting(text: str, profile: bool) -> None:
     brackets = _brackets(stripped)
     if _deepest(brackets) <= MAX_DEPTH:
         return
-    depths = list(accumulate(map(_DEPTH_STEP, brackets)))
-    index = depths.index(MAX_DEPTH + 1)  # the offending bracket, counting brackets only
+    index, closers = _first_too_deep(brackets)  # the offending bracket, counting brackets only
     # Its position in ``stripped``: the lengths of the pieces between brackets, plus the
     # brackets themselves; then in ``text``: each ``""`` before it stands for a string.
     pieces = _BRACKET_SPLIT.split(stripped, index + 1)
     at = index + sum(map(len, pieces[: index + 1]))
     strings = stripped.count('"', 0, at) // 2
     position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
-    fast = _nesting_problem(text[:position], brackets, depths[:index], profile)
+    fast = _nesting_problem(text[:position], closers, profile)
     if fast is not None:
         raise fast
     earlier = _prefix_problem(text[:position], profile)
     if earlier is not None:
         raise earlier
-    located = _nesting_pointer(text[:position], brackets, depths[:index])
+    located = _nesting_pointer(text[:position], closers)
     if located is None:  # pragma: no cover - unusual spellings: walk the tokens instead
         located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
     if located is not None:
         raise JSONError(*located)
     raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
+
+
+def _first_too_deep(brackets: str) -> tuple[int, str]:
+    """The index of the first bracket of ``brackets`` that opens level ``MAX_DEPTH + 1``
+    (there is one), and the closers of the ``MAX_DEPTH`` containers open around it
+    (``_closers``). In C passes: over its runs of brackets, or over every bracket if
+    its runs are short (see ``_short_runs``)."""
+    if _short_runs(brackets):
+        depths = list(accumulate(map(_DEPTH_STEP, brackets)))
+        index = depths.index(MAX_DEPTH + 1)
+        return index, _closers_at(brackets, bytes(depths[:index]))
+    runs, lengths = _run_lengths(brackets)
+    depths = list(accumulate(lengths))  # after each run
+    k = bisect_left(list(accumulate(depths, max)), MAX_DEPTH + 1)  # an opener run
+    before = depths[k - 1] if k else 0
+    index = sum(map(len, runs[:k])) + MAX_DEPTH - before
+    return index, _closers(brackets[:index])
+
+
+def _short_runs(brackets: str) -> bool:
+    """Whether the runs of openers and closers of ``brackets`` are short (four or
+    fewer brackets on average): a step per bracket then costs less than one per run
+    (a regex match each)."""
+    turns = (
+        brackets.count("][") + brackets.count("]{") + brackets.count("}[") + brackets.count("}{")
+    )
+    return turns * 8 > len(brackets)
+
+
+def _run_lengths(brackets: str) -> tuple[list[str], list[int]]:
+    """The runs of openers and of closers of a string of brackets, and their lengths
+    with the closers' negated (the depth change of each run), in C passes."""
+    runs = _BRACKET_RUNS.findall(brackets)
+    lengths = list(map(len, runs))
+    if runs:
+        closers = 0 if runs[0][0] in "]}" else 1  # runs alternate: index of the first closers
+        lengths[closers::2] = map(operator.neg, lengths[closers::2])
+    return runs, lengths
+
+
+def _closers(brackets: str) -> str:
+    """The closers of the containers left open by ``brackets`` (those of a valid
+    prefix, which never closes more than it opened, at most 255 deep), innermost first.
+
+    In C passes. Over runs of brackets: read from the end, the balance of the brackets
+    after a point reaches ``level`` for the first time at the opener of the
+    ``level``-th container still open, counting from the innermost. Over every
+    bracket when runs are short (``_closers_at``).
+    """
+    if _short_runs(brackets):
+        return _closers_at(brackets, bytes(accumulate(map(_DEPTH_STEP, brackets))))
+    runs, lengths = _run_lengths(brackets)
+    if not runs:
+        return ""
+    balance = list(accumulate(reversed(lengths)))  # after each run, from the end
+    reached = list(accumulate(balance, max))
+    openers = []
+    for level in range(1, balance[-1] + 1):
+        k = bisect_left(reached, level)  # an opener run: the balance rose there
+        run = runs[len(runs) - 1 - k]
+        openers.append(run[len(run) - (level - (balance[k - 1] if k else 0))])
+    return "".join(openers).translate(_CLOSER_OF)
+
+
+def _closers_at(brackets: str, depths: bytes) -> str:
+    """``_closers`` from the running depth after each bracket: the opener of the
+    container open at ``level`` is the bracket after the last point at ``level - 1``."""
+    if not depths:
+        return ""
+    return "".join(
+        brackets[depths.rfind(level - 1) + 1] for level in range(depths[-1], 0, -1)
+    ).translate(_CLOSER_OF)
+
+
+_CLOSER_OF: Final = str.maketrans("[{", "]}")
 
 
 def _deepest(brackets: str) -> int:
@@ -636,19 +710,17 @@ def _deepest(brackets: str) -> int:
     return max(accumulate(lengths, initial=0))
 
 
-def _nesting_problem(
-    prefix: str, brackets: str, depths: list[int], profile: bool
-) -> JSONError | None:
+def _nesting_problem(prefix: str, closers: str, profile: bool) -> JSONError | None:
     """The first problem of a document whose bracket at the end of ``prefix`` nests one
     level too deep, or ``None`` when this fast path cannot tell (``_check_nesting``
     then decodes the prefix on its own).
 
-    ``prefix`` holds ``MAX_DEPTH`` open containers; ``depths`` is the running depth
-    after each of its ``brackets``. It is closed with a placeholder value and the
-    open containers' closers and decoded once, in C: a number it refuses, a repeated
-    name, or else the nesting at the pointer of the placeholder's container.
+    ``prefix`` holds ``MAX_DEPTH`` open containers, whose ``closers`` are given. It is
+    closed with a placeholder value and those closers and decoded once, in C: a number
+    it refuses, a repeated name, or else the nesting at the pointer of the
+    placeholder's container.
     """
-    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    document = _closed(prefix, closers)
     if document is None:  # pragma: no cover - see _closed
         return None
     scan = _profiled_scan(document) if profile else _SCAN_EXACT
@@ -668,11 +740,11 @@ def _nesting_problem(
     return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
 
 
-def _nesting_pointer(prefix: str, brackets: str, depths: list[int]) -> tuple[str, str] | None:
+def _nesting_pointer(prefix: str, closers: str) -> tuple[str, str] | None:
     """The first problem of a document whose bracket at the end of ``prefix`` nests too
     deep and that has no other problem but repeated names before it; ``None`` for
     spellings ``_closed`` does not handle."""
-    document = _closed(prefix, brackets, depths, MAX_DEPTH)
+    document = _closed(prefix, closers)
     if document is None:  # pragma: no cover - see _closed
         return None
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
@@ -1108,8 +1180,7 @@ def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
     if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
         return _UNKNOWN
     if depth:
-        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
-        document = _closed(prefix, bracket_text, depths, depth, ended=True)
+        document = _closed(prefix, _closers(bracket_text), ended=True)
     else:
         document = prefix.rstrip(" \t\n\r")
     if not document or not document.strip(" \t\n\r"):
@@ -1198,8 +1269,7 @@ def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
     prefix = document[:position]
     depth = _open_depth(bracket_text)
     if depth:
-        depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
-        closed = _closed(prefix, bracket_text, depths, depth, ended=True)
+        closed = _closed(prefix, _closers(bracket_text), ended=True)
         if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
             return None
         prefix = closed
@@ -1267,11 +1337,10 @@ def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[
     ``_closed`` does not handle. ``stripped`` is ``prefix`` with its strings replaced, if
     the caller has it."""
     bracket_text = _brackets(_STRINGS.sub("", prefix) if stripped is None else stripped)
-    depths = list(accumulate(map(_DEPTH_STEP, bracket_text)))
-    depth = depths[-1] if depths else 0
-    if not depth:
+    closers = _closers(bracket_text)
+    if not closers:
         return (reason, "")  # the root
-    document = _closed(prefix, bracket_text, depths, depth)
+    document = _closed(prefix, closers)
     if document is None:  # pragma: no cover - see _closed
         return None
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
@@ -1283,7 +1352,7 @@ def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[
         return None
     if _may_repeat_names(value, document):
         return _repeated_name(document, start)
-    return (reason, pointer(_last_path(value, depth)))
+    return (reason, pointer(_last_path(value, len(closers))))
 
 
 def _last_path(value: Any, depth: int) -> list[str | int]:
@@ -1300,21 +1369,13 @@ def _last_path(value: Any, depth: int) -> list[str | int]:
     return path
 
 
-def _closed(
-    prefix: str, brackets: str, depths: list[int], depth: int, *, ended: bool = False
-) -> str | None:
-    """``prefix`` (``depth`` containers open; ``depths`` the running depth after each
-    of ``brackets``) closed with a placeholder value ``0`` where the next value starts
-    and the open containers' closers; with ``ended``, a prefix that ends with a value
-    is closed after it. ``None`` for spellings this does not handle."""
-    try:
-        levels = bytes(depths)
-    except ValueError:  # pragma: no cover - a valid prefix never closes more than it opens
+def _closed(prefix: str, closers: str, *, ended: bool = False) -> str | None:
+    """``prefix`` closed with a placeholder value ``0`` where the next value starts and
+    ``closers`` (those of its open containers, innermost first: ``_closers``); with
+    ``ended``, a prefix that ends with a value is closed after it. ``None`` for
+    spellings this does not handle."""
+    if not closers:  # pragma: no cover - callers close only prefixes with open containers
         return None
-    closers = "".join(
-        "]" if brackets[levels.rfind(level - 1) + 1] == "[" else "}"
-        for level in range(depth, 0, -1)
-    )
     head = prefix.rstrip(" \t\n\r")
     last = head[-1:]
     if closers[0] == "}" and last == "{":
