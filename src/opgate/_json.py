@@ -1242,8 +1242,9 @@ def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
     Every object that closed before it repeats nothing, so the first repeat in document
     order is in it or in one of the objects still open around it (whose repeated names
     all come before it, since it sits in their last member). The text up to its closing
-    brace, closed, is decoded with objects as ``_Members``; the walk down its last items
-    reports the outermost object that repeats a name, at its first repeat. Raises
+    brace, closed, is decoded with objects as ``_Members`` (as plain dicts when none of
+    those repeats a name); the walk down its last items reports the outermost object
+    that repeats a name, at its first repeat. Raises
     ``ValueError`` or ``StopIteration`` if ``document`` is not one JSON value.
     """
     objects: list[list[tuple[str, Any]]] = []
@@ -1273,8 +1274,23 @@ def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
         if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
             return None
         prefix = closed
-    node, _ = _SCAN_POINTER(prefix, start)
     path: list[str | int] = []
+    if True not in repeats[closing + 1 :]:
+        # No object around it repeats a name: as plain dicts (built faster), they keep
+        # their members in document order, and it is ``depth`` levels down.
+        node: Any = _SCAN_TEXT(prefix, start)[0]
+        for _ in range(depth):
+            if type(node) is list:
+                path.append(len(node) - 1)
+                node = node[-1]
+            else:
+                name = next(reversed(node))
+                path.append(name)
+                node = node[name]
+        name = objects[closing][_first_repeat(objects[closing])][0]
+        path.append(name)
+        return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+    node, _ = _SCAN_POINTER(prefix, start)
     while True:  # at most MAX_DEPTH levels: it ends at an object that repeats a name
         if type(node) is _Members:
             if len(dict(node)) != len(node):
