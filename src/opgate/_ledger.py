@@ -32,7 +32,9 @@ the principal's share ``Limits.principal_bytes`` (per scope-key hash) and the
 chain's ``Limits.chain_bytes``, through reservations taken before a handler runs;
 unused reservation is released when the call returns. When a reservation cannot be
 had the request gets ``interaction_limit`` (its chain is full) or ``busy`` (its
-principal's share or the ledger is full) and nothing is evicted.
+principal's share or the ledger is full) and nothing is evicted. New calls leave the
+last ``Limits.answer_headroom()`` bytes of a principal's share to its answers, so a
+principal whose pending prompts fill its share can still answer them.
 
 Memory follows the accounting: a record that leaves the ledger (expiry, a closed
 lifetime, settling after either) is referenced by nothing the ledger keeps. The
@@ -359,7 +361,10 @@ class Ledger:
                 "this operation's input prompts reached their retained-data limit",
             )
         held = self._by_scope.get(scope, 0)
-        if held + nbytes > limits.principal_bytes:
+        share = limits.principal_bytes
+        if chain is None:  # a new call: leave room for answering the prompts already made
+            share -= limits.answer_headroom()
+        if held + nbytes > share:
             raise Failure(FailureCode.BUSY, PRINCIPAL_FULL)
         if self.used + nbytes > limits.ledger_bytes:
             raise Failure(FailureCode.BUSY, LEDGER_FULL)

@@ -187,6 +187,15 @@ class Limits:
         """The ledger charge of the largest prompt a handler may issue."""
         return RECORD_FIXED_BYTES + self.form_schema_bytes + self.state_bytes
 
+    def answer_headroom(self) -> int:
+        """Bytes of a principal's share that new calls leave free for its answers.
+
+        What answering one prompt reserves at most (a maximum answer and the next
+        maximum prompt): a principal whose pending prompts fill its share can still
+        answer them, one maximum answer at a time.
+        """
+        return self.answer_bytes + self.max_prompt_charge()
+
     def chain_floor(self) -> int:
         """Bytes one maximum transition retains and reserves in its chain.
 

@@ -249,7 +249,12 @@ class RedisBackend:
         self._aead = AESGCM(keys.seal)
         self._mac = keys.mac
         self._revision = revision.encode("ascii")
-        self._limit_args = (limits.chain_bytes, limits.principal_bytes, limits.ledger_bytes)
+        self._limit_args = (
+            limits.chain_bytes,
+            limits.principal_bytes,
+            limits.ledger_bytes,
+            limits.principal_bytes - limits.answer_headroom(),
+        )
         self._wire: ScriptWire | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._key = self._key_prefix.encode("utf-8")

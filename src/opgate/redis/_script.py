@@ -1,8 +1,10 @@
 """The shared ledger's transitions as one Lua script, run atomically by Redis.
 
 Every call is ``EVALSHA script 1 PREFIX op now_ms chain_bytes principal_bytes
-ledger_bytes args...``: it first *sweeps* (expired leases, then expired records,
-each bounded per call), then applies one operation. Nothing here ever waits: a
+ledger_bytes new_call_share args...`` (``new_call_share``: ``principal_bytes`` less
+``Limits.answer_headroom()``, the most a principal may hold after a new call): it
+first *sweeps* (expired leases, then expired records, each bounded per call), then
+applies one operation. Nothing here ever waits: a
 transition is one script, and no lock exists outside it.
 
 Keys under ``PREFIX`` (one hash tag, so one slot)::
@@ -51,7 +53,8 @@ local now = tonumber(ARGV[2])
 local CHAIN_MAX = tonumber(ARGV[3])
 local PRINCIPAL_MAX = tonumber(ARGV[4])
 local LEDGER_MAX = tonumber(ARGV[5])
-local A = 6  -- first operation argument
+local PRINCIPAL_NEW = tonumber(ARGV[6])  -- the share new calls may fill (answers, the rest)
+local A = 7  -- first operation argument
 
 local USED, SCOPES, EXP = P .. 'used', P .. 'scopes', P .. 'exp'
 local LEASE, RES = P .. 'lease', P .. 'res'
@@ -80,7 +83,9 @@ end
 -- room for n more bytes: nil, or the status refusing it
 local function room(scope, n, ck)
   if ck and num(redis.call('HGET', ck, 'r')) + n > CHAIN_MAX then return 'limit' end
-  if num(redis.call('HGET', SCOPES, scope)) + n > PRINCIPAL_MAX then return 'busy_principal' end
+  local share = PRINCIPAL_MAX
+  if not ck then share = PRINCIPAL_NEW end
+  if num(redis.call('HGET', SCOPES, scope)) + n > share then return 'busy_principal' end
   if num(redis.call('GET', USED)) + n > LEDGER_MAX then return 'busy_ledger' end
   return nil
 end
