@@ -228,6 +228,11 @@ def test_text_from_outside_keeps_its_numbers_within_the_exponent_budget() -> Non
     for profile in (True, False):
         assert limited(text, profile) == (exponents_rule(limit), f"/{crossing}")
         assert outcome(text, profile) == ("", "")  # the module's own parse has no budget
+    # Spelled with leading zeros and a plus sign, among non-ASCII text and escapes:
+    # counted all the same (the search for exponents first looks at the text's shape).
+    spelled = "[" + ",".join(t.replace("e", "E+000") for t in tokens) + ',"\u00e9é"]'
+    spelled_limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(spelled)
+    assert limited(spelled) == (exponents_rule(spelled_limit), f"/{spelled_limit // 4095}")
     within = "[" + ",".join(tokens[:16]) + "]"  # 16 x 4,095 fit whatever the length
     assert limited(within) == ("", "")
     # Not counted: exponents below 100, zeros, exponents past the profile in exact mode

@@ -188,6 +188,11 @@ _BIG_EXPONENT = re.compile(
     r"(?<![0-9A-Za-z.+\-])(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)[eE]\+?0*([1-9][0-9]{2,})"
     r"(?![0-9.eE+\-])"
 )
+# Digits as "0", "e"/"E" as "e", "+" kept, anything else a space (``_exponent_problem``).
+_EXPONENT_SHAPE = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else byte if byte == 0x2B else 0x20
+    for byte in range(256)
+)
 _EXPONENT_DIGITS = slice(0, 5)  # enough to tell an exponent past PROFILE_LIMIT
 _EXPONENT_OF = operator.itemgetter(1)
 
@@ -999,6 +1004,11 @@ def _exponent_problem(text: str, profile: bool, limit: int) -> JSONError | None:
     the strings left out and the number that crosses it located.
     """
     if "e" not in text and "E" not in text:
+        return None
+    # The regex tries every position; most texts with an "e" have no exponent of three
+    # digits at all, which a substring search of the text's shape finds in C.
+    shape = text.encode("ascii", "replace").translate(_EXPONENT_SHAPE)
+    if b"e000" not in shape and b"e+000" not in shape:
         return None
     found = _BIG_EXPONENT.findall(text)
     if not found:
