@@ -691,3 +691,19 @@ def test_python_values_are_converted_by_c_passes(extra: list[object]) -> None:
     small_steps = python_steps(lambda: _json.from_python(value(8 * 1024), profile=True))
     large_steps = python_steps(lambda: _json.from_python(value(64 * 1024), profile=True))
     assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
+
+
+@pytest.mark.parametrize("last", ["x\udc00", {"k\ud800": 1}, {"k": ["\ud83d"]}])
+def test_a_lone_surrogate_in_python_values_is_located_by_c_passes(last: object) -> None:
+    # The general conversion names the first lone surrogate with a Python call per
+    # container walked before it (64 KiB of empty objects: 12 ms); a value whose only
+    # problem is one is located in its JSON text instead, with the same report.
+    def value(size: int) -> dict[str, object]:
+        return {"a": [*([{}] * (size // 3)), 0.5, last]}
+
+    for size in (1024, 8 * 1024):
+        assert _converted(value(size), True) == _general(value(size), True)
+        assert _converted(value(size), True)[0] == "error"
+    small_steps = python_steps(lambda: _converted(value(8 * 1024), True))
+    large_steps = python_steps(lambda: _converted(value(64 * 1024), True))
+    assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)

@@ -1594,7 +1594,8 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
         return None
     joined = "".join(strings)
     if not joined.isascii() and _SURROGATE.search(joined):
-        return None
+        _raise_lone_surrogate_of(value)  # the only problem: located in C passes
+        return None  # pragma: no cover - it raised
     if floats:
         try:
             text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
@@ -1609,6 +1610,17 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
 
 
 _COMPACT: Final = (",", ":")
+
+
+def _raise_lone_surrogate_of(value: dict[Any, Any] | list[Any]) -> None:
+    """Raise ``from_python``'s error for a value of plain types whose only problem is a
+    lone surrogate: the first in document order, located in its JSON text by C passes
+    (``_raise_lone_surrogate``) rather than by the general conversion's walk."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
+    except ValueError:  # pragma: no cover - an int past the int/str digit limit
+        return
+    _raise_lone_surrogate(text)
 
 
 _EXACT_FLOAT_INTS = 2.0**53
