@@ -693,11 +693,24 @@ def test_python_values_are_converted_by_c_passes(extra: list[object]) -> None:
     assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
 
 
-@pytest.mark.parametrize("last", ["x\udc00", {"k\ud800": 1}, {"k": ["\ud83d"]}])
-def test_a_lone_surrogate_in_python_values_is_located_by_c_passes(last: object) -> None:
-    # The general conversion names the first lone surrogate with a Python call per
-    # container walked before it (64 KiB of empty objects: 12 ms); a value whose only
-    # problem is one is located in its JSON text instead, with the same report.
+@pytest.mark.parametrize(
+    "last",
+    [
+        "x\udc00",
+        {"k\ud800": 1},
+        {"k": ["\ud83d"]},
+        math.nan,
+        [1.5, {"NaN": "Infinity", "k": -math.inf}],
+        {"-Infinity": [math.inf, math.nan]},
+        ["\ud800", math.nan],  # both: the first in document order
+        [math.nan, {"\udc00": 1}],
+    ],
+)
+def test_a_lone_surrogate_or_nan_in_python_values_is_located_by_c_passes(last: object) -> None:
+    # The general conversion names the first lone surrogate (or NaN, infinity) with a
+    # Python call per container walked before it (64 KiB of empty objects: 12 ms); a
+    # value whose only problem is one is located in its JSON text instead, with the
+    # same report.
     def value(size: int) -> dict[str, object]:
         return {"a": [*([{}] * (size // 3)), 0.5, last]}
 

@@ -1590,11 +1590,11 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
         and not -_INT_PROFILE_BOUND < min(integers) <= max(integers) < _INT_PROFILE_BOUND
     ):
         return None
-    if floats and not all(map(math.isfinite, floats)):
-        return None
     joined = "".join(strings)
-    if not joined.isascii() and _SURROGATE.search(joined):
-        _raise_lone_surrogate_of(value)  # the only problem: located in C passes
+    if (floats and not all(map(math.isfinite, floats))) or (
+        not joined.isascii() and _SURROGATE.search(joined)
+    ):
+        _raise_first_problem_of(value)  # located in C passes
         return None  # pragma: no cover - it raised
     if floats:
         try:
@@ -1612,15 +1612,28 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
 _COMPACT: Final = (",", ":")
 
 
-def _raise_lone_surrogate_of(value: dict[Any, Any] | list[Any]) -> None:
-    """Raise ``from_python``'s error for a value of plain types whose only problem is a
-    lone surrogate: the first in document order, located in its JSON text by C passes
-    (``_raise_lone_surrogate``) rather than by the general conversion's walk."""
+_NON_FINITE_TOKEN: Final = re.compile(r"NaN|-?Infinity")
+_NON_FINITE: Final = "NaN and infinities are not JSON numbers"
+
+
+def _raise_first_problem_of(value: dict[Any, Any] | list[Any]) -> None:
+    """Raise ``from_python``'s error for a value of plain types whose only problems are
+    lone surrogates and floats that are NaN or infinite: the first in document order,
+    located in its JSON text by C passes rather than by the general conversion's walk.
+
+    The standard encoder writes the text (NaN and the infinities as ``NaN``,
+    ``Infinity``); a lone surrogate is reported if no such number comes before it
+    (``_raise_lone_surrogate``), else the first of those numbers.
+    """
     try:
         text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
     except ValueError:  # pragma: no cover - an int past the int/str digit limit
         return
-    _raise_lone_surrogate(text)
+    _raise_lone_surrogate(text, profile=False)
+    first = _NON_FINITE_TOKEN.search(_STRINGS.sub('""', text))
+    located = _locate_number(text, first.group(), _NON_FINITE) if first else None
+    if located is not None:
+        raise JSONError(*located)
 
 
 _EXACT_FLOAT_INTS = 2.0**53
@@ -1651,7 +1664,7 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
         return number
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
+            raise JSONError(_NON_FINITE, pointer(path))
         return _float_value(float(value))  # always inside the profile
     if type(value) is Decimal:
         _, digits, exponent = value.as_tuple()
@@ -1667,7 +1680,7 @@ def _number(value: object, path: list[str | int], profile: bool) -> int | Decima
     else:
         return None
     if not exact.is_finite():
-        raise JSONError("NaN and infinities are not JSON numbers", pointer(path))
+        raise JSONError(_NON_FINITE, pointer(path))
     if profile and (reason := _decimal_violation(exact)) is not None:
         raise JSONError(reason, pointer(path))
     return normalized(exact)
