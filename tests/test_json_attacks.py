@@ -720,3 +720,64 @@ def test_a_lone_surrogate_or_nan_in_python_values_is_located_by_c_passes(last: o
     small_steps = python_steps(lambda: _converted(value(8 * 1024), True))
     large_steps = python_steps(lambda: _converted(value(64 * 1024), True))
     assert large_steps <= small_steps + STEP_SLACK, (small_steps, large_steps)
+
+
+# --- a stray closer before a too-deep bracket ----------------------------------------------------
+
+
+def _stray_closers() -> st.SearchStrategy[str]:
+    """Bracket texts that close more than they opened (or misplace a value) somewhere,
+    in runs long and short, and then nest too deep: the run/short-run split of the
+    locators (``_first_too_deep``, ``_closers``) on prefixes that are not valid JSON."""
+    pieces = st.sampled_from(["[", "]", "}", "[]", "[[]]", "{}", ",", "0", "[0,", "]]", "[["])
+    runs = st.tuples(pieces, st.sampled_from([1, 2, 3, 7, 40, 64, 127, 128, 129, 200]))
+    return st.lists(runs.map(lambda run: run[0] * run[1]), min_size=1, max_size=5).map("".join)
+
+
+def _syntax_reference(text: str) -> tuple[str, str | None] | None:
+    """The standard decoder's first syntax error, if it comes before the first bracket
+    that opens level ``MAX_DEPTH + 1`` (these texts hold nothing else parse refuses)."""
+    import json
+
+    depth = 0
+    deep_at = len(text)
+    for position, character in enumerate(text):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(character, 0)
+        if depth > MAX_DEPTH:
+            deep_at = position
+            break
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos < deep_at:
+            return (f"invalid JSON: {exc.msg} at line 1 column {exc.pos + 1}", None)
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(_stray_closers(), st.sampled_from(["[" * (MAX_DEPTH + 1), "[" * 300, "[]" * 30 + "[" * 140]))
+def test_a_syntax_error_before_a_too_deep_bracket_is_reported_as_such(head: str, deep: str) -> None:
+    # A prefix that closes more than it opened made the running depth negative, and
+    # ``bytes`` of it raised a bare ValueError out of parse (bytes must be in range(0,
+    # 256)): ``[]]`` then 50 ``[]`` then 130 ``[``.
+    text = head + deep
+    expected = _syntax_reference(text)
+    for profile in (False, True):
+        found = outcome(text, profile)  # raises nothing but JSONError
+        if expected is not None:
+            assert found == expected, text
+    assert outcome("[]]" + "[]" * 50 + "[" * 130, False) == (
+        "invalid JSON: Extra data at line 1 column 3",
+        None,
+    )
+
+
+@pytest.mark.slow
+@LONG
+@given(_stray_closers(), st.sampled_from(["[" * (MAX_DEPTH + 1), "[" * 300, "[]" * 30 + "[" * 140]))
+def test_a_syntax_error_before_a_too_deep_bracket_is_reported_as_such_long(
+    head: str, deep: str
+) -> None:
+    test_a_syntax_error_before_a_too_deep_bracket_is_reported_as_such.hypothesis.inner_test(  # type: ignore[attr-defined]
+        head, deep
+    )

@@ -629,7 +629,10 @@ def _first_too_deep(brackets: str) -> tuple[int, str]:
     if _short_runs(brackets):
         depths = list(accumulate(map(_DEPTH_STEP, brackets)))
         index = depths.index(MAX_DEPTH + 1)
-        return index, _closers_at(brackets, bytes(depths[:index]))
+        try:
+            return index, _closers_at(brackets, bytes(depths[:index]))
+        except ValueError:  # the text closed more than it opened before: over runs
+            return index, _closers(brackets[:index])
     runs, lengths = _run_lengths(brackets)
     depths = list(accumulate(lengths))  # after each run
     k = bisect_left(list(accumulate(depths, max)), MAX_DEPTH + 1)  # an opener run
@@ -660,16 +663,19 @@ def _run_lengths(brackets: str) -> tuple[list[str], list[int]]:
 
 
 def _closers(brackets: str) -> str:
-    """The closers of the containers left open by ``brackets`` (those of a valid
-    prefix, which never closes more than it opened, at most 255 deep), innermost first.
+    """The closers of the containers left open by ``brackets``, innermost first.
 
     In C passes. Over runs of brackets: read from the end, the balance of the brackets
     after a point reaches ``level`` for the first time at the opener of the
     ``level``-th container still open, counting from the innermost. Over every
-    bracket when runs are short (``_closers_at``).
+    bracket when runs are short (``_closers_at``), unless the running depth leaves
+    ``bytes``' range (a text before a syntax error may close more than it opened).
     """
     if _short_runs(brackets):
-        return _closers_at(brackets, bytes(accumulate(map(_DEPTH_STEP, brackets))))
+        try:
+            return _closers_at(brackets, bytes(accumulate(map(_DEPTH_STEP, brackets))))
+        except ValueError:  # it closes more than it opened somewhere: over runs
+            pass
     runs, lengths = _run_lengths(brackets)
     if not runs:
         return ""
