@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from decimal import Decimal
@@ -277,6 +278,68 @@ async def test_execute_arguments_are_copied_only_when_the_policy_reads_them(
     reg, _ = make(policy=TeamPolicy(deny_execute={"orders.refund"}))
     await invoke(reg)
     assert copies == []  # TeamPolicy reads only the name
+
+
+async def test_execute_requests_pickle_and_copy_like_the_frozen_dataclass_they_were() -> None:
+    # The hand-written request kept the dataclass's slots but not its __getstate__ /
+    # __setstate__: pickle, copy.copy and copy.deepcopy restored the slots through
+    # __setattr__, which raises FrozenInstanceError (a policy that logs, queues or
+    # copies its requests failed as internal).
+    import copy
+    import pickle
+
+    seen: list[Execute] = []
+
+    class Keeping(AllowAll):
+        def authorize(self, ctx: Any, request: Any) -> None:
+            if isinstance(request, Execute):
+                seen.append(request)
+                seen.append(copy.copy(request))  # before the arguments are first read
+
+    reg, handler = make(policy=Keeping())
+    assert isinstance(await invoke(reg), Completed)
+    assert handler.arguments == [{"order": 7}]
+    for request in (*seen, Execute("orders.refund", {"order": 7})):
+        for twin in (
+            pickle.loads(pickle.dumps(request)),
+            copy.copy(request),
+            copy.deepcopy(request),
+        ):
+            assert type(twin) is Execute
+            assert twin == request
+            assert repr(twin) == "Execute(name='orders.refund', arguments={'order': 7})"
+    request = Execute("x", {"a": [1]})
+    assert copy.copy(request).arguments is request.arguments  # shallow, as a dataclass
+    assert copy.deepcopy(request).arguments["a"] is not request.arguments["a"]
+
+
+def test_execute_arguments_read_first_by_two_threads_at_once_are_one_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A sync policy runs inline, but may hand the request to threads: two first reads
+    # at once each made a copy (the policy's changes through one were lost to the
+    # other), and a read that came after the other's copy but saw no copy yet failed
+    # its assertion (AssertionError; under -O the arguments were None).
+    from opgate import _json, _policy
+
+    both_inside = threading.Barrier(2)
+
+    def slow_detach(value: Any) -> Any:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_inside.wait(timeout=0.5)  # a second first read joins here, if it can
+        return _json.detach(value)
+
+    monkeypatch.setattr(_policy, "detach", slow_detach)
+    request = Execute._of_validated("orders.refund", {"order": 7})
+    read: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: read.append(request.arguments)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(read) == 2
+    assert read[0] is read[1] is request.arguments
+    assert request.arguments == {"order": 7}
 
 
 async def test_policy_failure_at_execute_is_internal() -> None:

@@ -31,6 +31,7 @@ async.
 from __future__ import annotations
 
 import inspect
+import threading
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -132,12 +133,15 @@ class Execute:
         """The validated arguments, a copy no one else holds."""
         arguments: dict[str, JSONValue] | None = self._arguments
         if arguments is None:
-            assert self._validated is not None
-            copy = detach(self._validated)
-            assert isinstance(copy, dict)
-            object.__setattr__(self, "_arguments", copy)
-            object.__setattr__(self, "_validated", None)
-            return copy
+            with _FIRST_READ:  # threads reading at once get the one copy
+                arguments = self._arguments
+                if arguments is None:
+                    assert self._validated is not None
+                    copy = detach(self._validated)
+                    assert isinstance(copy, dict)
+                    arguments = copy
+                    object.__setattr__(self, "_arguments", arguments)
+                    object.__setattr__(self, "_validated", None)
         return arguments
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -156,6 +160,16 @@ class Execute:
 
     def __repr__(self) -> str:
         return f"Execute(name={self.name!r}, arguments={self.arguments!r})"
+
+    def __reduce__(self) -> tuple[type[Execute], tuple[str, dict[str, JSONValue]]]:
+        # pickle and copy rebuild it from its value (the default sets the slots
+        # through __setattr__, which refuses).
+        return (self.__class__, (self.name, self.arguments))
+
+
+# A lock only for first reads of ``Execute.arguments`` (reentrant: a finalizer run
+# by the collector during the copy may read another request's arguments).
+_FIRST_READ = threading.RLock()
 
 
 PolicyRequest: TypeAlias = Discover | Execute
