@@ -16,6 +16,7 @@ unlike a timing, and fails for any Python loop over tokens or containers.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 import sys
@@ -543,6 +544,67 @@ def test_cyclic_and_shared_python_values() -> None:
     assert copy["a"] is not shared  # type: ignore[index]
 
 
+class _Count(enum.IntEnum):
+    ONE = 1
+    HUGE = 2**70
+
+
+class _Word(enum.StrEnum):
+    A = "a"
+
+
+class _Plain(enum.Enum):
+    A = 1
+
+
+def _hostile_python_values() -> st.SearchStrategy[Any]:
+    """Values at the limits of the C copies (``_copy_through_text``, ``_plain_copy``):
+    every float (subnormals, integral ones past 2**53, NaN beside a JSON null), ints
+    at the 64-bit and profile bounds, enum members, what ``marshal`` takes and JSON
+    has not, names of every type, strings spelling ``null``."""
+    bounds = [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, -(2**64)]
+    bounds += [10**PROFILE_LIMIT - 1, 10**PROFILE_LIMIT, 2**53 + 1]
+    floats = [5e-324, 2.2250738585072014e-308, 1e16, 1e22, 2.0**53 + 2, 1.7976931348623157e308]
+    others = [None, True, _Count.ONE, _Count.HUGE, _Word.A, _Plain.A, _Str("s"), Decimal("1.0")]
+    others += [bytearray(b"x"), memoryview(b"x"), ..., frozenset(), 1j, StopIteration, b"x"]
+    leaves = st.one_of(
+        st.floats(),
+        st.sampled_from([*bounds, *floats, *others]),
+        st.integers(),
+        st.sampled_from(["null", "\u2028", "\U0001f600", "\ud800", '"', "\x00"]),
+    )
+    names = st.sampled_from(
+        ["a", "null", "\ud800", "\U0001f600", _Str("a"), _Word.A, True, None, 1]
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4),
+            st.lists(inner, max_size=3).map(tuple),
+            st.dictionaries(names, inner, max_size=4),
+        ),
+        max_leaves=25,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_hostile_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_at_the_limits_of_the_c_copies_convert_as_the_general_rules_say(
+    value: Any, profile: bool, depth: int
+) -> None:
+    nested = value
+    for _ in range(depth % 4 * 42):
+        nested = (nested,) if depth % 2 else [nested]
+    for candidate in (value, {"k": value}, [value, value], nested):
+        fast, general = _converted(candidate, profile), _general(candidate, profile)
+        assert fast[0] == general[0]
+        if fast[0] == "error":
+            assert fast[1] == general[1]
+        else:  # repr: every Decimal's exponent, member order, True apart from 1
+            assert repr(fast[1]) == repr(general[1])
+            assert _types(fast[1]) == _types(general[1])
+
+
 # --- a lone surrogate is a problem in document order like any other ----------------------------
 
 LONE = '"x\\ud800"'
@@ -780,4 +842,15 @@ def test_a_syntax_error_before_a_too_deep_bracket_is_reported_as_such_long(
 ) -> None:
     test_a_syntax_error_before_a_too_deep_bracket_is_reported_as_such.hypothesis.inner_test(  # type: ignore[attr-defined]
         head, deep
+    )
+
+
+@pytest.mark.slow
+@LONG
+@given(_hostile_python_values(), st.booleans(), st.integers(0, MAX_DEPTH + 2))
+def test_python_values_at_the_limits_of_the_c_copies_convert_as_the_general_rules_say_long(
+    value: Any, profile: bool, depth: int
+) -> None:
+    test_python_values_at_the_limits_of_the_c_copies_convert_as_the_general_rules_say.hypothesis.inner_test(  # type: ignore[attr-defined]
+        value, profile, depth
     )
