@@ -131,18 +131,15 @@ class Execute:
     @property
     def arguments(self) -> dict[str, JSONValue]:
         """The validated arguments, a copy no one else holds."""
-        arguments: dict[str, JSONValue] | None = self._arguments
-        if arguments is None:
+        if self._validated is not None:  # not copied yet
             with _FIRST_READ:  # threads reading at once get the one copy
-                arguments = self._arguments
-                if arguments is None:
-                    assert self._validated is not None
-                    copy = detach(self._validated)
+                validated = self._validated
+                if validated is not None:
+                    copy = detach(validated)
                     assert isinstance(copy, dict)
-                    arguments = copy
-                    object.__setattr__(self, "_arguments", arguments)
+                    object.__setattr__(self, "_arguments", copy)
                     object.__setattr__(self, "_validated", None)
-        return arguments
+        return self._arguments  # type: ignore[return-value]  # set by now
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -159,7 +156,7 @@ class Execute:
     __hash__ = None  # type: ignore[assignment]  # the arguments are a dict
 
     def __repr__(self) -> str:
-        return f"Execute(name={self.name!r}, arguments={self.arguments!r})"
+        return f"{type(self).__name__}(name={self.name!r}, arguments={self.arguments!r})"
 
     def __reduce__(self) -> tuple[type[Execute], tuple[str, dict[str, JSONValue]]]:
         # pickle and copy rebuild it from its value (the default sets the slots
