@@ -59,11 +59,11 @@ def _operations(copies: int, source: str) -> list[Operation]:
 def _timed_parts() -> dict[str, float]:
     """CPU seconds spent in ``SchemaCompiler.compile`` and in the revision, by wrapping
     them (in the child only: the schema work and revision columns)."""
-    from opgate import _registry, _schema
+    from opgate import _catalog, _schema
 
     spent = {"schema": 0.0, "revision": 0.0}
     compile_schema = _schema.SchemaCompiler.compile
-    names = vars(_registry)  # the name Registry calls (imported from _keys)
+    names = vars(_catalog)  # the name the catalog calls (imported from _keys)
     revision = names["definitions_revision"]
 
     def timed_compile(*args: Any, **kwargs: Any) -> Any:

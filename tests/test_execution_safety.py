@@ -381,16 +381,18 @@ async def test_asyncio_deadline_passing_in_a_handler_that_never_yields_is_not_su
 
 async def test_validation_time_counts_toward_the_deadline(monkeypatch: Any) -> None:
     """The check before returning comes after output validation."""
+    import opgate._invoke
+
     deadline: list[float] = []
     reg = registry(Counting())
-    conclude = reg._conclude
+    conclude = opgate._invoke.conclude
 
     def slow_conclude(*args: Any) -> Any:
         outcome = conclude(*args)
         wait_past(deadline[0])  # validation took until after the deadline
         return outcome
 
-    monkeypatch.setattr(reg, "_conclude", slow_conclude)
+    monkeypatch.setattr(opgate._invoke, "conclude", slow_conclude)
     deadline.append(asyncio.get_running_loop().time() + 0.01)
     with pytest.raises(TimeoutError):
         async with asyncio.timeout_at(deadline[0]):

@@ -262,7 +262,7 @@ async def test_execute_arguments_are_copied_only_when_the_policy_reads_them(
     # 64 KiB of small containers cost milliseconds to copy (issue 9): a policy that
     # never reads them must not pay for it. Counted with the copy function itself,
     # wherever the request is built.
-    from opgate import _json, _policy, _registry
+    from opgate import _invoke, _json, _policy
 
     copies: list[object] = []
 
@@ -270,7 +270,7 @@ async def test_execute_arguments_are_copied_only_when_the_policy_reads_them(
         copies.append(value)
         return _json.detach(value)
 
-    for module in (_policy, _registry):
+    for module in (_policy, _invoke):
         monkeypatch.setattr(module, "detach", counting, raising=False)
     reg, _ = make()
     assert isinstance(await invoke(reg), Completed)

@@ -11,12 +11,12 @@ from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
 from ._invocation import Invocation, Resume
 from ._ledger import Lifetime
 from ._limits import Limits
-from ._operation import Operation, OperationSpec
+from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
 from ._ranking import Candidate, Ranking, Scorer
-from ._registry import Registry, SearchPage, Summary
+from ._registry import Registry
 from ._responses import InputAction, InputResponse
 from ._results import (
     NO_STRUCTURED,

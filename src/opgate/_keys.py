@@ -1,4 +1,4 @@
-"""The registry's secret, the keys derived from it, and the definitions revision.
+"""The registry's secret, the keys derived from it, scope-key hashes and the definitions revision.
 
 A registry has one master secret: ``Registry(..., secret=bytes)`` (at least
 ``SECRET_MIN_BYTES``; replicas that share it, and the same definitions, open each
@@ -31,13 +31,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-__all__ = ["SECRET_MIN_BYTES", "Definition", "RegistryKeys", "definitions_revision"]
+__all__ = [
+    "SCOPE_HASHES_CACHED",
+    "SECRET_MIN_BYTES",
+    "Definition",
+    "RegistryKeys",
+    "ScopeHashes",
+    "definitions_revision",
+]
 
 #: Shortest secret accepted: 256 bits, the strength of the keys derived from it.
 SECRET_MIN_BYTES = 32
 
 #: Longest secret accepted; a longer one is a mistake (a whole file, a certificate).
 SECRET_MAX_BYTES = 4096
+
+#: Scope-key hashes remembered (principals are few and hot; the HMAC is 3 µs).
+SCOPE_HASHES_CACHED = 4096
 
 #: Versions the revision's encoding.
 _REVISION_DOMAIN = b"opgate/revision/v2"
@@ -147,6 +157,34 @@ class RegistryKeys:
             return hmac.new(master, f"opgate/key/{label}/v1".encode(), "sha256").digest()
 
         return cls(shared, derive("cursor"), derive("scope"), derive("seal"), derive("mac"))
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("registry keys cannot be pickled")
+
+
+class ScopeHashes:
+    """The keyed hashes that stand for scope keys in cursors and continuations.
+
+    ``of(key)`` is the HMAC-SHA256 of the scope key under the scope subkey; up to
+    ``SCOPE_HASHES_CACHED`` of them are remembered (then all are forgotten at once:
+    bounded, and recomputing is cheap). Never printed or pickled.
+    """
+
+    __slots__ = ("_cached", "_key")
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._cached: dict[str, bytes] = {}
+
+    def of(self, key: str) -> bytes:
+        """The keyed hash that stands for a scope key in cursors and continuations."""
+        cached = self._cached.get(key)
+        if cached is None:
+            cached = hmac.new(self._key, key.encode("utf-8", "surrogatepass"), "sha256").digest()
+            if len(self._cached) >= SCOPE_HASHES_CACHED:
+                self._cached.clear()  # bounded; recomputing is cheap
+            self._cached[key] = cached
+        return cached
 
     def __reduce__(self) -> NoReturn:
         raise TypeError("registry keys cannot be pickled")

@@ -1,4 +1,7 @@
-"""``Operation`` definitions, the name rule, and what ``inspect`` returns (``OperationSpec``).
+"""``Operation`` definitions, the name rule, and what ``search`` and ``inspect`` return.
+
+``search`` returns a ``SearchPage`` of ``Summary`` items; ``inspect`` returns an
+``OperationSpec``.
 
 An ``Operation`` is a plain description; the ``Registry`` snapshots it at
 construction (texts, examples, schemas compiled from a private copy), so mutating
@@ -16,7 +19,7 @@ from ._failures import ConfigurationError
 from ._json import JSONValue, detach
 from ._limits import QUERY_BYTES
 
-__all__ = ["NAME_PATTERN", "Operation", "OperationSpec", "check_name"]
+__all__ = ["NAME_PATTERN", "Operation", "OperationSpec", "SearchPage", "Summary", "check_name"]
 
 #: Operation names (spec 003): case-sensitive, 1 to 128 of these characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -125,3 +128,20 @@ class OperationSpec:
     def output_schema(self) -> JSONValue:
         """The operation's output schema, or ``None`` (a fresh detached copy)."""
         return detach(self._output_schema)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One search result: an operation's name, group and complete summary."""
+
+    name: str
+    group: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """A page of search results and, when more may follow, the cursor to continue."""
+
+    items: tuple[Summary, ...]
+    next_cursor: str | None = None

@@ -50,10 +50,10 @@ from .._forms import FormPrompt, InputMode
 from .._json import JSONValue, canonical_bytes
 from .._ledger import Lifetime, is_token_shaped
 from .._limits import PAGE_BYTES
-from .._operation import OperationSpec
+from .._operation import OperationSpec, SearchPage
 from .._outcomes import Completed, Failed, InvokeOutcome, Pending
 from .._progress import ProgressUpdate
-from .._registry import Registry, SearchPage
+from .._registry import Registry
 from .._responses import InputResponse
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
 from ._tools import (
