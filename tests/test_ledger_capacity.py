@@ -329,9 +329,9 @@ async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
 
 
 async def test_a_principal_at_its_share_can_still_answer_its_own_prompts() -> None:
-    # "busy: ... answer or abandon some": a principal whose pending prompts fill its
-    # share must be able to answer them (new calls keep one maximum answer free for
-    # that), or it is stuck until they expire.
+    # A principal whose pending prompts fill its share must be able to answer them
+    # (new calls keep one maximum answer free for that), or it is stuck until they
+    # expire.
     async def prompt(inv: Invocation) -> Any:
         if inv.resume is None:
             return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
@@ -357,6 +357,41 @@ async def test_a_principal_at_its_share_can_still_answer_its_own_prompts() -> No
         )
         assert isinstance(answered, Completed), answered
     assert (await ledger_stats(reg)).used <= limits.principal_bytes
+
+
+async def test_the_principal_busy_message_gives_advice_that_works() -> None:
+    # Answering never frees the share (an answered prompt stays for replay and
+    # recovery until it expires): a principal that answered every prompt it holds is
+    # still busy, so the message must not send it to answer them; expiry frees it.
+    async def prompt(inv: Invocation) -> Any:
+        if inv.resume is None:
+            return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
+        return finish(Result([Text("answered")]))
+
+    clock = Clock()
+    limits = Limits(**SMALL, chain_bytes=8 * KIB, ledger_bytes=64 * KIB)
+    reg = registry([Operation("p", "Prompt", prompt)], limits=limits, clock=clock)
+    pending: list[Pending] = []
+    while isinstance(
+        outcome := await reg.invoke(Ctx(principal="m"), "p", "{}", input_support=FORM_SUPPORT),
+        Pending,
+    ):
+        pending.append(outcome)
+    assert len(pending) > 1
+    for waiting in pending:
+        answer = (waiting.continuation, InputResponse.accept({}))
+        answered = await reg.invoke(
+            Ctx(principal="m"), "p", "{}", input_support=FORM_SUPPORT, resume=answer
+        )
+        assert isinstance(answered, Completed), answered
+    refused = await reg.invoke(Ctx(principal="m"), "p", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(refused, Failed)
+    assert refused.failure.code is FailureCode.BUSY
+    assert "answer" not in refused.failure.message
+    assert "expire" in refused.failure.message
+    clock.now += limits.input_lifetime.total_seconds() + 1
+    again = await reg.invoke(Ctx(principal="m"), "p", "{}", input_support=FORM_SUPPORT)
+    assert isinstance(again, Pending), again
 
 
 @pytest.mark.memory_only

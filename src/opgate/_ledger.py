@@ -82,7 +82,8 @@ TOKEN_LENGTH = 43
 _TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
 
 #: Public messages shared by every backend.
-PRINCIPAL_FULL = "busy: you have too many pending inputs; answer or abandon some, then try again"
+#: (Answering does not free the share: an answered prompt is kept for replay until it expires.)
+PRINCIPAL_FULL = "busy: you have too many pending inputs; try again once some of them expire"
 LEDGER_FULL = "busy: too many pending inputs; try again later"
 RECORD_BUSY = "busy: this input is being processed; try again"
 ANSWER_DIFFERS = "this prompt was already answered differently; an answer cannot be changed"
