@@ -733,6 +733,19 @@ def test_canonical_bytes_of_parsed_values_are_written_in_c() -> None:
         assert large_steps <= small_steps + STEP_SLACK, (head, small_steps, large_steps)
 
 
+def test_large_ints_from_short_floats_are_written_as_fast_as_they_are_made() -> None:
+    # An MCP client's floats such as 1e300 (5 bytes) become ints of 301 digits; their
+    # canonical text (1e+300), which measures mapping arguments against their budget,
+    # joined the digit tuple in Python: ~25 us each, 13 times the conversion, so 4 MiB
+    # of such floats held the event loop for seconds before the size was refused.
+    floats = {"v": [float(f"{k}e{200 + k % 100}") for k in range(1, 2001)]}
+    ints = from_python(floats, profile=True)
+    write = _best_cpu(lambda: _json.parsed_canonical_bytes(ints))
+    make = _best_cpu(lambda: from_python(floats, profile=True))
+    assert write <= 6 * make + 1e-3, (write, make)
+    assert _json.parsed_canonical_bytes(ints).startswith(b'{"v":[1e+201,2e+202,')
+
+
 @pytest.mark.parametrize(
     "extra",
     [[], [1.5], [1.5, None], [2**70], [2**70, 0.25], ["\U0001f600", 1e300, -0.0]],
