@@ -746,6 +746,48 @@ def test_large_ints_from_short_floats_are_written_as_fast_as_they_are_made() -> 
     assert _json.parsed_canonical_bytes(ints).startswith(b'{"v":[1e+201,2e+202,')
 
 
+@pytest.mark.anyio
+async def test_mapping_arguments_far_over_their_budget_are_refused_before_conversion() -> None:
+    # An MCP request may hold 4 MiB; its arguments arrive as a mapping, measured only
+    # once converted and written: 40,000 floats such as 1e300, each made a 301-digit
+    # int, took ~10 times as long as as many small floats to be refused. Their JSON
+    # text (a bound on the canonical bytes) is measured first, in C.
+    import time
+
+    from opgate import Failed, FailureCode, Operation, Registry, Result, Text, finish
+
+    from conftest import AllowAll, Ctx
+
+    def handler(invocation: Any) -> Any:
+        return finish(Result([Text("ok")]))
+
+    registry = Registry([Operation("op", "does", handler)], AllowAll())
+    count = 40_000
+    large = {"v": [float(f"{k}e{200 + k % 100}") for k in range(1, count + 1)]}
+    small = {"v": [k + 0.5 for k in range(count)]}
+
+    async def refusal_cpu(arguments: dict[str, Any]) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.process_time()
+            outcome = await registry.invoke(Ctx(), "op", arguments)
+            best = min(best, time.process_time() - start)
+            assert isinstance(outcome, Failed)
+            assert outcome.failure.code is FailureCode.INVALID_ARGUMENTS
+            assert outcome.failure.message.endswith("over the limit of 65536 bytes")
+        return best
+
+    slow, fast = await refusal_cpu(large), await refusal_cpu(small)
+    assert slow <= 3 * fast + 2e-3, (slow, fast)
+    # Within three times the budget, the canonical bytes decide, as before.
+    near = {"v": [-0.0] * 39_000}  # 195,007 bytes as written, 78,007 canonical
+    outcome = await registry.invoke(Ctx(), "op", near)
+    assert isinstance(outcome, Failed)
+    assert outcome.failure.message == "arguments are 78007 bytes, over the limit of 65536 bytes"
+    fits = await registry.invoke(Ctx(), "op", {"v": [-0.0] * 30_000})
+    assert not isinstance(fits, Failed), fits
+
+
 @pytest.mark.parametrize(
     "extra",
     [[], [1.5], [1.5, None], [2**70], [2**70, 0.25], ["\U0001f600", 1e300, -0.0]],

@@ -86,6 +86,7 @@ __all__ = [
     "EXPONENT_BUDGET",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
+    "WRITTEN_PER_CANONICAL",
     "JSONError",
     "JSONValue",
     "canonical_bytes",
@@ -99,6 +100,7 @@ __all__ = [
     "parse",
     "parsed_canonical_bytes",
     "pointer",
+    "written_size",
 ]
 
 JSONValue: TypeAlias = (
@@ -2113,6 +2115,33 @@ def parsed_canonical_bytes(value: JSONValue) -> bytes:
     # it grew): kept as they are, the real 20 k catalog's 22 MB of schemas held 61 MB.
     # An exact copy costs a memcpy.
     return bytes(memoryview(written))
+
+
+#: The canonical bytes of a value are never fewer than its JSON text as an encoder
+#: writes it (``written_size``) divided by this, but for ints of 22 digits or more: a
+#: float loses at most its ``.0`` or its sign (``-0.0``, five bytes with a comma, is
+#: ``0``, two), strings and names are escaped alike, and smaller ints are written in full.
+WRITTEN_PER_CANONICAL = 3
+
+
+def written_size(value: object) -> int | None:
+    """UTF-8 bytes of ``value``'s compact JSON text as written by orjson (or, for ints
+    beyond 64 bits, by the standard encoder), NaN and infinities included; ``None``
+    when neither writes it (other types, names that are not strings, deep nesting).
+
+    A bound found in C passes before ``from_python`` converts a mapping from outside
+    (see ``WRITTEN_PER_CANONICAL``): converting and measuring a value far over its
+    budget costs microseconds per large number (an MCP client's 1e300 floats).
+    """
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # orjson.JSONEncodeError: a long int, a lone surrogate, ...
+        pass
+    try:
+        text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _names_sort_differently(value: JSONValue) -> bool:

@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._failures import Failure, FailureCode
 from ._forms import FormChecks, FormInput, InputMode, StoredPrompt, URLInput
-from ._json import JSONError, JSONValue, from_python, parse, parsed_canonical_bytes
+from ._json import (
+    WRITTEN_PER_CANONICAL,
+    JSONError,
+    JSONValue,
+    from_python,
+    parse,
+    parsed_canonical_bytes,
+    written_size,
+)
 from ._ledger import LedgerBackend, Lifetime, is_token_shaped
 from ._limits import PROMPT_OVERHEAD_BYTES, QUERY_BYTES, SEARCH_MAX_LIMIT, Limits
 from ._outcomes import Completed, Failed, Outcome
@@ -161,6 +169,9 @@ def validated_arguments(
                 raise _too_large(len(arguments), limit)
             values = parse(arguments, profile=True, expansion_limit=True)
         elif isinstance(arguments, Mapping):
+            written = written_size(arguments)  # a bound in C before converting
+            if written is not None and written > WRITTEN_PER_CANONICAL * limit:
+                raise _too_large(written, limit)
             values = from_python(arguments, profile=True)
             canonical = parsed_canonical_bytes(values)  # the C encoder, mostly
             size = len(canonical)
