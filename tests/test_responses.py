@@ -129,6 +129,36 @@ def test_canonical_size_is_bounded_too() -> None:
         decode(mapping, 256)
 
 
+def test_mapping_answers_far_over_their_budget_are_refused_before_the_copy() -> None:
+    # An MCP client's answer arrives as a mapping: 20,000 floats such as 1e300, each
+    # made a 301-digit int, were checked, copied and written (~5 us each, several times
+    # making them) only to be refused; their JSON text, measured first in C, bounds
+    # the canonical bytes from below.
+    import time
+
+    def best_cpu(run: Any) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.process_time()
+            run()
+            best = min(best, time.process_time() - start)
+        return best
+
+    def refuse() -> None:
+        with pytest.raises(AnswerError, match="exceed 16384 bytes once encoded"):
+            decode(response)
+
+    for extra in ({}, {"x": 0.5}, {"x": 2**70}):  # a Decimal, a long int: still measured
+        large = {**extra, **{f"k{k}": float(f"{k}e{200 + k % 100}") for k in range(1, 20_001)}}
+        response = InputResponse.accept(large)
+        make = best_cpu(lambda large=large: InputResponse.accept(large))
+        refusal = best_cpu(refuse)
+        assert refusal <= 2 * make + 2e-3, (extra, refusal, make)
+    # The copy holds the converted numbers (Decimals), measured as they are written.
+    fits = {"v": [0.5] * 4_000}  # 16,007 canonical bytes
+    assert decode(InputResponse.accept(fits)) == {"v": [Decimal("0.5")] * 4_000}
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -2126,22 +2126,37 @@ WRITTEN_PER_CANONICAL = 3
 
 def written_size(value: object) -> int | None:
     """UTF-8 bytes of ``value``'s compact JSON text as written by orjson (or, for ints
-    beyond 64 bits, by the standard encoder), NaN and infinities included; ``None``
-    when neither writes it (other types, names that are not strings, deep nesting).
+    beyond 64 bits, by the standard encoder), NaN and infinities included, Decimals at
+    their canonical text; ``None`` when neither writes it (other types, names that are
+    not strings, deep nesting).
 
     A bound found in C passes before ``from_python`` converts a mapping from outside
     (see ``WRITTEN_PER_CANONICAL``): converting and measuring a value far over its
     budget costs microseconds per large number (an MCP client's 1e300 floats).
     """
     try:
-        return len(orjson.dumps(value))
+        return len(orjson.dumps(value, default=_fragment))
     except TypeError:  # orjson.JSONEncodeError: a long int, a lone surrogate, ...
         pass
     try:
-        text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
+        text = json.dumps(
+            value,
+            ensure_ascii=False,
+            check_circular=False,
+            separators=_COMPACT,
+            default=_quoted_decimal,
+        )
     except (TypeError, ValueError, RecursionError):
         return None
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _quoted_decimal(value: object) -> str:
+    """The standard encoder's ``default`` in ``written_size``: a finite Decimal as its
+    canonical text (quoted: two bytes more than its canonical bytes, at least three)."""
+    if type(value) is Decimal and value.is_finite():
+        return _decimal_text(value)
+    raise TypeError
 
 
 def _names_sort_differently(value: JSONValue) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, Final, final
 from ._failures import ConfigurationError
 from ._forms import InputMode
 from ._json import (
+    WRITTEN_PER_CANONICAL,
     JSONError,
     JSONValue,
     canonical_bytes,
@@ -30,6 +31,7 @@ from ._json import (
     from_python,
     parse,
     parsed_canonical_bytes,
+    written_size,
 )
 
 __all__ = [
@@ -204,6 +206,9 @@ def decode_answers_canonical(
             raise AnswerError(f"answers are not valid JSON: {exc}") from None
         encode = parsed_canonical_bytes  # a value parse returned: the C encoder, mostly
     else:
+        written = written_size(raw)  # a bound in C before the copy (see _json)
+        if written is not None and written > WRITTEN_PER_CANONICAL * max_bytes:
+            raise AnswerError(f"answers exceed {max_bytes} bytes once encoded")
         try:
             check_profile(raw)
         except JSONError as exc:
