@@ -260,3 +260,119 @@ async def test_stdio_serve_of_the_demo_application(tmp_path: Path) -> None:
             )
             assert error_code(refused) == "confirmation_required"  # no elicitation declared
     assert (tmp_path / "desk.sqlite3").exists()
+
+
+class _RawTokens(httpx2.AsyncHTTPTransport):
+    """A hostile client's transport: quoted placeholders in request bodies become raw
+    JSON text the SDK's own encoder never writes (NaN, lone surrogate escapes, repeated
+    names, deep nesting)."""
+
+    def __init__(self, tokens: dict[str, str]) -> None:
+        super().__init__()
+        self.tokens = tokens
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = (await request.aread()).decode()
+        hostile = body
+        for placeholder, raw in self.tokens.items():
+            hostile = hostile.replace(json.dumps(placeholder), raw)
+        if hostile != body:
+            headers = [(k, v) for k, v in request.headers.items() if k != "content-length"]
+            request = httpx2.Request(request.method, request.url, headers=headers, content=hostile)
+        return await super().handle_async_request(request)
+
+
+HOSTILE = {
+    "@nan": "NaN",
+    "@infinity": "-Infinity",
+    "@overflow": "1e400",  # a float overflows to an infinity when decoded
+    "@surrogate": '"\\ud800"',
+    "@repeated": '"text":"first","text"',  # {"text": "first", "text": ...}: the last wins
+    "@deep": "[" * 128 + "1" + "]" * 128,  # 129 levels under the root object
+    "@wide": "[" + "[[]]," * 13000 + "0.5]",
+}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_hostile_json_in_tool_calls_gets_clean_tool_errors(
+    http_server: str, era: str
+) -> None:
+    """Values the SDK decodes from a raw body reach ``Registry.invoke`` as Python values:
+    each problem is a clean ``invalid_arguments`` with its pointer (the agent's own member
+    names, never its values), and the session goes on."""
+    cases: list[tuple[dict[str, Any], str]] = [
+        (
+            {"text": "@nan"},
+            "invalid_arguments: arguments: NaN and infinities are not JSON numbers (at /text)",
+        ),
+        (
+            {"text": "x", "n": ["@infinity"]},
+            "invalid_arguments: arguments: NaN and infinities are not JSON numbers (at /n/0)",
+        ),
+        (
+            {"text": "x", "n": {"m": "@overflow"}},
+            "invalid_arguments: arguments: NaN and infinities are not JSON numbers (at /n/m)",
+        ),
+        ({"@repeated": 7}, "invalid_arguments: arguments: /text: expected type string"),
+        ({"@repeated": "second"}, "echo second"),
+        (
+            {"text": "x", "d": "@deep"},
+            "invalid_arguments: arguments: nesting deeper than "
+            "128 levels (at '/d/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0'…)",
+        ),
+        ({"text": "x", "w": "@wide"}, "echo x"),
+    ]
+    if era == "2026-07-28":  # the legacy transport's parser refuses lone surrogate escapes
+        cases += [
+            (
+                {"text": "@surrogate"},
+                "invalid_arguments: arguments: string contains a lone surrogate (at /text)",
+            ),
+        ]
+    http = httpx2.AsyncClient(
+        headers={"Authorization": "Bearer alice-token"}, timeout=30, transport=_RawTokens(HOSTILE)
+    )
+    async with (
+        http,
+        Client(streamable_http_client(http_server, http_client=http), mode=era) as client,
+    ):
+        for arguments, expected in cases:
+            result = await client.call_tool("invoke", {"name": "util.echo", "arguments": arguments})
+            assert result.content[0].text == expected, arguments
+            assert "first" not in result.content[0].text
+        assert not (await client.call_tool("search", {"query": "echo"})).is_error
+
+
+async def test_hostile_json_in_answers_gets_clean_tool_errors(http_server: str) -> None:
+    """An answer the SDK decodes with NaN or a lone surrogate is refused as
+    ``invalid_request`` before it is accepted: the prompt can still be answered."""
+    http = httpx2.AsyncClient(
+        headers={"Authorization": "Bearer alice-token"}, timeout=30, transport=_RawTokens(HOSTILE)
+    )
+    answer = types.ElicitResult(action="accept", content={"ok": True})
+    arguments = {"name": "orders.confirm", "arguments": {"id": 5}}
+    async with (
+        http,
+        Client(
+            streamable_http_client(http_server, http_client=http),
+            mode="2026-07-28",
+            elicitation_callback=lambda context, params: answer,  # never called here
+        ) as client,
+    ):
+        pending = await client.session.call_tool("invoke", arguments, allow_input_required=True)
+        assert isinstance(pending, types.InputRequiredResult)
+        state = pending.request_state
+        for content, where in (
+            ({"ok": "@nan"}, "/ok"),
+            ({"ok": True, "@surrogate": 1}, "'/\\ud800'"),
+        ):
+            hostile = {"opgate": types.ElicitResult(action="accept", content=content)}
+            refused = await client.session.call_tool(
+                "invoke", arguments, request_state=state, input_responses=hostile
+            )
+            assert error_code(refused) == "invalid_request"
+            assert refused.content[0].text.endswith(f"(at {where})"), refused.content[0].text
+        done = await client.session.call_tool(
+            "invoke", arguments, request_state=state, input_responses={"opgate": answer}
+        )
+        assert done.structured_content == {"id": 5}
