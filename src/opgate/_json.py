@@ -1292,22 +1292,14 @@ def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
         if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
             return None
         prefix = closed
-    path: list[str | int] = []
     if True not in repeats[closing + 1 :]:
         # No object around it repeats a name: as plain dicts (built faster), they keep
         # their members in document order, and it is ``depth`` levels down.
-        node: Any = _SCAN_TEXT(prefix, start)[0]
-        for _ in range(depth):
-            if type(node) is list:
-                path.append(len(node) - 1)
-                node = node[-1]
-            else:
-                name = next(reversed(node))
-                path.append(name)
-                node = node[name]
+        path = _last_path(_SCAN_TEXT(prefix, start)[0], depth)
         name = objects[closing][_first_repeat(objects[closing])][0]
         path.append(name)
         return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+    path = []
     node, _ = _SCAN_POINTER(prefix, start)
     while True:  # at most MAX_DEPTH levels: it ends at an object that repeats a name
         if type(node) is _Members:
