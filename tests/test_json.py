@@ -2010,3 +2010,37 @@ def test_closers_and_the_first_too_deep_bracket_agree_with_a_stack() -> None:
         assert _closers(text) == expected, text
         if first_too_deep is not None:
             assert _first_too_deep(text) == (first_too_deep, _closers(text[:first_too_deep])), text
+
+
+def _colon_trees() -> st.SearchStrategy[Any]:
+    """Like ``_json_trees``, with colons inside names and strings too."""
+    leaves = st.sampled_from([0, "s", ":", "a:b", None])
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(st.tuples(st.sampled_from(["a", "b", ":", "c:"]), inner), max_size=4).map(
+                tuple
+            )
+        ),
+        max_leaves=30,
+    )
+
+
+@FAST
+@given(_colon_trees())
+@example((("a", 0),))
+@example((("a", 0), ("b", 0)))
+@example((("a", 0), ("a", 0), ("b", 0)))
+@example((("a", ":"), ("b", 0)))
+@example((("a", (("b", 0),)), ("c", 0)))
+def test_the_flat_object_shortcut_agrees_with_the_walk(tree: Any) -> None:
+    # _shape answers a flat object without a colon inside its strings from its size
+    # alone; the walk over every level must give the same depth and repeat flag.
+    text = _tree_text(tree)
+    value = _json._SCAN_EXACT(text, 0)[0]
+    for deep in (False, True):
+        assert _json._shape(value, text, deep) == _json._walk_shape(
+            value, text, deep, text.count(":")
+        )
+    assert _json._may_repeat_names(value, text) is (_first_repeated_path(tree, []) is not None)

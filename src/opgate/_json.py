@@ -1228,8 +1228,16 @@ def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
     type. Linear, and a fraction of a decode.
     """
     colons = text.count(":")
-    if colons < 2 and not deep:
+    if not deep and (colons < 2 or (type(value) is dict and len(value) == colons)):
+        # Every member kept is one colon outside strings, so members <= colons: an
+        # object holding as many members itself as the text has colons repeats nothing
+        # (the common flat object, found without the walk).
         return (0, False)
+    return _walk_shape(value, text, deep, colons)
+
+
+def _walk_shape(value: Any, text: str, deep: bool, colons: int) -> tuple[int, bool]:
+    """``_shape`` by the walk over every level (``colons``: the text's colons)."""
     members = 0
     depth = 0
     level: list[Any] = [value]
