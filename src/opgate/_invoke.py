@@ -168,7 +168,8 @@ class Invoker:
                 lifetime=serving,
             )
             bound = (binding, len(canonical))
-        channel = ProgressChannel(progress, diagnostics, clock=self._monotonic)  # type: ignore[arg-type]
+        # progress is None or callable (call_options), the clock the registry's (checked)
+        channel = ProgressChannel._checked(progress, diagnostics, self._monotonic)  # type: ignore[arg-type]
         # The effective deadline of the host's cancel scopes, read once: it is
         # checked before dispatch and before a result is returned.
         deadline = anyio.current_effective_deadline()
@@ -371,7 +372,8 @@ async def _dispatch(call: Call, verified: Resume | None) -> Outcome:
             outcome = await entry.handler(invocation)
         else:
             outcome = await run_sync_to_completion(entry.handler, invocation)
-        if inspect.isawaitable(outcome):
+        # An exact Outcome (no __await__) skips the awaitable test (0.4 us).
+        if type(outcome) is not Outcome and inspect.isawaitable(outcome):
             outcome = await outcome
     except BaseException as exc:
         if must_propagate(exc) or is_own_close(exc):

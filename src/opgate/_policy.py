@@ -209,7 +209,7 @@ async def scope_key(policy: Policy, ctx: Any) -> str:
     """
     try:
         key = policy.scope_key(ctx)
-        if inspect.isawaitable(key):
+        if type(key) is not str and inspect.isawaitable(key):
             key = await key
     except BaseException as exc:
         raise _broken(_callback_exception(exc)) from None

@@ -231,7 +231,7 @@ def check_response_shape(
     A form acceptance needs object answers (``{}`` when nothing is required); a URL
     acceptance, and every decline or cancel, carries none.
     """
-    mode = InputMode(prompt_mode)
+    mode = prompt_mode if type(prompt_mode) is InputMode else InputMode(prompt_mode)
     if response.action is InputAction.ACCEPT and mode is InputMode.FORM:
         if not isinstance(answers, dict):
             return "a form acceptance needs object answers ({} when no field is required)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import timedelta
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from ._failures import Failure, FailureCode
@@ -61,6 +62,8 @@ __all__ = [
 
 #: Collection types accepted for ``input_support`` without the slower ABC check.
 _PLAIN_COLLECTIONS = (frozenset, set, tuple, list)
+_NO_TIME = timedelta(0)
+
 
 #: Bytes of framing charged for one failure message plus its diagnostics.
 FAILURE_OVERHEAD_BYTES = 256
@@ -126,13 +129,13 @@ def call_options(
     ):
         raise Failure(FailureCode.INVALID_REQUEST, "input_support must be a set of InputMode")
     modes = frozenset(input_support)  # type: ignore[call-overload]  # a Collection, checked
-    if modes and not all(isinstance(mode, InputMode) for mode in modes):
+    if modes and not all(map(isinstance, modes, repeat(InputMode))):
         raise Failure(FailureCode.INVALID_REQUEST, "input_support must contain InputMode values")
     if progress is not None and not callable(progress):
         raise Failure(FailureCode.INVALID_REQUEST, "progress must be a callable sink")
     seconds = limits.input_lifetime.total_seconds()
     if input_expiry is not None:
-        if not isinstance(input_expiry, timedelta) or input_expiry <= timedelta(0):
+        if not isinstance(input_expiry, timedelta) or input_expiry <= _NO_TIME:
             raise Failure(FailureCode.INVALID_REQUEST, "input_expiry must be a positive timedelta")
         seconds = min(seconds, input_expiry.total_seconds())
     if lifetime is None:
