@@ -611,9 +611,10 @@ class FormInput(_Prompt):
         """
         if not isinstance(answers, dict):
             return "answers must be a JSON object"
-        for name in sorted(answers):
-            if name not in self._declared:
-                return f"answer field {short_prefix(name)} is not declared by the form"
+        if not self._declared.issuperset(answers):  # the first undeclared name, sorted
+            for name in sorted(answers):
+                if name not in self._declared:
+                    return f"answer field {short_prefix(name)} is not declared by the form"
         for name in self._required:
             if name not in answers:
                 return f"answer field {short_prefix(name)} is required"

@@ -107,6 +107,7 @@ class Invoker:
         "_form_checks",
         "_ledger",
         "_limits",
+        "_max_prompt_charge",
         "_monotonic",
         "_policy",
         "_positions",
@@ -129,6 +130,7 @@ class Invoker:
         self._positions = positions
         self._policy = policy
         self._limits = limits
+        self._max_prompt_charge = Ledger.max_prompt_charge(limits)  # Limits are frozen
         self._ledger = ledger
         self._monotonic = monotonic
         self._form_checks = form_checks
@@ -228,8 +230,9 @@ class Invoker:
         answers, answer_bytes = checked_answers(
             prompt, response, self._limits.answer_bytes, self._form_checks
         )
-        answer_key = response.action.value.encode("ascii") + b"\0" + answer_bytes
-        charge = len(answer_bytes) + Ledger.max_prompt_charge(self._limits)
+        # A StrEnum member is the str of its value: encoded without the enum's property.
+        answer_key = str.encode(response.action, "ascii") + b"\0" + answer_bytes
+        charge = len(answer_bytes) + self._max_prompt_charge
         # Only a new answer needs room; replays and recoveries reuse the record.
         claim = await self._ledger.claim(record, answer_key, len(answer_bytes), charge)
         if isinstance(claim, Failure):

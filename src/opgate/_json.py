@@ -937,9 +937,18 @@ def _parse_text(
         "\\u" in text and _ESCAPED_SURROGATE.search(text)
     )
     try:
-        if profile and (problem := _long_integer_problem(text, limit)) is not None:
+        # (Both checks return None at once for a short text, or one without an e.)
+        if (
+            profile
+            and len(text) > PROFILE_LIMIT
+            and (problem := _long_integer_problem(text, limit)) is not None
+        ):
             raise problem
-        if limit is not None and (problem := _exponent_problem(text, profile, limit)):
+        if (
+            limit is not None
+            and ("e" in text or "E" in text)
+            and (problem := _exponent_problem(text, profile, limit))
+        ):
             raise problem
         openers = text.count("[") + text.count("{")
         deep = openers > MAX_DEPTH
