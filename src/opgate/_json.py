@@ -1025,7 +1025,9 @@ def _exponent_problem(text: str, profile: bool, limit: int) -> JSONError | None:
     # The regex tries every position; most texts with an "e" have no exponent of three
     # digits at all, which a substring search of the text's shape finds in C.
     shape = text.encode("ascii", "replace").translate(_EXPONENT_SHAPE)
-    if b"e000" not in shape and b"e+000" not in shape:
+    # bytes.find, not ``in``: ``in`` first tries the operand as an int (a byte value),
+    # and the TypeError it formats and drops costs more than the search.
+    if shape.find(b"e000") < 0 and shape.find(b"e+000") < 0:
         return None
     found = _BIG_EXPONENT.findall(text)
     if not found:
@@ -1522,7 +1524,7 @@ def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSON
     try:
         marshal.dumps(value, 2)  # refuses every type but the exact built-in ones
         written = orjson.dumps(value)
-        if b"null" in written:
+        if written.find(b"null") >= 0:  # not ``in`` (see _exponent_problem)
             json.dumps(value, allow_nan=False, check_circular=False)
     except (ValueError, TypeError, RecursionError):  # orjson.JSONEncodeError is a TypeError
         return None
