@@ -911,3 +911,46 @@ def test_python_values_at_the_limits_of_the_c_copies_convert_as_the_general_rule
     test_python_values_at_the_limits_of_the_c_copies_convert_as_the_general_rules_say.hypothesis.inner_test(  # type: ignore[attr-defined]
         value, profile, depth
     )
+
+
+class _Colonless(str):
+    """Text whose own ``count`` hides its colons (so the repeated-name checks skip)."""
+
+    def count(self, *args: Any) -> int:
+        return 0
+
+
+class _OneColon(str):
+    def count(self, *args: Any) -> int:
+        return 1
+
+
+class _Recoded(bytes):
+    """Bytes whose own ``decode`` does not decode them."""
+
+    def decode(self, *args: Any, **kwargs: Any) -> Any:
+        return 5
+
+
+class _Swapped(bytearray):
+    def decode(self, *args: Any, **kwargs: Any) -> Any:
+        return "[1]"
+
+
+def test_parse_reads_the_characters_of_str_and_bytes_subclasses_not_their_methods() -> None:
+    # parse's passes call the text's own methods (count, find, ...): a subclass that
+    # overrides them must not change the result (a repeated name went through, and a
+    # decode returning a non-str raised TypeError, not JSONError).
+    for kind in (_Colonless, _OneColon):
+        for text in ('{"a":1,"a":2}', '{"a":{"b":1,"b":2}}', '[{"c":1,"c":2}]'):
+            with pytest.raises(JSONError) as info:
+                parse(kind(text))
+            assert (info.value.reason, info.value.pointer) == _json._locate(text, profile=False)
+            with pytest.raises(JSONError):
+                parse(kind(text), profile=True, expansion_limit=True)
+        assert parse(kind('{"a":1,"b":":"}')) == {"a": 1, "b": ":"}
+        assert type(parse(kind('"s"'))) is str
+    assert parse(_Recoded(b'{"a":1}')) == {"a": 1}
+    assert parse(_Swapped(b'{"a":1}'), profile=True) == {"a": 1}
+    with pytest.raises(JSONError, match="invalid UTF-8 at byte 1"):
+        parse(_Recoded(b'"\xff"'))

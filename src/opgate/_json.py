@@ -904,12 +904,14 @@ def parse(
     within the exponent budget (``EXPONENT_BUDGET``). Raises ``JSONError`` for any
     problem, and no other exception.
     """
+    # A subclass's own methods (count, find, decode, ...) are never called: the passes
+    # below read an exact str.
     if isinstance(data, str):
-        text = data
+        text = data if type(data) is str else str.__str__(data)
         may_hold_raw_surrogates = not text.isascii()
     elif isinstance(data, bytes | bytearray):
         try:
-            text = data.decode("utf-8")
+            text = str(data, "utf-8")  # the buffer, not an overridden decode
         except UnicodeDecodeError as exc:
             raise JSONError(f"invalid UTF-8 at byte {exc.start}") from None
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
