@@ -599,3 +599,36 @@ def test_registry_names_the_operation_and_pattern_and_allows_an_opt_in() -> None
             Registry([operation], AllowAll(), regex_backtrack_limit=bad)
     with pytest.raises(TypeError, match="regex_backtrack_limit"):
         Registry([operation], AllowAll(), regex_backtrack_limit=True)
+
+
+class _Unencoded(str):
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        return b""
+
+
+class _Lengthless(bytes):
+    def __len__(self) -> int:
+        return 0
+
+
+class _LengthlessArray(bytearray):
+    def __len__(self) -> int:
+        return 0
+
+
+async def test_the_argument_budget_counts_the_bytes_of_str_and_bytes_subclasses() -> None:
+    # The budget measured the text with its own encode / __len__: a subclass that
+    # overrode them had arguments of any size parsed and passed to the handler.
+    reg, handler = make(limits=Limits(argument_bytes=256))
+    text = '{"order": 7' + " " * 300 + "}"
+    for arguments in (
+        text,
+        _Unencoded(text),
+        text.encode(),
+        _Lengthless(text.encode()),
+        _LengthlessArray(text.encode()),
+    ):
+        outcome = await invoke(reg, arguments)
+        assert code(outcome) is FailureCode.INVALID_ARGUMENTS, type(arguments)
+        assert "312 bytes, over the limit of 256 bytes" in outcome.failure.message
+    assert handler.calls == []

@@ -162,14 +162,17 @@ def validated_arguments(
     """
     canonical: bytes | None = None
     try:
+        # Sizes are measured in C (str.encode, the buffer), never by a subclass's own
+        # encode or __len__, and parse reads the characters the same way.
         if isinstance(arguments, str):
-            raw = arguments.encode("utf-8", "surrogatepass")
+            raw = str.encode(arguments, "utf-8", "surrogatepass")
             if len(raw) > limit:
                 raise _too_large(len(raw), limit)
             values = parse(arguments, profile=True, expansion_limit=True)
         elif isinstance(arguments, bytes | bytearray):
-            if len(arguments) > limit:
-                raise _too_large(len(arguments), limit)
+            size = len(arguments) if type(arguments) is bytes else memoryview(arguments).nbytes
+            if size > limit:
+                raise _too_large(size, limit)
             values = parse(arguments, profile=True, expansion_limit=True)
         elif isinstance(arguments, Mapping):
             written = written_size(arguments)  # a bound in C before converting
