@@ -292,3 +292,21 @@ def test_only_form_acceptance_carries_answers(
     response = InputResponse(action, answers if with_answers else None)
     assert check_response_shape(mode, response, decode(response, 1 << 20)) is None
     assert check_response_shape(mode, response, None if with_answers else answers) is not None
+
+
+class _Reencoded(str):
+    def encode(self, *args: Any, **kwargs: Any) -> Any:
+        return 5
+
+
+class _Replaced(str):
+    def encode(self, *args: Any, **kwargs: Any) -> Any:
+        return b'{"other": 1}'
+
+
+def test_str_subclass_answers_are_their_characters_not_their_encode() -> None:
+    # The text was encoded with its own encode: a subclass's could replace the answers
+    # or break the constructor with an unrelated TypeError.
+    for kind in (_Reencoded, _Replaced):
+        response = InputResponse.accept(kind('{"ok": true}'))
+        assert decode(response) == {"ok": True}

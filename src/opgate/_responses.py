@@ -109,7 +109,7 @@ class InputResponse:
             raise ConfigurationError(f"a {action.value} response carries no answers")
         elif isinstance(answers, str):
             # surrogatepass: a lone surrogate then fails in decode_answers, as a bad request.
-            raw = answers.encode("utf-8", "surrogatepass")
+            raw = str.encode(answers, "utf-8", "surrogatepass")  # not a subclass's own
         elif isinstance(answers, bytes | bytearray):
             raw = bytes(answers)
         elif isinstance(answers, Mapping):
