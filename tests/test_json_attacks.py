@@ -954,3 +954,34 @@ def test_parse_reads_the_characters_of_str_and_bytes_subclasses_not_their_method
     assert parse(_Swapped(b'{"a":1}'), profile=True) == {"a": 1}
     with pytest.raises(JSONError, match="invalid UTF-8 at byte 1"):
         parse(_Recoded(b'"\xff"'))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"a":2,"b\\u003a":3}',  # a repeat, an escaped colon: 2 members, 3 colons
+        '{"a\\u003a":1,"a:":2}',  # the escape decodes to the other name
+        '{"a":":","a":2}',  # a repeat, a colon in a string: 1 member, 3 colons
+        '{"a":1,"\\u0061":2}',
+        '{"x":{},"a":1,"a":{}}',
+        '[{"a":1,"a":2},{"b":":"}]',
+        '{"a":{"b":1},"a":{"c":2},"d":3}',
+    ],
+)
+def test_the_flat_object_shortcut_reports_what_the_token_walk_does(text: str) -> None:
+    # _shape answers a root object with as many members as its text has colons without
+    # the walk: repeats with colons and escaped colons elsewhere must still be found.
+    for profile in (False, True):
+        expected = _json._locate(text, profile=profile)
+        assert expected is not None, text
+        assert expected[0].startswith("duplicate"), text
+        for data in (text, text.encode()):
+            with pytest.raises(JSONError) as info:
+                parse(data, profile=profile, expansion_limit=True)
+            assert (info.value.reason, info.value.pointer) == expected, text
+
+
+def test_a_byte_order_mark_before_repeated_names_is_a_syntax_error() -> None:
+    for data in ('\ufeff{"a":1,"a":2}', '\ufeff{"a":1,"a":2}'.encode()):
+        with pytest.raises(JSONError, match="Expecting value at line 1 column 1"):
+            parse(data)
