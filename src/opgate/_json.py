@@ -911,7 +911,7 @@ def parse(
         may_hold_raw_surrogates = not text.isascii()
     elif isinstance(data, bytes | bytearray):
         try:
-            text = str(data, "utf-8")  # the buffer, not an overridden decode
+            text = data.decode("utf-8") if type(data) is bytes else str(data, "utf-8")
         except UnicodeDecodeError as exc:
             raise JSONError(f"invalid UTF-8 at byte {exc.start}") from None
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
