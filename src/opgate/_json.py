@@ -70,7 +70,7 @@ import operator
 import pickle
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from itertools import accumulate, chain, compress, repeat
 from json.encoder import encode_basestring
@@ -631,10 +631,8 @@ def _first_too_deep(brackets: str) -> tuple[int, str]:
     if _short_runs(brackets):
         depths = list(accumulate(map(_DEPTH_STEP, brackets)))
         index = depths.index(MAX_DEPTH + 1)
-        try:
-            return index, _closers_at(brackets, bytes(depths[:index]))
-        except ValueError:  # the text closed more than it opened before: over runs
-            return index, _closers(brackets[:index])
+        closers = _closers_at(brackets, depths[:index])
+        return index, closers if closers is not None else _closers(brackets[:index])
     runs, lengths = _run_lengths(brackets)
     depths = list(accumulate(lengths))  # after each run
     k = bisect_left(list(accumulate(depths, max)), MAX_DEPTH + 1)  # an opener run
@@ -674,10 +672,9 @@ def _closers(brackets: str) -> str:
     ``bytes``' range (a text before a syntax error may close more than it opened).
     """
     if _short_runs(brackets):
-        try:
-            return _closers_at(brackets, bytes(accumulate(map(_DEPTH_STEP, brackets))))
-        except ValueError:  # it closes more than it opened somewhere: over runs
-            pass
+        closers = _closers_at(brackets, accumulate(map(_DEPTH_STEP, brackets)))
+        if closers is not None:
+            return closers
     runs, lengths = _run_lengths(brackets)
     if not runs:
         return ""
@@ -691,9 +688,15 @@ def _closers(brackets: str) -> str:
     return "".join(openers).translate(_CLOSER_OF)
 
 
-def _closers_at(brackets: str, depths: bytes) -> str:
+def _closers_at(brackets: str, running: Iterable[int]) -> str | None:
     """``_closers`` from the running depth after each bracket: the opener of the
-    container open at ``level`` is the bracket after the last point at ``level - 1``."""
+    container open at ``level`` is the bracket after the last point at ``level - 1``.
+    ``None`` if the depth leaves ``bytes``' range (a text before a syntax error may
+    close more than it opened): read over runs then."""
+    try:
+        depths = bytes(running)
+    except ValueError:
+        return None
     if not depths:
         return ""
     return "".join(
@@ -762,12 +765,12 @@ def _nesting_pointer(prefix: str, closers: str) -> tuple[str, str] | None:
         return None
     start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
     try:
-        tree, _ = _SCAN_POINTER(document, start)
         duplicate = _repeated_name(document, start)
+        if duplicate is not None:
+            return duplicate
+        tree, _ = _SCAN_POINTER(document, start)
     except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
         return None
-    if duplicate is not None:
-        return duplicate
     path: list[str | int] = []
     for _ in range(MAX_DEPTH):
         if isinstance(tree, list):
@@ -1618,11 +1621,8 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
         _raise_first_problem_of(value)  # located in C passes
         return None  # pragma: no cover - it raised
     if floats:
-        try:
-            text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
-        except ValueError:  # an int past the interpreter's int/str digit limit
-            return None
-        return _decode_distinct(text, profile)
+        text = _standard_text(value)
+        return None if text is None else _decode_distinct(text, profile)
     blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
     if len(blob) < _PAUSE_COLLECTOR_AT:
         return cast(JSONValue, marshal.loads(blob))
@@ -1631,6 +1631,16 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
 
 
 _COMPACT: Final = (",", ":")
+
+
+def _standard_text(value: dict[Any, Any] | list[Any]) -> str | None:
+    """A plain value as compact JSON text by the standard library's C encoder (floats at
+    their ``repr``, NaN and the infinities spelled ``NaN``, ``Infinity``, names in their
+    order), or ``None`` for an int past the interpreter's int/str digit limit."""
+    try:
+        return json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
+    except ValueError:
+        return None
 
 
 _NON_FINITE_TOKEN: Final = re.compile(r"NaN|-?Infinity")
@@ -1646,9 +1656,8 @@ def _raise_first_problem_of(value: dict[Any, Any] | list[Any]) -> None:
     ``Infinity``); a lone surrogate is reported if no such number comes before it
     (``_raise_lone_surrogate``), else the first of those numbers.
     """
-    try:
-        text = json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
-    except ValueError:  # pragma: no cover - an int past the int/str digit limit
+    text = _standard_text(value)
+    if text is None:  # pragma: no cover - an int past the int/str digit limit
         return
     _raise_lone_surrogate(text, profile=False)
     first = _NON_FINITE_TOKEN.search(_STRINGS.sub('""', text))
