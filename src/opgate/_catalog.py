@@ -86,25 +86,19 @@ def _snapshot(
     memo: CompileMemo,
 ) -> Entry:
     where = f"operation {operation.name!r}"
+
+    def compiled(schema: object, role: SchemaRole, field: str) -> CompiledSchema:
+        return compiler.compile(schema, role=role, where=f"{where} {field}", memo=memo)
+
     input_schema = (
         default_input
         if operation.input_schema is None
-        else compiler.compile(
-            operation.input_schema,
-            role=SchemaRole.INPUT,
-            where=f"{where} input_schema",
-            memo=memo,
-        )
+        else compiled(operation.input_schema, SchemaRole.INPUT, "input_schema")
     )
     output_schema = (
         None
         if operation.output_schema is None
-        else compiler.compile(
-            operation.output_schema,
-            role=SchemaRole.OUTPUT,
-            where=f"{where} output_schema",
-            memo=memo,
-        )
+        else compiled(operation.output_schema, SchemaRole.OUTPUT, "output_schema")
     )
     texts = "".join(
         (
