@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -57,6 +57,7 @@ __all__ = [
     "Reply",
     "Upstream",
     "check_base_url",
+    "request_headers",
 ]
 
 #: Redirects followed within the base URL for GET and HEAD.
@@ -110,6 +111,20 @@ def check_base_url(base_url: str) -> httpx2.URL:
             "(give credentials through headers=)"
         )
     return url
+
+
+def request_headers(prepared: PreparedRequest, host_headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top."""
+    headers: dict[str, str] = {}
+    lowered_host = {name.lower() for name in host_headers}
+    for name, value in prepared.headers:
+        if name.lower() not in lowered_host:
+            headers[name] = value
+    if prepared.content_type is not None:
+        headers["Content-Type"] = prepared.content_type
+    headers.setdefault("Accept", "application/json, */*;q=0.5")
+    headers.update(host_headers)
+    return headers
 
 
 def _media_type(response: httpx2.Response) -> str:
@@ -174,37 +189,50 @@ class Upstream:
         path = url.raw_path.decode("ascii").split("?", 1)[0]
         return path == self._base_path or path.startswith(self._base_path + "/")
 
+    def build(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
+        """The first request for ``prepared`` with ``headers`` (``request_headers``), unsent.
+
+        ``ValueError`` if it would leave the base URL.
+        """
+        return self.client().build_request(
+            prepared.method,
+            self.url(prepared.path),
+            params=list(prepared.query),
+            headers=headers,
+            content=prepared.content,
+        )
+
     async def send(
         self,
         prepared: PreparedRequest,
         host_headers: Mapping[str, str],
         *,
         has_output_schema: bool,
+        check: Callable[[httpx2.Request], str | None] | None = None,
     ) -> Reply:
-        """Send ``prepared`` and return how it ended (never raises for HTTP problems)."""
+        """Send ``prepared`` and return how it ended (never raises for HTTP problems).
+
+        ``check`` sees the exact first request before it is sent; a message it
+        returns is the failure, and nothing is sent.
+        """
+        headers = request_headers(prepared, host_headers)
         try:
-            url = self.url(prepared.path)
+            request = self.build(prepared, headers)
         except ValueError:
             return _failed("refused: the request would leave the API's base URL")
-        headers: dict[str, str] = {}
-        lowered_host = {name.lower() for name in host_headers}
-        for name, value in prepared.headers:
-            if name.lower() not in lowered_host:
-                headers[name] = value
-        if prepared.content_type is not None:
-            headers["Content-Type"] = prepared.content_type
-        headers.setdefault("Accept", "application/json, */*;q=0.5")
-        headers.update(host_headers)
+        if check is not None:
+            refusal = check(request)
+            if refusal is not None:
+                return _failed(refusal)
         secrets = sorted(
             {v for v in host_headers.values() if len(v) >= 4}
             | {part for v in host_headers.values() for part in v.split() if len(part) >= 8},
             key=len,
             reverse=True,
         )
-        method = prepared.method
         try:
             with anyio.fail_after(self.timeout):
-                response, body, truncated = await self._exchange(method, url, prepared, headers)
+                response, body, truncated = await self._exchange(request, headers)
         except TimeoutError:
             return _failed(
                 f"the API did not answer within {self.timeout:g} s "
@@ -220,18 +248,12 @@ class Upstream:
         return self._success(response, body, truncated, has_output_schema)
 
     async def _exchange(
-        self, method: str, url: str, prepared: PreparedRequest, headers: dict[str, str]
+        self, request: httpx2.Request, headers: dict[str, str]
     ) -> tuple[httpx2.Response, bytes, bool]:
         client = self.client()
         limit = max(self.result_bytes * 4, 64 * 1024)
+        method = request.method
         for _ in range(MAX_REDIRECTS + 1):
-            request = client.build_request(
-                method,
-                url,
-                params=list(prepared.query),
-                headers=headers,
-                content=prepared.content,
-            )
             response = await client.send(request, stream=True, follow_redirects=False)
             try:
                 chunks: list[bytes] = []
@@ -250,9 +272,11 @@ class Upstream:
             if response.is_redirect and location and method in ("GET", "HEAD"):
                 target = response.url.join(location)
                 if self._inside(target):
-                    url = str(target.copy_with(query=None))
-                    prepared = PreparedRequest(
-                        method, "", tuple(target.params.multi_items()), (), None, None
+                    request = client.build_request(
+                        method,
+                        str(target.copy_with(query=None)),
+                        params=tuple(target.params.multi_items()),
+                        headers=headers,
                     )
                     continue
             return response, body, truncated
