@@ -7,10 +7,16 @@ as they came, the body bytes). It answers every request ``200 {"ok": true}``.
 
 ``DOCUMENT`` describes what the confirmation tests send: a JSON body with a query
 and a header parameter, a form-encoded body, and a path parameter.
+
+``read(message)`` parses a confirmation message strictly (every line must be one the
+renderer writes); ``assert_received_as_shown`` checks that the one request received
+is exactly the method, URL, headers and body it showed.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import threading
 import time
@@ -21,7 +27,15 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["DOCUMENT", "Received", "Recorder", "serve_recorder"]
+__all__ = [
+    "DOCUMENT",
+    "Received",
+    "Recorder",
+    "Shown",
+    "assert_received_as_shown",
+    "read",
+    "serve_recorder",
+]
 
 
 @dataclass(frozen=True)
@@ -137,3 +151,81 @@ def serve_recorder() -> Iterator[Recorder]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@dataclass
+class Shown:
+    """A confirmation message, read strictly."""
+
+    method: str
+    url: str
+    headers: list[tuple[str, str]]  # visible headers, in order
+    hidden: list[str]  # names of headers shown as not shown
+    body: bytes | None
+    decoded: dict[str, list[str]]  # section -> its indented lines
+
+
+_HEADER = re.compile(r'Header: ([!#$%&\'*+.^_`|~0-9A-Za-z-]+): (".*")')
+_HIDDEN = re.compile(r"Header: ([!#$%&'*+.^_`|~0-9A-Za-z-]+): not shown \(set by the host\)")
+_BODY = re.compile(r"Body \((\d+) bytes\), exactly as sent, on the next line after two spaces:")
+
+
+def read(message: str) -> Shown:
+    """Parse a confirmation message; fail on any line the renderer does not write."""
+    assert all(c == "\n" or " " <= c <= "~" for c in message), "not printable ASCII"
+    lines = message.split("\n")
+    assert re.fullmatch(r"Send [A-Z]+ \S+ \([A-Za-z0-9_.-]+\)\?", lines[0]), lines[0]
+    assert lines[1].startswith("Shown below: the whole request")
+    method = url = ""
+    headers: list[tuple[str, str]] = []
+    hidden: list[str] = []
+    body: bytes | None = None
+    decoded: dict[str, list[str]] = {}
+    section: str | None = None
+    index = 2
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if line.startswith("  "):
+            assert section is not None, line
+            decoded[section].append(line[2:])
+            continue
+        section = None
+        if match := re.fullmatch(r"Request: ([A-Z]+) (\S+)", line):
+            assert not method
+            method, url = match.groups()
+        elif match := _HEADER.fullmatch(line):
+            headers.append((match.group(1), json.loads(match.group(2))))
+        elif match := _HIDDEN.fullmatch(line):
+            hidden.append(match.group(1))
+        elif match := _BODY.fullmatch(line):
+            assert body is None
+            raw = lines[index]
+            index += 1
+            assert raw.startswith("  ")
+            body = raw[2:].encode("ascii")
+            assert len(body) == int(match.group(1))
+        elif line == "Body: none":
+            assert body is None
+        elif line in ("Query, decoded:", "Path segments, decoded:", "Form fields, decoded:"):
+            section = line
+            decoded[section] = []
+        elif line == "End of the request.":
+            assert index == len(lines), "text after the end"
+        else:
+            raise AssertionError(f"a line the renderer does not write: {line[:120]!r}")
+    assert lines[-1] == "End of the request."
+    return Shown(method, url, headers, hidden, body, decoded)
+
+
+def assert_received_as_shown(recorder: Recorder, shown: Shown) -> None:
+    """The one request the upstream received is exactly what ``shown`` says."""
+    assert len(recorder.received) == 1, recorder.received
+    got = recorder.received[0]
+    assert got.method == shown.method
+    assert recorder.origin + got.target == shown.url
+    hidden = {name.lower() for name in shown.hidden}
+    visible = [(name, value) for name, value in got.headers if name not in hidden]
+    assert visible == [(name.lower(), value) for name, value in shown.headers]
+    assert {name for name, _ in got.headers} >= hidden
+    assert got.body == (shown.body or b"")

@@ -131,12 +131,14 @@ class _Handler:
             return fail(f"not sent: {exc}")
         upstream = catalog._upstream
         has_output_schema = plan.output_schema is not None
-        if plan.method not in catalog.confirm:
+        resume = inv.resume
+        # An answer is checked as an answer even where this method is not confirmed (a
+        # replica configured otherwise): a declined or replayed answer never sends.
+        if plan.method not in catalog.confirm and resume is None:
             reply = await upstream.send(
                 prepared, await catalog._headers(plan.name), has_output_schema=has_output_schema
             )
             return reply.outcome()
-        resume = inv.resume
         if resume is None:
             return await self._ask(prepared)
         state = resume.state
