@@ -3,7 +3,8 @@
 ``serve_recorder()`` runs a raw ASGI app with uvicorn in a thread and yields a
 ``Recorder``: its base URL (``http://127.0.0.1:PORT/api``) and the list of requests
 it received, each a ``Received`` (method, the raw request target, the header lines
-as they came, the body bytes). It answers every request ``200 {"ok": true}``.
+as they came, the body bytes). It answers ``200 {"ok": true}``, except ``/api/moved``:
+a redirect inside the base URL.
 
 ``DOCUMENT`` describes what the confirmation tests send: a JSON body with a query
 and a header parameter, a form-encoded body, and a path parameter.
@@ -83,6 +84,9 @@ DOCUMENT: dict[str, Any] = {
                 "responses": {"200": {"description": "ok"}},
             }
         },
+        "/moved": {
+            "get": {"operationId": "moved", "responses": {"302": {"description": "elsewhere"}}}
+        },
         "/files/{name}": {
             "delete": {
                 "operationId": "files.delete",
@@ -117,6 +121,11 @@ def _app(recorder: Recorder) -> Any:
             target += "?" + scope["query_string"].decode("ascii")
         headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
         recorder.received.append(Received(scope["method"], target, headers, b"".join(chunks)))
+        if scope["path"].endswith("/moved"):
+            location = [(b"location", b"/api/files/elsewhere")]
+            await send({"type": "http.response.start", "status": 302, "headers": location})
+            await send({"type": "http.response.body", "body": b""})
+            return
         await send(
             {
                 "type": "http.response.start",

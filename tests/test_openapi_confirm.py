@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -171,7 +172,7 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
 ) -> None:
     _, registry = payments
     recipient = f"{char}rekcatta"
-    arguments = {"note": f"rent{char}", "body": {"to": recipient, "amount": 5}}
+    arguments = {"note": f"rent{char}", "body": {"to": recipient, f"amount{char}": 5}}
     pending = await prompt(registry, "transfer", arguments)
     message = pending.prompt.message
     assert char not in message
@@ -181,6 +182,7 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
     shown = read(message)
     assert shown.body is not None
     assert f'"to":"{escape}rekcatta"'.encode() in shown.body
+    assert f'"amount{escape}":5'.encode() in shown.body
     assert shown.decoded["Query, decoded:"] == [f'"note" = "rent{escape}"']
     assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
     assert_received_as_shown(recorder, shown)
@@ -257,7 +259,9 @@ async def test_the_answer_sends_only_the_request_that_was_shown(
     reordered = {"body": {"amount": 10, "to": "landlord"}}
     outcome = await accept(registry, "transfer", reordered, pending)
     assert isinstance(outcome, Failed), outcome
-    assert outcome.failure.message.startswith("not sent: the request differs from the one")
+    assert outcome.failure.message.startswith(
+        "not sent: the request this answer would send differs"
+    )
     assert recorder.received == []
 
 
@@ -275,3 +279,43 @@ def test_any_value_is_shown_as_printable_ascii_on_renderer_lines(text: str, key:
     assert all(unicodedata.category(c)[0] != "C" for c in shown)
     if key:
         assert json.loads(quoted(key)) == key
+
+
+async def test_a_confirmed_request_is_the_only_request_sent(recorder: Recorder) -> None:
+    """A confirmed GET is not followed to where the API redirects it (nobody saw that)."""
+    recorder.received.clear()
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, confirm=["GET"])
+    registry = catalog.registry(Policy())
+    try:
+        pending = await prompt(registry, "moved", {})
+        shown = read(pending.prompt.message)
+        outcome = await accept(registry, "moved", {}, pending)
+        assert isinstance(outcome, Failed), outcome
+        assert outcome.failure.message.startswith("HTTP 302 Found: the API redirected")
+        assert "none of a confirmed request" in outcome.failure.message
+        assert_received_as_shown(recorder, shown)  # one request: the one shown
+    finally:
+        await catalog.aclose()
+
+
+async def test_default_headers_of_the_hosts_own_client_are_named_not_shown(
+    recorder: Recorder,
+) -> None:
+    recorder.received.clear()
+    own = httpx2.AsyncClient(headers={"X-Api-Key": "client-secret"}, cookies={"sid": "c00kie"})
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    registry = catalog.registry(Policy())
+    try:
+        arguments = {"body": {"to": "landlord", "amount": 10}}
+        pending = await prompt(registry, "transfer", arguments)
+        message = pending.prompt.message
+        assert "client-secret" not in message
+        assert "c00kie" not in message
+        shown = read(message)
+        assert set(shown.hidden) == {"X-Api-Key", "Cookie"}
+        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+        assert_received_as_shown(recorder, shown)
+        assert dict(recorder.received[0].headers)["x-api-key"] == "client-secret"
+    finally:
+        await catalog.aclose()
+        await own.aclose()

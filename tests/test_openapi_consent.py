@@ -175,7 +175,9 @@ async def test_a_replica_with_another_base_url_refuses_the_answer(
         assert read(pending.prompt.message).url == recorder.base_url + "/transfer"
         outcome = await answer(answered_by, alice, "transfer", TRANSFER, pending)
         assert code(outcome) == "operation_failed"
-        assert outcome.failure.message.startswith("not sent: the request differs")
+        assert outcome.failure.message.startswith(
+            "not sent: the request this answer would send differs"
+        )
         assert recorder.received == []
     finally:
         await replicas.close()

@@ -161,7 +161,11 @@ class _Handler:
             return None if request_digest(request, hidden) == digest else MISMATCH
 
         reply = await upstream.send(
-            prepared, headers, has_output_schema=has_output_schema, check=shown
+            prepared,
+            headers,
+            has_output_schema=has_output_schema,
+            check=shown,
+            follow_redirects=False,
         )
         catalog._sent.record(key, reply.result, reply.message)
         return reply.outcome()

@@ -106,8 +106,9 @@ _INTRO = (
 
 #: Why the answer is refused when the request to send is not the one shown.
 MISMATCH = (
-    "not sent: the request differs from the one shown for confirmation (the arguments "
-    "must be sent again exactly as first given, in the same member order); ask again"
+    "not sent: the request this answer would send differs from the one shown for "
+    "confirmation (the arguments were sent again in another member order, or this "
+    "server is configured otherwise); call again without the answer to be asked afresh"
 )
 
 
@@ -272,7 +273,8 @@ class SentLog:
             )
         if record.result is None:
             return fail(
-                f"already sent once for this confirmation, not sent again: {record.message}"
+                "this confirmation was used once already and is not used again; "
+                f"that use ended: {record.message}"
             )
         note = Text(
             f"{shown} was already sent for this confirmation; not sent again. Its response was:"

@@ -209,11 +209,13 @@ class Upstream:
         *,
         has_output_schema: bool,
         check: Callable[[httpx2.Request], str | None] | None = None,
+        follow_redirects: bool = True,
     ) -> Reply:
         """Send ``prepared`` and return how it ended (never raises for HTTP problems).
 
         ``check`` sees the exact first request before it is sent; a message it
-        returns is the failure, and nothing is sent.
+        returns is the failure, and nothing is sent. Without ``follow_redirects``
+        only that request is sent (a confirmed one: nothing the person did not see).
         """
         headers = request_headers(prepared, host_headers)
         try:
@@ -232,7 +234,7 @@ class Upstream:
         )
         try:
             with anyio.fail_after(self.timeout):
-                response, body, truncated = await self._exchange(request, headers)
+                response, body, truncated = await self._exchange(request, headers, follow_redirects)
         except TimeoutError:
             return _failed(
                 f"the API did not answer within {self.timeout:g} s "
@@ -248,7 +250,7 @@ class Upstream:
         return self._success(response, body, truncated, has_output_schema)
 
     async def _exchange(
-        self, request: httpx2.Request, headers: dict[str, str]
+        self, request: httpx2.Request, headers: dict[str, str], follow_redirects: bool
     ) -> tuple[httpx2.Response, bytes, bool]:
         client = self.client()
         limit = max(self.result_bytes * 4, 64 * 1024)
@@ -269,7 +271,8 @@ class Upstream:
                 await response.aclose()
             body = b"".join(chunks)[:limit]
             location = response.headers.get("location")
-            if response.is_redirect and location and method in ("GET", "HEAD"):
+            follow = follow_redirects and method in ("GET", "HEAD")
+            if response.is_redirect and location and follow:
                 target = response.url.join(location)
                 if self._inside(target):
                     request = client.build_request(
@@ -357,8 +360,8 @@ def _failure(response: httpx2.Response, body: bytes, secrets: list[str]) -> Repl
     head = f"HTTP {status} {response.reason_phrase}".strip()
     if 300 <= status < 400:
         return _failed(
-            f"{head}: the API redirected the request elsewhere; redirects that leave the "
-            "base URL, and redirects of methods other than GET and HEAD, are not followed",
+            f"{head}: the API redirected the request elsewhere; only a GET or HEAD redirect "
+            "within the base URL is followed, and none of a confirmed request",
             diagnostics={"status": status},
         )
     text = body.decode(response.encoding or "utf-8", errors="replace")
