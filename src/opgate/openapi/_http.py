@@ -11,8 +11,12 @@ Requests
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header.
 * Redirects are never followed by the client. A redirect of a ``GET``/``HEAD`` to a
-  URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times); any
-  other redirect ends the call with a failure that does not reveal the location.
+  URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times), unless
+  ``send(follow_redirects=False)`` (a confirmed request); any other redirect ends the
+  call with a failure that does not reveal the location.
+* ``build`` makes the exact first request (``request_headers`` composes its
+  headers) without sending it, for the confirmation form; ``send(check=...)`` lets
+  the caller refuse that exact request before anything is sent.
 * ``timeout`` bounds the whole exchange, body included; the client's own connect,
   read, write and pool timeouts use the same value. ``trust_env`` is off: no proxy,
   ``.netrc`` or certificate settings are picked up from the environment behind the
