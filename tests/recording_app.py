@@ -3,8 +3,8 @@
 ``serve_recorder()`` runs a raw ASGI app with uvicorn in a thread and yields a
 ``Recorder``: its base URL (``http://127.0.0.1:PORT/api``) and the list of requests
 it received, each a ``Received`` (method, the raw request target, the header lines
-as they came, the body bytes). It answers ``200 {"ok": true}``, except ``/api/moved``:
-a redirect inside the base URL.
+as they came, the body bytes). It answers ``200 {"ok": true}`` with a ``Set-Cookie``, except
+``/api/moved``: a redirect inside the base URL.
 
 ``DOCUMENT`` describes what the confirmation tests send: a JSON body with a query
 and a header parameter, a form-encoded body, and a path parameter.
@@ -130,7 +130,10 @@ def _app(recorder: Recorder) -> Any:
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [(b"content-type", b"application/json")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"set-cookie", b"session=given-to-the-last-caller; Path=/"),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": b'{"ok":true}'})

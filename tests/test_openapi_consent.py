@@ -206,3 +206,19 @@ async def test_a_replica_that_does_not_confirm_never_sends_an_answered_prompt(
         assert len(recorder.received) == 1
     finally:
         await replicas.close()
+
+
+async def test_a_cookie_from_one_principals_response_never_rides_on_anothers(
+    recorder: Recorder,
+) -> None:
+    """The recorder answers with Set-Cookie; opgate's shared client keeps no cookies."""
+    recorder.received.clear()
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, confirm=())
+    registry = catalog.registry(Policy())
+    try:
+        for who in ("alice", "bob"):
+            outcome = await registry.invoke(Ctx(who), "transfer", TRANSFER)
+            assert isinstance(outcome, Completed), outcome
+        assert [dict(got.headers).get("cookie") for got in recorder.received] == [None, None]
+    finally:
+        await catalog.aclose()

@@ -20,7 +20,8 @@ Requests
 * ``timeout`` bounds the whole exchange, body included; the client's own connect,
   read, write and pool timeouts use the same value. ``trust_env`` is off: no proxy,
   ``.netrc`` or certificate settings are picked up from the environment behind the
-  host's back (pass your own ``client=`` for those).
+  host's back (pass your own ``client=`` for those). The client keeps no cookies: a
+  ``Set-Cookie`` in one principal's response never rides on another's request.
 
 Responses
 ---------
@@ -46,6 +47,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import anyio
@@ -117,6 +119,11 @@ def check_base_url(base_url: str) -> httpx2.URL:
     return url
 
 
+def _no_cookies() -> CookieJar:
+    """A cookie jar that keeps nothing: the shared client serves every principal."""
+    return CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+
+
 def request_headers(prepared: PreparedRequest, host_headers: Mapping[str, str]) -> dict[str, str]:
     """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top."""
     headers: dict[str, str] = {}
@@ -172,6 +179,7 @@ class Upstream:
                 ),
                 follow_redirects=False,
                 trust_env=False,
+                cookies=_no_cookies(),
             )
         return self._client
 
