@@ -236,6 +236,9 @@ def _header_value(param: ParamPlan, value: Any) -> str:
         raise ArgumentProblem(
             f"header {param.name[:60]!r} may hold only printable ASCII characters"
         )
+    if text != text.strip(" \t"):
+        # HTTP trims such whitespace (RFC 9110, 5.5): the API would get another value.
+        raise ArgumentProblem(f"header {param.name[:60]!r} may not start or end with whitespace")
     return text
 
 
