@@ -189,6 +189,28 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
     assert json.loads(recorder.received[0].body)["to"] == recipient  # the same value, escaped
 
 
+async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """An HTML or Markdown renderer would drop a comment and decode an entity."""
+    _, registry = payments
+    hide = "<!-- hidden --> &#x202e;<b>x</b>"
+    arguments = {"note": hide, "X-Memo": hide, "body": {hide: hide, "to": "attacker"}}
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert "<" not in message
+    assert ">" not in message
+    for line in message.split("\n"):
+        if not line.startswith("Request: "):  # the query's own separators are '&'
+            assert "&" not in line, line
+    shown = read(message)
+    assert shown.body is not None
+    assert b"\\u003c!-- hidden --\\u003e \\u0026#x202e;" in shown.body
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
+
+
 async def test_what_the_upstream_receives_is_what_the_form_showed(
     payments: tuple[Catalog, Registry], recorder: Recorder
 ) -> None:
@@ -207,7 +229,7 @@ async def test_what_the_upstream_receives_is_what_the_form_showed(
     assert shown.hidden == ["Authorization"]
     assert TOKEN not in pending.prompt.message
     assert shown.decoded["Query, decoded:"] == [
-        '"note" = ' + json.dumps(arguments["note"], ensure_ascii=True)
+        '"note" = "M\\u00e4rz rent \\u0026 more=1 +2 %20 #frag"'
     ]
     assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
     assert_received_as_shown(recorder, shown)
@@ -226,7 +248,7 @@ async def test_a_form_encoded_body_is_shown_exactly_and_decoded(
     assert shown.decoded["Form fields, decoded:"] == [
         '"to" = "att\\u202eacker"',
         '"amount" = "7"',
-        '"memo" = "a=b&to=landlord"',
+        '"memo" = "a=b\\u0026to=landlord"',
     ]
     assert isinstance(await accept(registry, "pay", arguments, pending), Completed)
     assert_received_as_shown(recorder, shown)

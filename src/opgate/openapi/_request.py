@@ -66,8 +66,17 @@ def json_bytes(value: Any, *, ascii: bool = False) -> bytes:
 
 
 def quoted(text: str) -> str:
-    """``text`` as a JSON string of printable ASCII: anything else is a JSON escape."""
-    return json.dumps(text)  # ensure_ascii escapes DEL too
+    """``text`` as a JSON string of printable ASCII: anything else is a JSON escape.
+
+    ``<``, ``>`` and ``&`` are escapes too: a client that renders the message as
+    HTML or Markdown can then neither hide a span (``<!-- ... -->``) nor turn an
+    entity (``&#x202e;``) into the character it names.
+    """
+    # ensure_ascii escapes DEL too
+    return json.dumps(text).translate(_MARKUP)
+
+
+_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 def _string(text: str) -> str:
