@@ -341,3 +341,22 @@ async def test_default_headers_of_the_hosts_own_client_are_named_not_shown(
     finally:
         await catalog.aclose()
         await own.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "content", "reason"),
+    [
+        ("http://h/api/x", b"\x00\xffbinary", "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x", "caf\u00e9".encode(), "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x", b"line\nbreak", "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x?q=%FF", b"", "query holds a percent-escape that is not UTF-8"),
+        ("http://h/api/%C3%28", b"", "path holds a percent-escape that is not UTF-8"),
+    ],
+)
+def test_what_cannot_be_shown_as_text_is_refused(url: str, content: bytes, reason: str) -> None:
+    """opgate's own encoders never make these; a request that has them is not offered."""
+    from opgate.openapi._confirm import Unshowable, render
+
+    request = httpx2.Request("POST", url, content=content)
+    with pytest.raises(Unshowable, match=reason):
+        render("op", "/x", request, frozenset(), 16384)
