@@ -71,6 +71,7 @@ class ReplicaSet:
         lease: float | None = None,
         log_dir: Path,
         environment: dict[str, str] | None = None,
+        arguments: Sequence[str] = (),
     ) -> None:
         self.ports = [free_port() for _ in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -85,6 +86,7 @@ class ReplicaSet:
                 command += ["--ledger", ledger_url, "--ledger-prefix", prefix]
                 if lease is not None:
                     command += ["--ledger-lease", str(lease)]
+            command += arguments
             log = (log_dir / f"replica-{index}.log").open("ab")
             self.processes.append(
                 subprocess.Popen(

@@ -109,26 +109,47 @@ class RedisLedger:
     """A continuation ledger in Redis: ``Registry(..., secret=..., ledger=RedisLedger(url))``.
 
     ``url`` is a ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``) URL;
-    ``prefix`` names the deployment's keys (one hash tag, so one cluster slot;
-    deployments sharing a Redis need different prefixes); ``lease`` is how long a
-    transition survives its replica (default 15 s). Every replica must use the same
-    URL, prefix, secret, definitions and ``Limits``. Needs the ``redis`` extra.
+    ``password`` is Redis's password when the URL holds none (give it once: in the
+    URL or here, not both); ``prefix`` names the deployment's keys (one hash tag, so
+    one cluster slot; deployments sharing a Redis need different prefixes);
+    ``lease`` is how long a transition survives its replica (default 15 s). Every
+    replica must use the same URL, prefix, secret, definitions and ``Limits``. Needs
+    the ``redis`` extra.
     """
 
-    __slots__ = ("_lease", "_prefix", "_url")
+    __slots__ = ("_lease", "_password", "_prefix", "_url")
 
     def __init__(
-        self, url: str, *, prefix: str = "opgate", lease: timedelta = DEFAULT_LEASE
+        self,
+        url: str,
+        *,
+        prefix: str = "opgate",
+        lease: timedelta = DEFAULT_LEASE,
+        password: str | None = None,
     ) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ValueError("RedisLedger needs a redis://HOST:PORT/DB URL")
+        try:
+            holds_password = url_has_password(url)
+        except ValueError:
+            raise ValueError(
+                "RedisLedger needs a redis://HOST:PORT/DB, rediss:// or unix:// URL"
+            ) from None
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{} "):
             raise ValueError("RedisLedger prefix must be a nonempty name without braces or spaces")
         if not isinstance(lease, timedelta) or lease < MIN_LEASE:
             raise ValueError(f"RedisLedger lease must be a timedelta of at least {MIN_LEASE}")
+        if password is not None:
+            if not isinstance(password, str) or not password:
+                raise ValueError("RedisLedger password must be a nonempty str")
+            if holds_password:
+                raise ValueError(
+                    "RedisLedger got a password twice: in the URL and as password=; give one"
+                )
         self._url = url
         self._prefix = prefix
         self._lease = lease
+        self._password = password
 
     def __repr__(self) -> str:
         # no URL: it may hold a password
@@ -145,8 +166,32 @@ class RedisLedger:
         """The backend one registry uses."""
         return RedisBackend(
             self._url, self._prefix, self._lease, limits=limits, clock=clock, keys=keys,
-            revision=revision,
+            revision=revision, password=self._password,
         )  # fmt: skip
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a Redis URL carries a password (``:PASS@`` or a ``password=`` query
+    option, as redis-py reads it); ``ValueError`` for a URL redis-py cannot read."""
+    from redis.asyncio.connection import parse_url
+
+    return any("password" in name for name in parse_url(url))
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its credentials and query options, fit for a log line."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<an unreadable Redis URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    user = "***@" if parts.username or parts.password else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
 
 
 @dataclass(slots=True, eq=False)
@@ -239,8 +284,10 @@ class RedisBackend:
         clock: Callable[[], float],
         keys: RegistryKeys,
         revision: str,
+        password: str | None = None,
     ) -> None:
         self._url = url
+        self._password = password
         self._key_prefix = f"{{{prefix}}}:"
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._grace_ms = self._lease_ms + int(RETENTION_GRACE.total_seconds() * 1000)
@@ -282,7 +329,7 @@ class RedisBackend:
         loop = asyncio.get_running_loop()
         if self._wire is None or self._loop is not loop:
             # connections belong to the event loop that opened them
-            self._wire = ScriptWire(self._url, SCRIPT)
+            self._wire = ScriptWire(self._url, SCRIPT, password=self._password)
             self._loop = loop
             self._renewer = None
         return self._wire

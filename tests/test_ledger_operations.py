@@ -1,0 +1,170 @@
+"""Operating the shared ledger: how Redis's password is given, and what a replica does
+while Redis is down.
+
+Every test here runs ``opgate serve --http`` processes (benchmarks/replicas.py) against a
+real ``redis-server`` and drives them with the official MCP client.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+import pytest
+import redis.asyncio as redis_client
+
+from conftest import ROOT, serve_environment
+from redis_server import RedisServer
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from replicas import ReplicaSet, RoundRobinTransport, client
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+PASSWORD = "redis-PASSWORD-marker-7f3a"
+YES = types.ElicitResult(action="accept", content={"ok": True})
+CONFIRM = {"name": "orders.confirm", "arguments": {"id": 7}}
+ECHO = {"name": "util.echo", "arguments": {"text": "hello"}}
+
+
+async def accept(context: Any, params: Any) -> types.ElicitResult:
+    return YES
+
+
+@pytest.fixture(scope="module")
+def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server that wants ``PASSWORD`` (``requirepass``)."""
+    server = RedisServer(tmp_path_factory.mktemp("locked"), arguments=("--requirepass", PASSWORD))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def serve(
+    *arguments: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``opgate serve`` run to its exit (for the refusals)."""
+    return subprocess.run(
+        [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry", *arguments],
+        cwd=ROOT,
+        env={**serve_environment(), "OPGATE_SECRET": "x" * 40, **(environment or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def confirm_on(replicas: ReplicaSet) -> types.CallToolResult:
+    """One confirmed ``orders.confirm`` through the ledger (2026-07-28): its final result."""
+    async with client(RoundRobinTransport(replicas.ports), MODERN, elicitation=accept) as session:
+        pending = await session.session.call_tool("invoke", CONFIRM, allow_input_required=True)
+        assert isinstance(pending, types.InputRequiredResult), pending
+        done = await session.session.call_tool(
+            "invoke",
+            CONFIRM,
+            request_state=pending.request_state,
+            input_responses={"opgate": YES},
+        )
+    assert isinstance(done, types.CallToolResult)
+    return done
+
+
+# -- item 7: the password is never a command-line value ------------------------------------
+
+
+@pytest.mark.parametrize("how", ["password-env", "password-file", "url-env"])
+async def test_the_redis_password_is_given_outside_the_command_line(
+    locked_redis: RedisServer, tmp_path: Path, how: str
+) -> None:
+    prefix = f"pw-{how}"
+    plain_url = locked_redis.url
+    secret_url = plain_url.replace("redis://", f"redis://:{PASSWORD}@")
+    ledger_url: str | None = plain_url
+    environment: dict[str, str] = {}
+    arguments: list[str] = []
+    if how == "password-env":
+        environment["OPGATE_LEDGER_PASSWORD"] = PASSWORD
+    elif how == "password-file":
+        password_file = tmp_path / "redis-password"
+        password_file.write_text(PASSWORD + "\n")
+        arguments = ["--ledger-password-file", str(password_file)]
+    else:
+        ledger_url = None
+        environment["OPGATE_LEDGER_URL"] = secret_url
+        arguments = ["--ledger-prefix", prefix]
+    with ReplicaSet(
+        1,
+        ledger_url=ledger_url,
+        prefix=prefix,
+        log_dir=tmp_path,
+        environment=environment,
+        arguments=arguments,
+    ) as replicas:
+        pid = replicas.processes[0].pid
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert b"serve" in command_line
+        assert PASSWORD.encode() not in command_line
+        done = await confirm_on(replicas)
+        assert not done.is_error, done
+        assert done.structured_content == {"id": 7}
+        log = replicas.log(0)
+    assert PASSWORD not in log
+    # the prompt really went through this Redis (the one that wants the password)
+    store = redis_client.Redis.from_url(secret_url)
+    try:
+        assert await store.keys(f"{{{prefix}}}:*")
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://:{PASSWORD}@127.0.0.1:1/0",
+        f"redis://user:{PASSWORD}@127.0.0.1:1/0",
+        f"redis://127.0.0.1:1/0?password={PASSWORD}",
+        f"rediss://:{PASSWORD}@127.0.0.1:1/0",
+        f"unix:///tmp/opgate-no-such.sock?password={PASSWORD}",
+    ],
+)
+def test_a_password_on_the_command_line_is_refused(url: str) -> None:
+    completed = serve("--http", "127.0.0.1:0", "--ledger", url)
+    assert completed.returncode == 2, completed.stderr
+    assert "process list" in completed.stderr
+    assert "OPGATE_LEDGER_PASSWORD" in completed.stderr
+    assert PASSWORD not in completed.stderr
+
+
+def test_the_ledger_url_and_password_are_given_once(tmp_path: Path) -> None:
+    url = "redis://127.0.0.1:1/0"
+    both = serve("--http", "127.0.0.1:0", "--ledger", url, environment={"OPGATE_LEDGER_URL": url})
+    assert both.returncode == 2
+    assert "once" in both.stderr
+    twice = serve(
+        "--http",
+        "127.0.0.1:0",
+        environment={
+            "OPGATE_LEDGER_URL": f"redis://:{PASSWORD}@127.0.0.1:1/0",
+            "OPGATE_LEDGER_PASSWORD": "another",
+        },
+    )
+    assert twice.returncode == 2
+    assert "already holds a password" in twice.stderr
+    assert PASSWORD not in twice.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    no_password = serve("--ledger", url, "--ledger-password-file", str(empty))
+    assert no_password.returncode == 2
+    assert "empty" in no_password.stderr
+    without_ledger = serve("--ledger-password-file", str(empty))
+    assert without_ledger.returncode == 2
+    assert "needs --ledger" in without_ledger.stderr
