@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp.types as types
 import pytest
 import redis.asyncio as redis_client
@@ -27,7 +28,7 @@ from replicas import ReplicaSet, RoundRobinTransport, client
 pytestmark = pytest.mark.anyio
 
 MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
+LEGACY = "legacy"  # 2025-11-25
 PASSWORD = "redis-PASSWORD-marker-7f3a"
 YES = types.ElicitResult(action="accept", content={"ok": True})
 CONFIRM = {"name": "orders.confirm", "arguments": {"id": 7}}
@@ -168,3 +169,96 @@ def test_the_ledger_url_and_password_are_given_once(tmp_path: Path) -> None:
     without_ledger = serve("--ledger-password-file", str(empty))
     assert without_ledger.returncode == 2
     assert "needs --ledger" in without_ledger.stderr
+
+
+def test_a_wrong_or_missing_password_stops_the_start(locked_redis: RedisServer) -> None:
+    """A Redis that refuses the replica's credentials will not heal by itself."""
+    for environment in ({"OPGATE_LEDGER_PASSWORD": "wrong-password"}, {}):
+        completed = serve(
+            "--http", "127.0.0.1:0", "--ledger", locked_redis.url, environment=environment
+        )
+        assert completed.returncode == 2, completed.stderr
+        assert "refused this replica" in completed.stderr
+        assert "AuthenticationError" in completed.stderr
+        assert "wrong-password" not in completed.stderr
+
+
+# -- item 8: Redis down stops only what needs it ----------------------------------------------
+
+
+def text_of(result: Any) -> str:
+    assert isinstance(result, types.CallToolResult), result
+    return "".join(part.text for part in result.content if isinstance(part, types.TextContent))
+
+
+def error_of(result: Any) -> tuple[str, str] | None:
+    if isinstance(result, types.CallToolResult) and result.is_error:
+        error = result.structured_content["error"]
+        return str(error["code"]), str(error["message"])
+    return None
+
+
+async def calls_while_down(replicas: ReplicaSet, era: str) -> None:
+    """What a form-capable client gets from a replica whose Redis is down."""
+    async with client(RoundRobinTransport(replicas.ports), era, elicitation=accept) as session:
+        plain = await session.call_tool("invoke", ECHO)
+        assert error_of(plain) is None, plain
+        assert text_of(plain) == "echo hello"
+        prompting = await session.call_tool("invoke", CONFIRM)
+        assert error_of(prompting) is not None, prompting
+        code, message = error_of(prompting)  # type: ignore[misc]
+        assert code == "confirmation_required"
+        assert "prompts are unavailable" in message
+        assert "try again" in message
+        assert text_of(prompting).count("confirmation_required") == 1
+        assert isinstance(
+            await session.call_tool("search", {"query": "orders"}), types.CallToolResult
+        )
+
+
+async def test_a_replica_serves_what_needs_no_ledger_while_redis_is_down(tmp_path: Path) -> None:
+    redis = RedisServer(tmp_path)  # its port is known; it is not running yet
+    try:
+        with ReplicaSet(1, ledger_url=redis.url, prefix="down", log_dir=tmp_path) as replicas:
+            assert "is unreachable" in replicas.log(0)  # said at startup
+            assert "serving anyway" in replicas.log(0)
+            for era in (MODERN, LEGACY):
+                await calls_while_down(replicas, era)
+            # Redis comes up: prompts work again without a restart of the replica
+            redis.start()
+            with anyio.fail_after(30):
+                while True:
+                    async with client(
+                        RoundRobinTransport(replicas.ports), MODERN, elicitation=accept
+                    ) as session:
+                        first = await session.session.call_tool(
+                            "invoke", CONFIRM, allow_input_required=True
+                        )
+                    if isinstance(first, types.InputRequiredResult):
+                        break
+                    await anyio.sleep(0.2)
+            assert "available again" in replicas.log(0)
+            # Redis goes down between the prompt and its answer: the answer is busy,
+            # said once, and the plain call still works
+            redis.stop()
+            async with client(
+                RoundRobinTransport(replicas.ports), MODERN, elicitation=accept
+            ) as session:
+                answered = await session.session.call_tool(
+                    "invoke",
+                    CONFIRM,
+                    request_state=first.request_state,
+                    input_responses={"opgate": YES},
+                )
+                assert error_of(answered) == (
+                    "busy",
+                    "the continuation store is unavailable; try again shortly",
+                ), (answered, replicas.log(0))
+                assert text_of(answered).startswith("busy: the continuation store")
+                assert text_of(answered).count("busy") == 1
+                assert error_of(await session.call_tool("invoke", ECHO)) is None
+            log = replicas.log(0)
+            # one line per change of health, not one per call
+            assert log.count("is unavailable (") <= 2, log
+    finally:
+        redis.stop()

@@ -70,6 +70,7 @@ __all__ = [
     "LedgerRecord",
     "LedgerStateError",
     "LedgerStatistics",
+    "LedgerUnavailable",
     "Lifetime",
     "Record",
     "RecordState",
@@ -81,11 +82,12 @@ __all__ = [
 TOKEN_LENGTH = 43
 _TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
 
-#: Public messages shared by every backend.
+#: Public messages shared by every backend (a client sees them after the code: "busy: ...").
 #: (Answering does not free the share: an answered prompt is kept for replay until it expires.)
-PRINCIPAL_FULL = "busy: you have too many pending inputs; try again once some of them expire"
-LEDGER_FULL = "busy: too many pending inputs; try again later"
-RECORD_BUSY = "busy: this input is being processed; try again"
+PRINCIPAL_FULL = "you have too many pending inputs; try again once some of them expire"
+LEDGER_FULL = "too many pending inputs; try again later"
+RECORD_BUSY = "this input is being processed; try again"
+STORE_DOWN = "the continuation store is unavailable; try again shortly"
 ANSWER_DIFFERS = "this prompt was already answered differently; an answer cannot be changed"
 
 #: Stale expiry-heap entries tolerated beyond the live records before a rebuild; the
@@ -148,6 +150,12 @@ TRANSITIONS: dict[RecordState, dict[Event, RecordState]] = {
 }
 
 IN_FLIGHT = frozenset({S.ANSWERING, S.REPLAYING, S.RECOVERING})
+
+
+class LedgerUnavailable(Exception):
+    """A shared store cannot be reached now: what ``begin`` raises then (a first call
+    runs as for a host that cannot show prompts). The other admitting calls return or
+    raise ``Failure(BUSY, STORE_DOWN)``."""
 
 
 class LedgerStateError(RuntimeError):
@@ -291,6 +299,9 @@ class LedgerBackend(Protocol, Generic[R, V]):
     * ``release``: give back what a reservation still holds; idempotent.
     * ``statistics``: a ``LedgerStatistics`` snapshot; ``aclose``: drop connections
       (a later call reconnects).
+
+    A shared store that cannot be reached makes ``begin`` raise ``LedgerUnavailable``,
+    and ``commit``, ``find``, ``claim`` and ``child_of`` raise ``Failure(BUSY, STORE_DOWN)``.
     """
 
     default_lifetime: Lifetime

@@ -447,6 +447,7 @@ def _serve(arguments: argparse.Namespace) -> int:
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
+    _check_ledger(gateway)
     if arguments.http is None:
         if arguments.token_verifier:
             raise UsageError("--token-verifier needs --http (stdio has one local principal)")
@@ -455,6 +456,46 @@ def _serve(arguments: argparse.Namespace) -> int:
         anyio.run(gateway.run_stdio)
         return 0
     return _serve_http(gateway, arguments)
+
+
+def _check_ledger(gateway: Any) -> None:
+    """Say on stderr whether the shared ledger answers; refuse one that rejects us.
+
+    An unreachable Redis is an outage, not a mistake: the replica serves (calls that
+    would prompt run without input support) and says so. A Redis that refuses this
+    replica's credentials or rights will not heal by itself: that stops the start.
+    """
+    backend = gateway.registry._ledger
+    check = getattr(backend, "check", None)
+    if check is None:
+        return
+    import anyio
+    from redis.exceptions import AuthenticationError, NoPermissionError
+
+    async def probe() -> BaseException | None:
+        try:
+            result: BaseException | None = await check()
+            return result
+        finally:
+            await backend.aclose()  # its connections belong to this event loop
+
+    error = anyio.run(probe)
+    where = backend.health.where
+    if error is None:
+        print(f"opgate: ledger {where} is reachable", file=sys.stderr, flush=True)
+        return
+    reason = f"{type(error).__name__}: {str(error)[:200]}"
+    if isinstance(error, AuthenticationError | NoPermissionError):
+        raise UsageError(
+            f"the ledger at {where} refused this replica ({reason}): check the password "
+            f"(${LEDGER_PASSWORD_ENV}, --ledger-password-file) and the Redis user's rights"
+        )
+    print(
+        f"opgate: the ledger at {where} is unreachable ({reason}); serving anyway: calls "
+        "run without input prompts and answers get busy until it is back",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _serve_http(gateway: Any, arguments: argparse.Namespace) -> int:

@@ -28,8 +28,13 @@ and who may run a transition:
   lifetime (see ``Lifetime``): a prompt issued on one replica is answerable on all
   of them, and a replica's shutdown expires nothing. Direct ``Registry.invoke``
   calls without ``lifetime=`` share a second, ``direct`` lifetime.
-* When Redis cannot be reached, admissions (``begin``, ``find``, ``claim``,
-  ``commit``) answer ``busy``; settling calls are logged and left to the lease.
+* When Redis cannot be reached, admissions (``find``, ``claim``, ``commit``,
+  ``child_of``) answer ``busy``, and ``begin`` raises ``LedgerUnavailable`` (a first
+  call then runs without input support); settling calls are logged and left to the
+  lease.
+  ``_Health`` says so in the log when it starts and ends (and every
+  ``HEALTH_REMINDER`` while it lasts); while it lasts, one call per
+  ``RETRY_INTERVAL`` tries Redis and the others do not wait for it.
 * Round trips: a prompt is ``begin`` + ``commit``; a resume on the replica that
   issued the prompt is ``claim`` + ``settle`` (``find`` answers from ``_Known``),
   on another replica ``find`` + ``claim`` + ``settle``. Scripts go through
@@ -46,6 +51,7 @@ import math
 import os
 import secrets
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -64,10 +70,12 @@ from .._ledger import (
     LEDGER_FULL,
     PRINCIPAL_FULL,
     RECORD_BUSY,
+    STORE_DOWN,
     Binding,
     Event,
     Ledger,
     LedgerStatistics,
+    LedgerUnavailable,
     Lifetime,
     token_hash,
 )
@@ -93,7 +101,14 @@ RETENTION_GRACE = timedelta(seconds=60)
 #: Longest a ledger call may take before it counts as Redis being unavailable.
 CALL_TIMEOUT = 10.0
 
-STORE_DOWN = "busy: the continuation store is unavailable; try again shortly"
+#: While Redis is unreachable, how often a call tries it again (the others fail at once).
+RETRY_INTERVAL = 1.0
+
+#: While Redis is unreachable, how often the log says it still is.
+HEALTH_REMINDER = 60.0
+
+#: What a store failure is (``AuthenticationError`` and ``NoPermissionError`` among them).
+_STORE_ERRORS = (RedisError, TimeoutError, OSError)
 
 _PROMPT_AAD = b"opgate/ledger/prompt/v1"
 _TOKEN_AAD = b"opgate/ledger/child-token/v1"
@@ -271,6 +286,66 @@ class _Known:
         return len(self._entries)
 
 
+class _Health:
+    """Whether this replica reaches Redis; a change is said once in the log.
+
+    ``where`` is the URL without credentials. While Redis is down, ``skip()`` lets
+    one call per ``RETRY_INTERVAL`` try it and fails the others at once, so that an
+    outage does not make every call wait for a connection attempt.
+    """
+
+    __slots__ = ("_last_said", "_last_try", "_skipped", "down_since", "where")
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.down_since: float | None = None
+        self._last_try = 0.0
+        self._last_said = 0.0
+        self._skipped = 0
+
+    def skip(self) -> bool:
+        """Whether to fail this call without trying Redis (it is down, and was just tried)."""
+        if self.down_since is None:
+            return False
+        now = time.monotonic()
+        if now - self._last_try < RETRY_INTERVAL:
+            self._skipped += 1
+            return True
+        self._last_try = now
+        return False
+
+    def failed(self, op: str, exc: BaseException, *, quiet: bool = False) -> None:
+        """Redis failed ``op``: say so if it was up (or a reminder is due)."""
+        now = time.monotonic()
+        self._last_try = now
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if self.down_since is None:
+            self.down_since = now
+            self._last_said = now
+            self._skipped = 0
+            if not quiet:
+                logger.warning(
+                    "ledger %s: the continuation store at %s is unavailable (%s); calls run "
+                    "without input prompts and answers get busy until it is back",
+                    op, self.where, reason,
+                )  # fmt: skip
+        elif now - self._last_said >= HEALTH_REMINDER:
+            self._last_said = now
+            logger.warning(
+                "ledger: the continuation store at %s is still unavailable after %.0f s (%s)",
+                self.where, now - self.down_since, reason,
+            )  # fmt: skip
+
+    def ok(self) -> None:
+        """Redis answered: say so if it was down."""
+        if self.down_since is not None:
+            logger.warning(
+                "ledger: the continuation store at %s is available again after %.0f s",
+                self.where, time.monotonic() - self.down_since,
+            )  # fmt: skip
+            self.down_since = None
+
+
 class RedisBackend:
     """The ``LedgerBackend`` of one registry on a shared Redis (see the module docstring)."""
 
@@ -288,6 +363,7 @@ class RedisBackend:
     ) -> None:
         self._url = url
         self._password = password
+        self.health = _Health(redacted_url(url))
         self._key_prefix = f"{{{prefix}}}:"
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._grace_ms = self._lease_ms + int(RETENTION_GRACE.total_seconds() * 1000)
@@ -361,23 +437,41 @@ class RedisBackend:
         return reply
 
     async def _admit(self, op: str, now_ms: int, *args: str | int | bytes) -> list[Any]:
-        """``_run`` for a call that admits work: an unreachable store is ``busy``."""
+        """``_run`` for a call that admits work: an unreachable store is ``busy``
+        (``LedgerUnavailable`` for ``begin``)."""
+        if self.health.skip():
+            raise LedgerUnavailable() if op == "begin" else Failure(FailureCode.BUSY, STORE_DOWN)
         try:
-            return await self._run(op, now_ms, *args)
-        except (RedisError, TimeoutError, OSError) as exc:
-            logger.warning(
-                "ledger %s: the store is unavailable (%s: %s)", op, type(exc).__name__, exc
-            )
+            reply = await self._run(op, now_ms, *args)
+        except _STORE_ERRORS as exc:
+            self.health.failed(op, exc)
+            if op == "begin":
+                raise LedgerUnavailable() from None
             raise Failure(FailureCode.BUSY, STORE_DOWN) from None
+        self.health.ok()
+        return reply
 
     async def _settle_run(self, op: str, *args: str | int | bytes) -> None:
         """``_run`` for a settling call: failures are logged and left to the lease."""
         try:
             await self._run(op, self._now_ms(), *args)
-        except (RedisError, TimeoutError, OSError) as exc:
+        except _STORE_ERRORS as exc:
+            self.health.failed(op, exc)
             logger.warning(
                 "ledger %s not recorded (%s); the lease expires it", op, type(exc).__name__
             )
+        else:
+            self.health.ok()
+
+    async def check(self) -> BaseException | None:
+        """Try Redis once (no log line): ``None`` when it answers, else the error."""
+        try:
+            await self._run("stats", self._now_ms())
+        except _STORE_ERRORS as exc:
+            self.health.failed("check", exc, quiet=True)
+            return exc
+        self.health.ok()
+        return None
 
     # -- leases -----------------------------------------------------------------------
 
@@ -406,7 +500,8 @@ class RedisBackend:
             now = self._now_ms()
             try:
                 await self._run("renew", now, now + self._lease_ms, *members)
-            except (RedisError, TimeoutError, OSError) as exc:
+            except _STORE_ERRORS as exc:
+                self.health.failed("renew", exc)
                 logger.warning("ledger leases not renewed (%s)", type(exc).__name__)
 
     # -- sealing ----------------------------------------------------------------------
