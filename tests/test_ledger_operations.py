@@ -7,8 +7,12 @@ real ``redis-server`` and drives them with the official MCP client.
 
 from __future__ import annotations
 
+import itertools
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,26 @@ import mcp.types as types
 import pytest
 import redis.asyncio as redis_client
 
-from conftest import ROOT, serve_environment
+import opgate.redis._ledger as redis_ledger
+from opgate import (
+    Completed,
+    Failed,
+    FailureCode,
+    FormInput,
+    InputMode,
+    InputResponse,
+    Invocation,
+    Operation,
+    Pending,
+    Registry,
+    Result,
+    Text,
+    await_input,
+    finish,
+)
+from opgate.redis import RedisLedger
+
+from conftest import ROOT, SECRET, Ctx, TeamPolicy, serve_environment
 from redis_server import RedisServer
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -33,6 +56,8 @@ PASSWORD = "redis-PASSWORD-marker-7f3a"
 YES = types.ElicitResult(action="accept", content={"ok": True})
 CONFIRM = {"name": "orders.confirm", "arguments": {"id": 7}}
 ECHO = {"name": "util.echo", "arguments": {"text": "hello"}}
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+FORM_SUPPORT = {InputMode.FORM}
 
 
 async def accept(context: Any, params: Any) -> types.ElicitResult:
@@ -262,3 +287,127 @@ async def test_a_replica_serves_what_needs_no_ledger_while_redis_is_down(tmp_pat
             assert log.count("is unavailable (") <= 2, log
     finally:
         redis.stop()
+
+
+# -- attacks: a hung Redis, a flapping Redis ------------------------------------------------
+
+
+def plain_and_prompting(calls: list[str]) -> list[Operation]:
+    async def notes(inv: Invocation) -> Any:
+        calls.append("notes")
+        return finish(Result([Text("notes")]))
+
+    async def confirm(inv: Invocation) -> Any:
+        if inv.resume is None:
+            return await_input(FormInput("Sure?", FORM, 1))
+        calls.append("confirmed")
+        return finish(Result([Text("confirmed")]))
+
+    return [
+        Operation("notes.list", "List notes", notes),
+        Operation("orders.confirm", "Confirm an order", confirm),
+    ]
+
+
+async def timed(reg: Registry, name: str, **kwargs: Any) -> tuple[float, Any]:
+    started = time.monotonic()
+    outcome = await reg.invoke(Ctx(), name, "{}", input_support=FORM_SUPPORT, **kwargs)
+    return time.monotonic() - started, outcome
+
+
+async def test_a_hung_redis_costs_one_wait_per_retry_not_one_per_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis paused (SIGSTOP): a call waits for it once; while it is down, one call at a
+    time (and at most one a second) tries it and the others do not wait; when it
+    resumes, prompts work again. The wait is longer than the retry interval, so a
+    second try while the first still waits would show."""
+    monkeypatch.setattr(redis_ledger, "CALL_TIMEOUT", 1.5)
+    server = RedisServer(tmp_path)
+    server.start()
+    calls: list[str] = []
+    reg = Registry(
+        plain_and_prompting(calls),
+        TeamPolicy(),
+        secret=SECRET,
+        ledger=RedisLedger(server.url, prefix="hung"),
+    )
+    pid = server._process.pid  # type: ignore[union-attr]
+    try:
+        assert isinstance((await timed(reg, "orders.confirm"))[1], Pending)
+        os.kill(pid, signal.SIGSTOP)
+        waited, outcome = await timed(reg, "notes.list")
+        assert isinstance(outcome, Completed), outcome
+        assert waited >= 1.5  # the call that found it hung
+        spans: list[tuple[float, float]] = []
+
+        async def one() -> None:
+            started = time.monotonic()
+            elapsed, outcome = await timed(reg, "notes.list")
+            assert isinstance(outcome, Completed), outcome
+            spans.append((started, started + elapsed))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(80):  # a call every 50 ms for four seconds
+                group.start_soon(one)
+                await anyio.sleep(0.05)
+        assert len(spans) == 80
+        slow = sorted(span for span in spans if span[1] - span[0] >= 1.0)
+        assert 1 <= len(slow) <= 3, spans  # Redis was tried again, not by everyone
+        for before, after in itertools.pairwise(slow):
+            assert after[0] >= before[1], slow  # never two tries at once
+        os.kill(pid, signal.SIGCONT)
+        with anyio.fail_after(20):
+            while not isinstance((await timed(reg, "orders.confirm"))[1], Pending):
+                await anyio.sleep(0.1)
+        said = [r.getMessage() for r in caplog.records if r.name == "opgate.redis"]
+        assert sum("is unavailable" in line for line in said) == 1, said
+        assert sum("available again" in line for line in said) == 1, said
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        await reg.aclose()
+        server.stop()
+
+
+async def test_a_flapping_redis_never_runs_an_answer_twice(tmp_path: Path) -> None:
+    """Redis stopped and started five times between prompts and their answers: plain
+    calls always work, prompts are refused while it is down, and every answer runs its
+    handler once or is refused (busy, then expired once Redis lost the prompt)."""
+    server = RedisServer(tmp_path)
+    server.start()
+    calls: list[str] = []
+    reg = Registry(
+        plain_and_prompting(calls),
+        TeamPolicy(),
+        secret=SECRET,
+        ledger=RedisLedger(server.url, prefix="flap"),
+    )
+    answered = 0
+    try:
+        for _ in range(5):
+            with anyio.fail_after(20):
+                while not isinstance(pending := (await timed(reg, "orders.confirm"))[1], Pending):
+                    await anyio.sleep(0.1)
+            kept = (await timed(reg, "orders.confirm"))[1]
+            assert isinstance(kept, Pending)
+            answer = (kept.continuation, InputResponse.accept({"ok": True}))
+            assert isinstance((await timed(reg, "orders.confirm", resume=answer))[1], Completed)
+            answered += 1
+            server.stop()
+            assert isinstance((await timed(reg, "notes.list"))[1], Completed)
+            refused = (await timed(reg, "orders.confirm"))[1]
+            assert isinstance(refused, Failed)
+            assert refused.failure.code in (FailureCode.CONFIRMATION_REQUIRED, FailureCode.BUSY)
+            late = (pending.continuation, InputResponse.accept({"ok": True}))
+            down = (await timed(reg, "orders.confirm", resume=late))[1]
+            assert isinstance(down, Failed)
+            assert down.failure.code is FailureCode.BUSY
+            # the replay of the answered one is busy too: it never runs again
+            again = (await timed(reg, "orders.confirm", resume=answer))[1]
+            assert isinstance(again, Failed)
+            assert again.failure.code is FailureCode.BUSY
+            server.start()
+        assert calls.count("confirmed") == answered
+    finally:
+        await reg.aclose()
+        server.stop()

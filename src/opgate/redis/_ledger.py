@@ -294,25 +294,30 @@ class _Health:
     outage does not make every call wait for a connection attempt.
     """
 
-    __slots__ = ("_last_said", "_last_try", "_skipped", "down_since", "where")
+    __slots__ = ("_last_said", "_last_try", "down_since", "probing", "where")
 
     def __init__(self, where: str) -> None:
         self.where = where
         self.down_since: float | None = None
+        self.probing = False  # a call is trying Redis while it is down
         self._last_try = 0.0
         self._last_said = 0.0
-        self._skipped = 0
 
     def skip(self) -> bool:
-        """Whether to fail this call without trying Redis (it is down, and was just tried)."""
+        """Whether to fail this call without trying Redis: it is down, and another call
+        is trying it or just did. (A call let through must end with ``done()``.)"""
         if self.down_since is None:
             return False
         now = time.monotonic()
-        if now - self._last_try < RETRY_INTERVAL:
-            self._skipped += 1
+        if self.probing or now - self._last_try < RETRY_INTERVAL:
             return True
         self._last_try = now
+        self.probing = True
         return False
+
+    def done(self) -> None:
+        """The call ``skip()`` let through has its answer (whatever it was)."""
+        self.probing = False
 
     def failed(self, op: str, exc: BaseException, *, quiet: bool = False) -> None:
         """Redis failed ``op``: say so if it was up (or a reminder is due)."""
@@ -322,7 +327,6 @@ class _Health:
         if self.down_since is None:
             self.down_since = now
             self._last_said = now
-            self._skipped = 0
             if not quiet:
                 logger.warning(
                     "ledger %s: the continuation store at %s is unavailable (%s); calls run "
@@ -441,6 +445,7 @@ class RedisBackend:
         (``LedgerUnavailable`` for ``begin``)."""
         if self.health.skip():
             raise LedgerUnavailable() if op == "begin" else Failure(FailureCode.BUSY, STORE_DOWN)
+        probe = self.health.probing  # set by skip() for this call only (no await between)
         try:
             reply = await self._run(op, now_ms, *args)
         except _STORE_ERRORS as exc:
@@ -448,6 +453,9 @@ class RedisBackend:
             if op == "begin":
                 raise LedgerUnavailable() from None
             raise Failure(FailureCode.BUSY, STORE_DOWN) from None
+        finally:
+            if probe:
+                self.health.done()
         self.health.ok()
         return reply
 
