@@ -41,7 +41,7 @@ from opgate import (
 )
 from opgate.redis import RedisLedger
 
-from conftest import ROOT, SECRET, Ctx, TeamPolicy, serve_environment
+from conftest import ROOT, SECRET, Ctx, TeamPolicy, free_port, serve_environment
 from redis_server import RedisServer
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -411,3 +411,121 @@ async def test_a_flapping_redis_never_runs_an_answer_twice(tmp_path: Path) -> No
     finally:
         await reg.aclose()
         server.stop()
+
+
+# -- attacks: other URL forms (TLS, a unix socket) ------------------------------------------
+
+
+def make_certificates(directory: Path, name: str) -> tuple[Path, Path, Path]:
+    """A CA and a certificate for 127.0.0.1 that it signed: ``(ca, cert, key)`` PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    address = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.SubjectAlternativeName([address]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (directory / f"{name}-ca.pem", directory / f"{name}.pem", directory / f"{name}.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RedisServer, str]]:
+    """A redis-server with a TLS port and a unix socket, wanting ``PASSWORD``; with the
+    TLS URL (and ``ssl_ca_certs``) of it."""
+    directory = tmp_path_factory.mktemp("tls")
+    ca, certificate, key = make_certificates(directory, "server")
+    make_certificates(directory, "other")
+    tls_port = free_port()
+    arguments = (
+        "--requirepass", PASSWORD, "--tls-port", str(tls_port),
+        "--tls-cert-file", str(certificate), "--tls-key-file", str(key),
+        "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no",
+        "--unixsocket", str(directory / "redis.sock"), "--unixsocketperm", "700",
+    )  # fmt: skip
+    server = RedisServer(directory, arguments=arguments)
+    server.start()
+    try:
+        yield server, f"rediss://127.0.0.1:{tls_port}/0?ssl_ca_certs={ca}"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("form", ["rediss", "unix"])
+async def test_tls_and_unix_socket_ledgers_take_the_password_from_the_environment(
+    tls_redis: tuple[RedisServer, str], tmp_path: Path, form: str
+) -> None:
+    server, tls_url = tls_redis
+    url = tls_url if form == "rediss" else f"unix://{server.directory / 'redis.sock'}?db=0"
+    with ReplicaSet(
+        1,
+        ledger_url=url,
+        prefix=f"form-{form}",
+        log_dir=tmp_path,
+        environment={"OPGATE_LEDGER_PASSWORD": PASSWORD},
+    ) as replicas:
+        command_line = Path(f"/proc/{replicas.processes[0].pid}/cmdline").read_bytes()
+        assert PASSWORD.encode() not in command_line
+        assert "is reachable" in replicas.log(0)
+        done = await confirm_on(replicas)
+        assert not done.is_error, done
+        log = replicas.log(0)
+    assert PASSWORD not in log
+    assert "ssl_ca_certs" not in log  # the log shows the URL without its options
+
+
+def test_a_tls_certificate_that_fails_verification_stops_the_start(
+    tls_redis: tuple[RedisServer, str],
+) -> None:
+    _, tls_url = tls_redis
+    other = tls_url.replace("server-ca.pem", "other-ca.pem")
+    environment = {"OPGATE_LEDGER_PASSWORD": PASSWORD}
+    refused = serve("--http", "127.0.0.1:0", "--ledger", other, environment=environment)
+    assert refused.returncode == 2, refused.stderr
+    assert "certificate verification" in refused.stderr
+    assert "ssl_ca_certs" in refused.stderr
+    assert PASSWORD not in refused.stderr
+    unverified = tls_url.split("?")[0] + "?ssl_cert_reqs=none"
+    # (no password given: after the warning, Redis refuses it and the start stops)
+    warned = serve("--http", "127.0.0.1:0", "--ledger", unverified)
+    assert warned.returncode == 2, warned.stderr
+    assert "turns TLS certificate verification off" in warned.stderr
+    assert "AuthenticationError" in warned.stderr  # it did talk to Redis over TLS

@@ -273,6 +273,8 @@ def _ledger(arguments: argparse.Namespace) -> Any:
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise UsageError(f"{source} must be a redis://HOST:PORT/DB, rediss:// or unix:// URL")
     try:
+        from redis.asyncio.connection import parse_url
+
         from .redis import RedisLedger
         from .redis._ledger import url_has_password
     except ImportError:
@@ -281,8 +283,16 @@ def _ledger(arguments: argparse.Namespace) -> Any:
 
     try:
         in_url = url_has_password(url)
+        options_in_url: dict[str, Any] = dict(parse_url(url))
     except ValueError:
         raise UsageError(f"{source} is not a Redis URL redis-py can read") from None
+    if url.startswith("rediss://") and options_in_url.get("ssl_cert_reqs") in ("none", "optional"):
+        print(
+            "opgate: warning: the ledger URL turns TLS certificate verification off "
+            "(ssl_cert_reqs): whoever is on the path can pose as Redis and read its password",
+            file=sys.stderr,
+            flush=True,
+        )
     if in_url and source == "--ledger":
         # Refused, not warned: the process list shows a command line to every local user.
         raise UsageError(
@@ -463,7 +473,8 @@ def _check_ledger(gateway: Any) -> None:
 
     An unreachable Redis is an outage, not a mistake: the replica serves (calls that
     would prompt run without input support) and says so. A Redis that refuses this
-    replica's credentials or rights will not heal by itself: that stops the start.
+    replica's credentials or rights, or whose TLS certificate fails verification,
+    will not heal by itself: that stops the start.
     """
     backend = gateway.registry._ledger
     check = getattr(backend, "check", None)
@@ -489,6 +500,11 @@ def _check_ledger(gateway: Any) -> None:
         raise UsageError(
             f"the ledger at {where} refused this replica ({reason}): check the password "
             f"(${LEDGER_PASSWORD_ENV}, --ledger-password-file) and the Redis user's rights"
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in str(error):  # redis-py keeps only the text
+        raise UsageError(
+            f"the ledger at {where} failed TLS certificate verification ({reason}): give "
+            "the CA that signed Redis's certificate with ?ssl_ca_certs=PATH in the URL"
         )
     print(
         f"opgate: the ledger at {where} is unreachable ({reason}); serving anyway: calls "
