@@ -529,3 +529,28 @@ def test_a_tls_certificate_that_fails_verification_stops_the_start(
     assert warned.returncode == 2, warned.stderr
     assert "turns TLS certificate verification off" in warned.stderr
     assert "AuthenticationError" in warned.stderr  # it did talk to Redis over TLS
+
+
+def test_a_redis_ledger_is_never_pickled_or_copied_with_its_credentials() -> None:
+    import copy
+    import pickle
+
+    for ledger in (
+        RedisLedger(f"redis://:{PASSWORD}@127.0.0.1:1/0"),
+        RedisLedger("redis://127.0.0.1:1/0", password=PASSWORD),
+    ):
+        assert PASSWORD not in repr(ledger)
+        for attempt in (pickle.dumps, copy.copy, copy.deepcopy):
+            with pytest.raises(TypeError, match="cannot be pickled") as refused:
+                attempt(ledger)
+            assert PASSWORD not in str(refused.value)
+    reg = Registry(
+        plain_and_prompting([]),
+        TeamPolicy(),
+        secret=SECRET,
+        ledger=RedisLedger("redis://127.0.0.1:1/0", password=PASSWORD),
+    )
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(reg._ledger)
+    with pytest.raises(ValueError, match="twice"):
+        RedisLedger(f"redis://:{PASSWORD}@127.0.0.1:1/0", password="another")

@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from cryptography.exceptions import InvalidTag
@@ -169,6 +169,10 @@ class RedisLedger:
     def __repr__(self) -> str:
         # no URL: it may hold a password
         return f"RedisLedger(prefix={self._prefix!r}, lease={self._lease!r})"
+
+    def __reduce__(self) -> NoReturn:
+        # a pickle or copy would carry the URL and the password
+        raise TypeError("a RedisLedger cannot be pickled (it holds Redis's credentials)")
 
     def bind(
         self,
@@ -392,6 +396,9 @@ class RedisBackend:
 
     def __repr__(self) -> str:
         return f"<RedisBackend {self._key_prefix!r}>"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a RedisBackend cannot be pickled (it holds keys and credentials)")
 
     # -- lifetimes ------------------------------------------------------------------
 
