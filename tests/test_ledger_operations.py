@@ -554,3 +554,72 @@ def test_a_redis_ledger_is_never_pickled_or_copied_with_its_credentials() -> Non
         pickle.dumps(reg._ledger)
     with pytest.raises(ValueError, match="twice"):
         RedisLedger(f"redis://:{PASSWORD}@127.0.0.1:1/0", password="another")
+
+
+@pytest.fixture(scope="module")
+def acl_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server with ACL users: ``opgate`` (every right) and ``weak`` (PING only),
+    both with ``PASSWORD``; the default user is off."""
+    arguments = (
+        "--user", "opgate", "on", f">{PASSWORD}", "~*", "&*", "+@all",
+        "--user", "weak", "on", f">{PASSWORD}", "~*", "+ping",
+        "--user", "default", "off",
+    )  # fmt: skip
+    server = RedisServer(tmp_path_factory.mktemp("acl"), arguments=arguments)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_an_acl_user_with_its_password_from_the_environment(
+    acl_redis: RedisServer, tmp_path: Path
+) -> None:
+    url = acl_redis.url.replace("redis://", "redis://opgate@")
+    with ReplicaSet(
+        1,
+        ledger_url=url,
+        prefix="acl",
+        log_dir=tmp_path,
+        environment={"OPGATE_LEDGER_PASSWORD": PASSWORD},
+    ) as replicas:
+        done = await confirm_on(replicas)
+        assert not done.is_error, done
+        log = replicas.log(0)
+    assert "is reachable" in log
+    assert "in clear" not in log  # loopback: no warning
+    assert "opgate@" not in log  # the user is not shown either
+
+
+def test_a_user_without_the_rights_stops_the_start(acl_redis: RedisServer) -> None:
+    url = acl_redis.url.replace("redis://", "redis://weak@")
+    refused = serve(
+        "--http", "127.0.0.1:0", "--ledger", url, environment={"OPGATE_LEDGER_PASSWORD": PASSWORD}
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "NoPermissionError" in refused.stderr
+    assert "rights" in refused.stderr
+
+
+def test_a_password_sent_in_clear_to_another_machine_is_warned_about() -> None:
+    # 192.0.2.0/24 is TEST-NET-1: nothing answers. The warning is the first line, before
+    # the startup check; the process is then killed.
+    command = [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry",
+               "--http", "127.0.0.1:0", "--ledger", "redis://192.0.2.1:6379/0"]  # fmt: skip
+    environment = {**serve_environment(), "OPGATE_SECRET": "x" * 40, "OPGATE_LEDGER_PASSWORD": "pw"}
+    with subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=environment,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    ) as process:
+        try:
+            assert process.stderr is not None
+            first = process.stderr.readline()
+        finally:
+            process.kill()
+    assert "travels in clear" in first
+    assert "rediss://" in first

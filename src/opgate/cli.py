@@ -311,6 +311,14 @@ def _ledger(arguments: argparse.Namespace) -> Any:
                 f"--ledger-password-file/${LEDGER_PASSWORD_ENV}"
             )
         options["password"] = password
+    host = options_in_url.get("host", "")
+    if (in_url or password is not None) and url.startswith("redis://") and not _is_loopback(host):
+        print(
+            "opgate: warning: Redis's password travels in clear over redis:// to another "
+            "machine: use rediss:// (TLS)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         return RedisLedger(url, **options)
     except ValueError as exc:
