@@ -284,7 +284,7 @@ async def test_a_replica_serves_what_needs_no_ledger_while_redis_is_down(tmp_pat
                 assert error_of(await session.call_tool("invoke", ECHO)) is None
             log = replicas.log(0)
             # one line per change of health, not one per call
-            assert log.count("is unavailable (") <= 2, log
+            assert log.count("is unavailable (") == 1, log  # the startup line said the first
     finally:
         redis.stop()
 
