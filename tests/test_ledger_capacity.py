@@ -430,6 +430,55 @@ async def test_principals_that_fill_the_ledger_together_can_still_answer() -> No
     assert await answer_rooms(reg) == 0
 
 
+async def test_an_answer_refused_by_policy_gives_its_room_back() -> None:
+    # An answer the policy refuses (nothing ran, the prompt is pending again) must not
+    # cost its principal the room it reserved: with the ledger full, a maximum answer to
+    # the same prompt still goes through.
+    note = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 20000}}}
+
+    async def ask(inv: Invocation) -> Any:
+        if inv.resume is None:
+            return await_input(FormInput("note?", note, 1))
+        return await_input(FormInput("again?", note, 2))
+
+    limits = Limits(ledger_bytes=2 * MIB)
+    reg = registry([Operation("p", "Prompt", ask)], limits=limits)
+    pending: list[Pending] = []
+    for index in range(10_000):  # eight principals fill the ledger
+        outcome = await reg.invoke(
+            Ctx(principal=f"p{index % 8}"), "p", "{}", input_support=FORM_SUPPORT
+        )
+        if isinstance(outcome, Failed):
+            assert outcome.failure.message == LEDGER_FULL, outcome
+            break
+        assert isinstance(outcome, Pending)
+        if index % 8 == 0:
+            pending.append(outcome)
+    largest = "x" * (limits.answer_bytes - 16)
+    answer = (pending[0].continuation, InputResponse.accept({"note": largest}))
+    policy: Any = reg._policy
+    policy.deny_execute.add("p")
+    rooms = await answer_rooms(reg)
+    for _ in range(3):
+        denied = await reg.invoke(
+            Ctx(principal="p0"), "p", "{}", input_support=FORM_SUPPORT, resume=answer
+        )
+        assert isinstance(denied, Failed)
+        assert denied.failure.code is FailureCode.UNAVAILABLE, denied
+    assert await answer_rooms(reg) == rooms  # every refused answer gave all of it back
+    policy.deny_execute.clear()
+    for index in range(1, 100):  # the others take whatever the refusals freed
+        refill = await reg.invoke(
+            Ctx(principal=f"p{index % 7 + 1}"), "p", "{}", input_support=FORM_SUPPORT
+        )
+        if isinstance(refill, Failed):
+            break
+    again = await reg.invoke(
+        Ctx(principal="p0"), "p", "{}", input_support=FORM_SUPPORT, resume=answer
+    )
+    assert isinstance(again, Pending), again
+
+
 async def answer_rooms(reg: Registry) -> int:
     """The sum of the answer rooms the ledger keeps (either backend)."""
     from opgate._ledger import Ledger

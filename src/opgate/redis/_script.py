@@ -110,6 +110,14 @@ local function room_give(scope, res, left)
   if left > 0 then room_set(scope, math.min(ROOM, room_kept(scope) + math.min(credit, left))) end
 end
 
+-- a reverted answer's ac bytes, uncharged at once (its reservation keeps the rest):
+-- they come back to the room as they would have with the reservation
+local function room_revert(scope, ac)
+  if redis.call('HEXISTS', SCOPES, scope) == 1 then
+    room_set(scope, math.min(ROOM, room_kept(scope) + ac))
+  end
+end
+
 local function room_drop(scope)
   local kept = room_kept(scope)
   redis.call('HDEL', ROOMS, scope)
@@ -343,7 +351,9 @@ elseif op == 'settle' then
       local ck = P .. 'c:' .. chain
       ac = num(ac)
       if ac > 0 and is_live(chain, key) then
-        uncharge(redis.call('HGET', ck, 's'), ac)
+        local scope = redis.call('HGET', ck, 's')
+        uncharge(scope, ac)
+        room_revert(scope, ac)
         redis.call('HINCRBY', ck, 'g:' .. key, 0 - ac)
         redis.call('HINCRBY', ck, 'r', 0 - ac)
       end
