@@ -623,3 +623,116 @@ def test_a_password_sent_in_clear_to_another_machine_is_warned_about() -> None:
             process.kill()
     assert "travels in clear" in first
     assert "rediss://" in first
+
+
+# -- the answer room: the Redis script against the in-memory ledger -------------------------
+
+
+async def rooms_of(reg: Registry) -> tuple[int, int]:
+    """``(used, rooms)`` of either ledger, the rooms checked against their parts."""
+    from opgate._ledger import Ledger
+
+    ledger: Any = reg._ledger
+    if isinstance(ledger, Ledger):
+        assert sum(ledger._rooms.values()) == ledger.rooms
+        return ledger.used, ledger.rooms
+    store = redis_client.Redis.from_url(ledger._url)
+    try:
+        head = ledger._key_prefix
+        rooms = {k: int(v) for k, v in (await store.hgetall(head + "rooms")).items()}
+        total = int(await store.get(head + "roomsum") or 0)
+        assert sum(rooms.values()) == total
+        return int(await store.get(head + "used") or 0), total
+    finally:
+        await store.aclose()
+
+
+async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: Any) -> None:
+    """Random new calls, answers of random sizes that prompt again or finish, and answers
+    the policy refuses, from six principals on a small ledger, made on both ledgers at
+    once: every outcome, the bytes used and the rooms kept agree after every step."""
+    import random
+
+    from opgate import Limits
+
+    note = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 20000}}}
+
+    async def ask(inv: Invocation) -> Any:
+        size = int(inv.arguments["size"])
+        if inv.resume is None or (inv.arguments["again"] and inv.resume.state["step"] == 1):
+            step = 1 if inv.resume is None else 2
+            return await_input(FormInput("note?", note, {"s": "x" * size, "step": step}))
+        return finish(Result([Text("done")]))
+
+    ID = {
+        "type": "object",
+        "properties": {"size": {"type": "integer"}, "again": {"type": "boolean"}},
+        "required": ["size", "again"],
+    }
+    limits = Limits(ledger_bytes=2 * 1024 * 1024)
+    registries = []
+    for ledger in (None, RedisLedger(redis_server.url, prefix=f"differential-{free_port()}")):
+        options: dict[str, Any] = {"secret": SECRET, "ledger": ledger} if ledger else {}
+        registries.append(
+            Registry(
+                [Operation("ask", "Ask", ask, input_schema=ID)],
+                TeamPolicy(),
+                limits=limits,
+                clock=lambda: 3_000_000.0,
+                **options,
+            )
+        )
+    pending: list[list[tuple[str, str, Pending]]] = [[], []]  # (principal, args, prompt)
+    seen: set[tuple[str, Any]] = set()
+    rng = random.Random(19016)
+    try:
+        for step in range(400):
+            principal = f"p{rng.randrange(6)}"
+            deny = rng.random() < 0.15
+            text = "y" * rng.choice([0, 10, 3000, limits.answer_bytes - 16])
+            answering = bool(pending[0]) and rng.random() < 0.45
+            index = rng.randrange(len(pending[0])) if answering else 0
+            again = "true" if rng.random() < 0.5 else "false"
+            arguments = f'{{"size": {rng.randrange(6000)}, "again": {again}}}'
+            outcomes: list[Any] = []
+            for side, reg in enumerate(registries):
+                policy: Any = reg._policy
+                policy.deny_execute.clear()
+                if deny:
+                    policy.deny_execute.add("ask")
+                if answering:
+                    who, args, waiting = pending[side][index]
+                    resume = (waiting.continuation, InputResponse.accept({"note": text}))
+                    ctx = Ctx(principal=who)
+                    outcomes.append(
+                        await reg.invoke(
+                            ctx, "ask", args, input_support=FORM_SUPPORT, resume=resume
+                        )
+                    )
+                else:
+                    ctx = Ctx(principal=principal)
+                    outcomes.append(
+                        await reg.invoke(ctx, "ask", arguments, input_support=FORM_SUPPORT)
+                    )
+            shapes = [
+                (type(o).__name__, o.failure.message if isinstance(o, Failed) else None)
+                for o in outcomes
+            ]
+            assert shapes[0] == shapes[1], (step, answering, outcomes)
+            seen.add((shapes[0][0], answering))
+            for side, outcome in enumerate(outcomes):
+                if answering:
+                    who, args, _ = pending[side][index]
+                    if isinstance(outcome, Pending | Completed):
+                        pending[side].pop(index)
+                    if isinstance(outcome, Pending):
+                        pending[side].append((who, args, outcome))
+                elif isinstance(outcome, Pending):
+                    pending[side].append((principal, arguments, outcome))
+            assert await rooms_of(registries[0]) == await rooms_of(registries[1]), step
+        # every kind of step happened: prompts, refusals, answers prompting and finishing
+        assert {("Pending", False), ("Failed", False), ("Pending", True)} <= seen, seen
+        assert {("Completed", True), ("Failed", True)} <= seen, seen
+    finally:
+        for reg in registries:
+            await reg.aclose()

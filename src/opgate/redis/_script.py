@@ -17,7 +17,8 @@ Keys under ``PREFIX`` (one hash tag, so one slot)::
     res             hash     reservation id -> "<scope> <chain or -> <bytes>"
     rooms           hash     scope-key HMAC (hex) -> bytes of the ledger kept for its answers
     roomsum         string   their sum (admission keeps used + roomsum <= ledger_bytes)
-    credits         hash     reservation id -> bytes it took of its principal's room
+    credits         hash     reservation id, or "a:<record>" for an answer in flight ->
+                             bytes it took of its principal's room
     c:<chain>       hash     s scope, r retained (records + reservations), n prompts, l live,
                              a fixed+arguments charge, g:<record> each live record's charge
     r:<record>      hash     the record: c chain, s state, n round, d deadline, b binding MAC,
@@ -92,14 +93,17 @@ local function room_set(scope, room)
   redis.call('INCRBY', ROOMSUM, room - kept)
 end
 
--- after reserving n (admitted by room_need): a new call's room, or an answer's credit
-local function room_take(scope, n, ck, res)
+-- after reserving n (admitted by room_need): a new call's room, or an answer's credit.
+-- An answer's reservation keeps n - ac (the answer's ac moves to its record at once):
+-- what the room paid for each part is kept apart, so that both come back exactly.
+local function room_take(scope, n, ck, res, key, ac)
   if not ck then room_set(scope, ROOM) return end
-  local take = math.min(room_kept(scope), n)
-  if take > 0 then
-    room_set(scope, room_kept(scope) - take)
-    redis.call('HSET', CREDITS, res, take)
-  end
+  local kept = room_kept(scope)
+  local rest = math.min(kept, n - ac)
+  local answer = math.min(kept - rest, ac)
+  room_set(scope, kept - rest - answer)
+  if rest > 0 then redis.call('HSET', CREDITS, res, rest) end
+  if answer > 0 then redis.call('HSET', CREDITS, 'a:' .. key, answer) end
 end
 
 -- a reservation of scope gives back left bytes: its credit comes back to the room
@@ -110,11 +114,13 @@ local function room_give(scope, res, left)
   if left > 0 then room_set(scope, math.min(ROOM, room_kept(scope) + math.min(credit, left))) end
 end
 
--- a reverted answer's ac bytes, uncharged at once (its reservation keeps the rest):
--- they come back to the room as they would have with the reservation
-local function room_revert(scope, ac)
-  if redis.call('HEXISTS', SCOPES, scope) == 1 then
-    room_set(scope, math.min(ROOM, room_kept(scope) + ac))
+-- a settled answer: what the room paid for it comes back if it was reverted
+local function room_settle(scope, key, reverted)
+  local answer = num(redis.call('HGET', CREDITS, 'a:' .. key))
+  if answer == 0 then return end
+  redis.call('HDEL', CREDITS, 'a:' .. key)
+  if reverted and scope and redis.call('HEXISTS', SCOPES, scope) == 1 then
+    room_set(scope, math.min(ROOM, room_kept(scope) + answer))
   end
 end
 
@@ -185,6 +191,7 @@ local function remove(chain, key)
   local ck = P .. 'c:' .. chain
   redis.call('ZREM', EXP, chain .. ':' .. key)
   redis.call('DEL', P .. 'r:' .. key)
+  redis.call('HDEL', CREDITS, 'a:' .. key)  -- an answer that broke with its replica
   local g = redis.call('HGET', ck, 'g:' .. key)
   if not g then return end
   local scope = redis.call('HGET', ck, 's')
@@ -319,7 +326,7 @@ elseif op == 'claim' then
     local refused = room(scope, n, ck)
     if refused then return {refused} end
     charge(scope, n)
-    room_take(scope, n, ck, res)
+    room_take(scope, n, ck, res, key, ac)
     redis.call('HINCRBY', ck, 'r', n)
     -- the answer is retained with the record from now on; the rest is the next prompt's
     redis.call('HINCRBY', ck, 'g:' .. key, ac)
@@ -351,14 +358,13 @@ elseif op == 'settle' then
       local ck = P .. 'c:' .. chain
       ac = num(ac)
       if ac > 0 and is_live(chain, key) then
-        local scope = redis.call('HGET', ck, 's')
-        uncharge(scope, ac)
-        room_revert(scope, ac)
+        uncharge(redis.call('HGET', ck, 's'), ac)
         redis.call('HINCRBY', ck, 'g:' .. key, 0 - ac)
         redis.call('HINCRBY', ck, 'r', 0 - ac)
       end
       redis.call('HDEL', rk, 'a', 'ac')
     end
+    room_settle(redis.call('HGET', P .. 'c:' .. chain, 's'), key, event == 'revert')
     redis.call('HSET', rk, 's', nexts[event])
     if tonumber(d) <= now then remove(chain, key) end
   end
