@@ -650,7 +650,8 @@ async def rooms_of(reg: Registry) -> tuple[int, int]:
 async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: Any) -> None:
     """Random new calls, answers of random sizes that prompt again or finish, and answers
     the policy refuses, from six principals on a small ledger, made on both ledgers at
-    once: every outcome, the bytes used and the rooms kept agree after every step."""
+    once: every outcome, the bytes used and the rooms kept agree after every step, and
+    after everything expired nothing is left on either."""
     import random
 
     from opgate import Limits
@@ -670,6 +671,7 @@ async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: 
         "required": ["size", "again"],
     }
     limits = Limits(ledger_bytes=2 * 1024 * 1024)
+    now = [3_000_000.0]
     registries = []
     for ledger in (None, RedisLedger(redis_server.url, prefix=f"differential-{free_port()}")):
         options: dict[str, Any] = {"secret": SECRET, "ledger": ledger} if ledger else {}
@@ -678,7 +680,7 @@ async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: 
                 [Operation("ask", "Ask", ask, input_schema=ID)],
                 TeamPolicy(),
                 limits=limits,
-                clock=lambda: 3_000_000.0,
+                clock=lambda: now[0],
                 **options,
             )
         )
@@ -687,6 +689,15 @@ async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: 
     rng = random.Random(19016)
     try:
         for step in range(400):
+            if step % 100 == 99:  # everything expires: both ledgers give it all back
+                now[0] += limits.input_lifetime.total_seconds() + 1
+                pending = [[], []]
+                for _ in range(100):  # Redis sweeps a batch per call
+                    if (await registries[1]._ledger.statistics()).live == 0:
+                        break
+                registries[0]._ledger.sweep()  # type: ignore[attr-defined]
+                assert await rooms_of(registries[0]) == await rooms_of(registries[1]) == (0, 0)
+            now[0] += 1
             principal = f"p{rng.randrange(6)}"
             deny = rng.random() < 0.15
             text = "y" * rng.choice([0, 10, 3000, limits.answer_bytes - 16])
