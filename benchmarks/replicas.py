@@ -73,6 +73,7 @@ class ReplicaSet:
         log_dir: Path,
         environment: dict[str, str] | None = None,
         serve: Sequence[str] = ("replica_app:build_registry",),
+        arguments: Sequence[str] = (),
     ) -> None:
         self.ports = [free_port() for _ in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -87,6 +88,7 @@ class ReplicaSet:
                 command += ["--ledger", ledger_url, "--ledger-prefix", prefix]
                 if lease is not None:
                     command += ["--ledger-lease", str(lease)]
+            command += arguments
             log = (log_dir / f"replica-{index}.log").open("ab")
             self.processes.append(
                 subprocess.Popen(
