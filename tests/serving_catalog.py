@@ -16,11 +16,25 @@ from opgate import Invocation, Operation, Registry, URLInput, await_input
 
 INSECURE_URL = "http://pay.example.com/checkout/42"
 
+#: A log line an agent's argument could try to forge through an exception's text.
+FORGED_LINE = "2026-12-01 00:00:00,000 ERROR opgate.serve: all is well"
+
 
 async def checkout(inv: Invocation) -> Any:
     return await_input(URLInput("Pay here", INSECURE_URL))
 
 
+def forge(inv: Invocation) -> Any:
+    raise RuntimeError(f"{inv.arguments['text']}")
+
+
+TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
 def build_registry() -> Registry:
-    found = [*operations(), Operation("orders.checkout", "Check out an order", checkout)]
+    found = [
+        *operations(),
+        Operation("orders.checkout", "Check out an order", checkout),
+        Operation("util.forge", "Raises with the agent's text", forge, input_schema=TEXT),
+    ]
     return Registry(found, ScopePolicy())

@@ -34,7 +34,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from serving_catalog import INSECURE_URL
+from serving_catalog import FORGED_LINE, INSECURE_URL
 
 from conftest import ROOT, free_port, serve_environment
 
@@ -216,6 +216,26 @@ async def test_the_request_that_opens_a_session_is_bounded(tmp_path: Path) -> No
                     assert response.status_code == 200
 
 
+async def test_a_repeated_protocol_version_header_opens_no_uncounted_session(
+    tmp_path: Path,
+) -> None:
+    """The SDK reads the first ``Mcp-Protocol-Version``; so does the session count."""
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "1") as s:
+        headers = [
+            *RAW_HEADERS.items(),
+            ("Authorization", "Bearer alice-token"),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+            ("Mcp-Protocol-Version", "2026-07-28"),
+        ]
+        async with httpx2.AsyncClient(timeout=30) as http:
+            with anyio.fail_after(60):
+                first = await http.post(s.url, content=json.dumps(INITIALIZE), headers=headers)
+                assert first.status_code == 200
+                assert "mcp-session-id" in first.headers
+                second = await http.post(s.url, content=json.dumps(INITIALIZE), headers=headers)
+                assert second.status_code == 429
+
+
 async def test_idle_sessions_are_reclaimed_after_the_configured_timeout(tmp_path: Path) -> None:
     options = (*VERIFIER, "--principal-sessions", "2", "--session-idle-timeout", "1.5")
     with serving(tmp_path, *options) as s:
@@ -357,15 +377,20 @@ async def test_slow_connections_past_the_descriptor_limit_leave_a_client_served(
     assert worst < 5, under_attack
 
 
-async def test_slow_connections_beyond_max_connections_are_evicted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("body", [False, True], ids=["head", "body"])
+async def test_slow_connections_beyond_max_connections_are_evicted(
+    tmp_path: Path, body: bool
+) -> None:
+    """Dripped heads, or complete heads with dripped bodies (which unauthenticated
+    requests may send after their 401), are closed to make room for a prompt client."""
     with serving(tmp_path, *VERIFIER, "--max-connections", "50") as s:
-        drippers = Drippers(s.port, 120, 1.0)
+        drippers = Drippers(s.port, 120, 1.0, body=body)
         with anyio.fail_after(60):
             async with drippers.running():
                 await anyio.sleep(3)
-                calls = await timed_calls(s.url, "alice-token")
-        assert max(calls) < 5, calls
-        # Far fewer than the header timeout: evicted to make room.
+                calls = [await timed_calls(s.url, "alice-token") for _ in range(2)]
+        assert max(max(round_) for round_ in calls) < 5, calls
+        # Far sooner than the header and body timeouts: closed to make room.
         assert sum(1 for seconds in drippers.closed_after if seconds < 8) >= 50
 
 
@@ -396,6 +421,26 @@ async def test_serve_logs_a_handlers_private_cause_with_its_traceback(
     assert "Traceback (most recent call last):" in stderr
     assert "serving_catalog.py" in stderr
     assert "in checkout" in stderr
+
+
+async def test_a_cause_cannot_forge_log_lines_or_drive_the_terminal(tmp_path: Path) -> None:
+    text = f"boom\n{FORGED_LINE}\r{FORGED_LINE}\u2028{FORGED_LINE}\x1b[2J\u202egnp.exe"
+    with serving(tmp_path) as s:
+        with anyio.fail_after(60):
+            async with client(s.url) as session:
+                result = await session.call_tool(
+                    "invoke", {"name": "util.forge", "arguments": {"text": text}}
+                )
+        await anyio.sleep(0.3)
+        stderr = s.stderr()
+    assert result.is_error
+    assert "RuntimeError: boom" in stderr
+    lines = stderr.split("\n")
+    assert not [line for line in lines if line.startswith(FORGED_LINE)]
+    assert f"    {FORGED_LINE}" in lines
+    assert "\x1b" not in stderr
+    assert "\u202e" not in stderr
+    assert "\\x1b[2J\\u202egnp.exe" in stderr
 
 
 async def test_third_party_loggers_stay_at_warning_at_debug(tmp_path: Path) -> None:

@@ -482,7 +482,41 @@ def log_cause(ctx: Any, tool: str, failure: Any) -> None:
     except Exception:  # a hostile exception's __str__; its class still says a lot
         text = f"{type(cause).__name__} (its text could not be formatted)"
     serve_logger.log(
-        level, "%s: %s; private cause (not sent to the client):\n%s", tool, failure.code.value, text
+        level,
+        "%s: %s; private cause (not sent to the client):\n%s",
+        tool,
+        failure.code.value,
+        _continuation_lines(text),
+    )
+
+
+#: Characters of a private cause written to the log; the rest is counted.
+CAUSE_LOG_CHARACTERS = 32_768
+
+
+def _continuation_lines(text: str) -> str:
+    """``text`` as indented log lines with every unprintable character escaped.
+
+    A cause's text may carry an agent's argument: indentation and escapes keep it
+    from forging a log line of its own or sending terminal control sequences.
+    """
+    shown = text[:CAUSE_LOG_CHARACTERS]
+    lines = ["    " + "".join(map(_visible, line)) for line in shown.splitlines()]
+    if len(text) > len(shown):
+        lines.append(f"    … [{len(text) - len(shown)} more characters]")
+    return "\n".join(lines)
+
+
+def _visible(character: str) -> str:
+    if character.isprintable() or character == "\t":
+        return character
+    code = ord(character)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
     )
 
 

@@ -14,8 +14,8 @@ Two layers, both bounded by ``HTTPLimits``:
   holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
   connection whose request head is not complete within ``header_timeout`` or whose
   body is not complete within ``body_timeout``, and keeps at most
-  ``max_connections`` open: a new connection beyond that closes the oldest one still
-  waiting for a request head, so slow connections cannot lock out prompt ones.
+  ``max_connections`` open: a new connection beyond that closes the oldest one whose
+  request is still unfinished, so slow connections cannot lock out prompt ones.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ class HTTPLimits:
     Connections (``uvicorn_config``, ``serve_http``):
 
     * ``max_connections`` (2,048): open client connections. Beyond it the oldest
-      connection still waiting for a request head is closed (or, when none is, the
-      new one). ``serve_http`` raises the process's descriptor limit to fit, or
-      lowers this to fit a hard limit it cannot raise (and says so).
+      connection whose request is unfinished (idle between requests, or its head or
+      body still arriving) is closed; when every one is being served, the new one.
+      ``serve_http`` raises the process's descriptor limit to fit, or lowers this to
+      fit a hard limit it cannot raise (and says so).
     * ``header_timeout`` (10 s): time to receive a request's head, from the
       connection's start or from the first byte of a following request.
     * ``body_timeout`` (30 s): time to receive a request's body after its head.
@@ -242,7 +243,7 @@ def _opens_session(scope: Scope) -> bool:
     for name, value in scope["headers"]:
         if name == b"mcp-session-id":
             return False
-        if name == b"mcp-protocol-version":
+        if name == b"mcp-protocol-version" and version is None:  # the SDK reads the first
             version = value.decode("latin-1")
     return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -285,16 +286,18 @@ async def _json_rpc_error(send: Send, status: int, message: str) -> None:
 class _GuardedH11(H11Protocol):
     """uvicorn's h11 protocol with request receipt deadlines and a connection cap.
 
-    A connection is in one of three phases, read from h11's view of the client:
-    waiting for a request head (``IDLE``; the ``header_timeout`` runs from the
-    connection's start or, on a kept-alive connection, from the request's first
-    byte), receiving a body (``SEND_BODY``; ``body_timeout``), or served (the app's
-    business). The connections waiting for a head are kept oldest first, so that a
-    new connection beyond ``max_connections`` closes the one that waited longest.
+    A connection is in one of four phases, read from h11's view of the client:
+    ``idle`` between requests (uvicorn's keep-alive timeout), ``head`` while a
+    request head arrives (``header_timeout``, from the connection's start or from
+    the request's first byte), ``body`` while its body arrives (``body_timeout``
+    after the head), and ``served`` (the app's business). Connections whose request
+    is unfinished (idle, head or body) are kept oldest first, so that a new
+    connection beyond ``max_connections`` closes the one that has waited longest:
+    a client that sends its request at once is never that one.
     """
 
     _limits: ClassVar[HTTPLimits]
-    _waiting: ClassVar[dict[_GuardedH11, None]]
+    _unfinished: ClassVar[dict[_GuardedH11, None]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -303,18 +306,15 @@ class _GuardedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
-        if len(self.connections) > self._limits.max_connections:
-            oldest = next(iter(self._waiting), None)
-            if oldest is None:
-                _warn_at_capacity(len(self.connections) - 1)
-                self.transport.close()
-                return
-            oldest._close("closed to make room for a new connection")
-        self._wait_for_head(arm=True)
+        if len(self.connections) > self._limits.max_connections and not self._make_room():
+            _warn_at_capacity(len(self.connections) - 1)
+            self.transport.close()
+            return
+        self._start_request(arm=True)
 
     def data_received(self, data: bytes) -> None:
         if self._phase == "idle":
-            self._wait_for_head(arm=True)  # a kept-alive connection's next request begins
+            self._start_request(arm=True)  # a kept-alive connection's next request begins
         super().data_received(data)
         self._follow()
 
@@ -324,28 +324,37 @@ class _GuardedH11(H11Protocol):
             self._follow()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._waiting.pop(self, None)
+        self._unfinished.pop(self, None)
         self._cancel()
         self._phase = "closed"
         super().connection_lost(exc)
+
+    def _make_room(self) -> bool:
+        """Close the oldest connection with an unfinished request; False if there is none."""
+        while self._unfinished:
+            oldest = next(iter(self._unfinished))
+            del self._unfinished[oldest]
+            if not oldest.transport.is_closing():
+                oldest._close("closed to make room for a new connection")
+                return True
+        return False
 
     def _follow(self) -> None:
         state = self.conn.their_state
         if state is h11.IDLE:
             if self._phase not in ("head", "idle"):
-                self._wait_for_head(arm=False)  # uvicorn's keep-alive timeout runs first
+                self._start_request(arm=False)  # uvicorn's keep-alive timeout runs first
         elif state is h11.SEND_BODY:
             if self._phase != "body":
-                self._waiting.pop(self, None)
                 self._arm("body", self._limits.body_timeout)
         else:
-            self._waiting.pop(self, None)
+            self._unfinished.pop(self, None)
             self._cancel()
             self._phase = "served"
 
-    def _wait_for_head(self, *, arm: bool) -> None:
-        self._waiting.pop(self, None)
-        self._waiting[self] = None
+    def _start_request(self, *, arm: bool) -> None:
+        self._unfinished.pop(self, None)
+        self._unfinished[self] = None
         if arm:
             self._arm("head", self._limits.header_timeout)
         else:
@@ -369,7 +378,7 @@ class _GuardedH11(H11Protocol):
             self._close(f"request {phase} not received within {seconds:g} s")
 
     def _close(self, why: str) -> None:
-        self._waiting.pop(self, None)
+        self._unfinished.pop(self, None)
         self._cancel()
         self._phase = "closed"
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
@@ -396,13 +405,13 @@ def _warn_at_capacity(open_connections: int) -> None:
 def guarded_protocol(limits: HTTPLimits) -> type[H11Protocol]:
     """A uvicorn ``http`` protocol class enforcing ``limits``' connection bounds.
 
-    Each call makes a class with its own table of waiting connections: give one to
-    one ``uvicorn.Config``.
+    Each call makes a class with its own table of connections: give one to one
+    ``uvicorn.Config``.
     """
     return type(
         "GuardedH11Protocol",
         (_GuardedH11,),
-        {"_limits": limits, "_waiting": {}, "__module__": __name__},
+        {"_limits": limits, "_unfinished": {}, "__module__": __name__},
     )
 
 
