@@ -14,8 +14,8 @@ Two layers, both bounded by ``HTTPLimits``:
   holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
   connection whose request head is not complete within ``header_timeout`` or whose
   body is not complete within ``body_timeout``, and keeps at most
-  ``max_connections`` open: a new connection beyond that closes the oldest one whose
-  request is still unfinished, so slow connections cannot lock out prompt ones.
+  ``max_connections`` open: a new connection beyond that closes the one whose
+  request has been arriving longest, so slow connections cannot lock out prompt ones.
 """
 
 from __future__ import annotations
@@ -87,9 +87,10 @@ class HTTPLimits:
 
     Connections (``uvicorn_config``, ``serve_http``):
 
-    * ``max_connections`` (2,048): open client connections. Beyond it the oldest
-      connection whose request is unfinished (idle between requests, or its head or
-      body still arriving) is closed; when every one is being served, the new one.
+    * ``max_connections`` (2,048): open client connections. Beyond it the
+      connection whose request (head or body) has been arriving longest is closed,
+      or else the one idle longest between requests; when every one is being
+      served, the new one.
       ``serve_http`` raises the process's descriptor limit to fit, or lowers this to
       fit a hard limit it cannot raise (and says so).
     * ``header_timeout`` (10 s): time to receive a request's head, from the
@@ -291,13 +292,16 @@ class _GuardedH11(H11Protocol):
     request head arrives (``header_timeout``, from the connection's start or from
     the request's first byte), ``body`` while its body arrives (``body_timeout``
     after the head), and ``served`` (the app's business). Connections whose request
-    is unfinished (idle, head or body) are kept oldest first, so that a new
-    connection beyond ``max_connections`` closes the one that has waited longest:
-    a client that sends its request at once is never that one.
+    is arriving (head or body) and idle ones are kept oldest first, so that a new
+    connection beyond ``max_connections`` closes the one whose request has been
+    arriving longest (a client that sends its request at once is never that one),
+    or else the one idle longest: closing an idle connection races with the
+    client's next request on it.
     """
 
     _limits: ClassVar[HTTPLimits]
-    _unfinished: ClassVar[dict[_GuardedH11, None]]
+    _arriving: ClassVar[dict[_GuardedH11, None]]
+    _idle: ClassVar[dict[_GuardedH11, None]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -324,20 +328,25 @@ class _GuardedH11(H11Protocol):
             self._follow()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._unfinished.pop(self, None)
+        self._forget()
         self._cancel()
         self._phase = "closed"
         super().connection_lost(exc)
 
     def _make_room(self) -> bool:
-        """Close the oldest connection with an unfinished request; False if there is none."""
-        while self._unfinished:
-            oldest = next(iter(self._unfinished))
-            del self._unfinished[oldest]
-            if not oldest.transport.is_closing():
-                oldest._close("closed to make room for a new connection")
-                return True
+        """Close the oldest arriving, or else idle, connection; False if there is none."""
+        for table in (self._arriving, self._idle):
+            while table:
+                oldest = next(iter(table))
+                del table[oldest]
+                if not oldest.transport.is_closing():
+                    oldest._close("closed to make room for a new connection")
+                    return True
         return False
+
+    def _forget(self) -> None:
+        self._arriving.pop(self, None)
+        self._idle.pop(self, None)
 
     def _follow(self) -> None:
         state = self.conn.their_state
@@ -348,16 +357,17 @@ class _GuardedH11(H11Protocol):
             if self._phase != "body":
                 self._arm("body", self._limits.body_timeout)
         else:
-            self._unfinished.pop(self, None)
+            self._forget()
             self._cancel()
             self._phase = "served"
 
     def _start_request(self, *, arm: bool) -> None:
-        self._unfinished.pop(self, None)
-        self._unfinished[self] = None
+        self._forget()
         if arm:
+            self._arriving[self] = None
             self._arm("head", self._limits.header_timeout)
         else:
+            self._idle[self] = None
             self._cancel()
             self._phase = "idle"
 
@@ -378,7 +388,7 @@ class _GuardedH11(H11Protocol):
             self._close(f"request {phase} not received within {seconds:g} s")
 
     def _close(self, why: str) -> None:
-        self._unfinished.pop(self, None)
+        self._forget()
         self._cancel()
         self._phase = "closed"
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
@@ -411,7 +421,7 @@ def guarded_protocol(limits: HTTPLimits) -> type[H11Protocol]:
     return type(
         "GuardedH11Protocol",
         (_GuardedH11,),
-        {"_limits": limits, "_unfinished": {}, "__module__": __name__},
+        {"_limits": limits, "_arriving": {}, "_idle": {}, "__module__": __name__},
     )
 
 
