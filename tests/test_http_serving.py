@@ -512,3 +512,16 @@ def test_a_session_refusal_is_json_rpc(tmp_path: Path) -> None:
     assert body["jsonrpc"] == "2.0"
     assert body["id"] is None
     assert "its limit is 1" in body["error"]["message"]
+
+
+async def test_the_server_wide_session_cap_says_so(tmp_path: Path) -> None:
+    options = (*VERIFIER, "--principal-sessions", "2", "--max-sessions", "3")
+    with serving(tmp_path, *options) as s, anyio.fail_after(60):
+        async with AsyncExitStack() as stack:
+            for token in ("alice-token", "alice-token", "bob-token"):
+                await stack.enter_async_context(client(s.url, token))
+            message = await refusal(s.url, "bob-token")
+            assert "the server holds its limit of 3 open sessions: try again later" in message
+            # 2026-07-28 holds no session: bob is still served.
+            async with client(s.url, "bob-token", era="2026-07-28") as modern:
+                assert not (await modern.call_tool("search", {"query": "echo"})).is_error
