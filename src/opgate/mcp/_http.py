@@ -25,6 +25,7 @@ import dataclasses
 import json
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Hashable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -172,6 +173,8 @@ class SessionGuard:
         self._open_app = RequestBodyLimitMiddleware(app, limits.session_open_bytes)
         self._held: dict[Hashable, set[str]] = {}
         self._opening: dict[Hashable, int] = {}
+        self._refused = 0
+        self._logged_at = -math.inf
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _opens_session(scope):
@@ -181,7 +184,7 @@ class SessionGuard:
         refusal = self._refusal(key)
         if refusal is not None:
             status, message = refusal
-            logger.warning("refused a new session: %s", message)
+            self._log_refusal(message)
             await _json_rpc_error(send, status, message)
             return
         self._opening[key] = self._opening.get(key, 0) + 1
@@ -204,6 +207,16 @@ class SessionGuard:
                 del self._opening[key]
             if opened and _is_open(self._manager, opened[0]):
                 self._held.setdefault(key, set()).add(opened[0])
+
+    def _log_refusal(self, message: str) -> None:
+        """A warning for the first refusal, then at most one every ten seconds with a count."""
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._logged_at >= 10:
+            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
+            logger.warning("refused a new session: %s%s", message, more)
+            self._logged_at = now
+            self._refused = 0
 
     def _refusal(self, key: Hashable) -> tuple[int, str] | None:
         """``(status, message)`` refusing a new session for ``key``, or None to admit it."""
