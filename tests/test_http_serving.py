@@ -212,6 +212,14 @@ async def test_the_request_that_opens_a_session_is_bounded(tmp_path: Path) -> No
                 for _ in range(4):
                     response = await http.post(s.url, content=json.dumps(big))
                     assert response.status_code == 413
+                    error = response.json()["error"]["message"]
+                    assert error == "the request that opens a session is limited to 16384 bytes"
+
+                async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted
+                    yield json.dumps(big).encode()
+
+                response = await http.post(s.url, content=chunks())
+                assert response.status_code == 413
                 # None of them holds a session: the cap of two is still free.
                 for _ in range(2):
                     response = await http.post(s.url, content=json.dumps(INITIALIZE))

@@ -180,6 +180,11 @@ class SessionGuard:
         if scope["type"] != "http" or not _opens_session(scope):
             await self._app(scope, receive, send)
             return
+        if _declared_length(scope) > self._limits.session_open_bytes:
+            limit = self._limits.session_open_bytes
+            message = f"the request that opens a session is limited to {limit} bytes"
+            await _json_rpc_error(send, 413, message)
+            return
         key = _principal_key(scope)
         refusal = self._refusal(key)
         if refusal is not None:
@@ -260,6 +265,17 @@ def _opens_session(scope: Scope) -> bool:
         if name == b"mcp-protocol-version" and version is None:  # the SDK reads the first
             version = value.decode("latin-1")
     return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _declared_length(scope: Scope) -> int:
+    """The request's ``Content-Length`` (0 when absent or unreadable; bodies are counted too)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
 
 
 def _principal_key(scope: Scope) -> Hashable:
