@@ -247,10 +247,14 @@ async def test_a_repeated_protocol_version_header_opens_no_uncounted_session(
 
 
 async def test_idle_sessions_are_reclaimed_after_the_configured_timeout(tmp_path: Path) -> None:
+    """Initialize-only sessions (the flood's) are; a connected client's session is not."""
     options = (*VERIFIER, "--principal-sessions", "2", "--session-idle-timeout", "1.5")
     with serving(tmp_path, *options) as s:
         headers = {**RAW_HEADERS, "Authorization": "Bearer alice-token"}
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            client(s.url, "bob-token") as bob,
+        ):
             with anyio.fail_after(60):
                 opened = []
                 for _ in range(2):
@@ -270,6 +274,8 @@ async def test_idle_sessions_are_reclaimed_after_the_configured_timeout(tmp_path
                 assert gone.status_code == 404
                 again = await http.post(s.url, content=json.dumps(INITIALIZE))
                 assert again.status_code == 200
+                # A connected official client keeps its GET stream open: not idle.
+                assert not (await bob.call_tool("search", {"query": "echo"})).is_error
 
 
 # -- slow clients -----------------------------------------------------------------------
