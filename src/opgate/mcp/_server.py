@@ -56,6 +56,7 @@ from .._progress import ProgressUpdate
 from .._registry import Registry
 from .._responses import InputResponse
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
+from ._http import HTTPLimits, guard_sessions
 from ._tools import (
     GATEWAY_TOOLS,
     INSPECT,
@@ -226,6 +227,7 @@ class GatewayServer:
         allowed_hosts: Iterable[str] = (),
         allowed_origins: Iterable[str] = (),
         stateless: bool = False,
+        limits: HTTPLimits | None = None,
     ) -> Starlette:
         """A streamable-HTTP ASGI app (run it with uvicorn on ``host``).
 
@@ -235,8 +237,12 @@ class GatewayServer:
         ``allowed_hosts`` (``"name:port"``, ``"name:*"``) and ``allowed_origins``
         for a public name. With ``token_verifier`` every request needs a valid
         bearer token and the principal comes from it; ``auth`` then defaults to
-        settings whose issuer and resource are this server's own URL.
+        settings whose issuer and resource are this server's own URL. ``limits``
+        bounds the sessions one principal and the whole app may hold (``HTTPLimits``;
+        serve the app with ``serve_http`` or ``uvicorn_config`` for its connection
+        bounds).
         """
+        limits = HTTPLimits() if limits is None else limits
         hosts = list(allowed_hosts)
         origins = list(allowed_origins)
         if not hosts:
@@ -251,14 +257,19 @@ class GatewayServer:
                 issuer_url=pydantic.AnyHttpUrl(f"http://{host}"),
                 resource_server_url=None,
             )
-        return self._server.streamable_http_app(
+        app = self._server.streamable_http_app(
             streamable_http_path=path,
             stateless_http=stateless,
             transport_security=security,
             host=host,
             auth=auth,
             token_verifier=token_verifier,
+            max_sessions=limits.max_sessions,
+            session_idle_timeout=limits.session_idle_timeout,
         )
+        if not stateless:
+            guard_sessions(self._server.session_manager, limits)
+        return app
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[_Serving]) -> AsyncIterator[_Serving]:
