@@ -78,12 +78,17 @@ _SKIP = json.JSONDecoder(
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _member_span(text: str, position: int, name: str) -> tuple[int, int] | None:
-    """The span of the last member ``name`` of the object at ``position``, if any."""
+def _walk(text: str, position: int, path: tuple[str, ...]) -> tuple[int, tuple[int, int] | None]:
+    """The end of the value at ``position`` and the span of the value at ``path`` in it
+    (the last occurrence of a repeated name), walked once: only members on the path
+    are entered, every other value is skipped in C."""
+    if not path or not text.startswith("{", position):
+        _, end = _SKIP.raw_decode(text, position)
+        return end, (position, end) if not path else None
     found = None
     position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
     if text.startswith("}", position):
-        return None
+        return position + 1, None
     while True:
         if not text.startswith('"', position):
             raise UnreadableMessage("expected a member name")
@@ -92,14 +97,15 @@ def _member_span(text: str, position: int, name: str) -> tuple[int, int] | None:
         if not text.startswith(":", position):
             raise UnreadableMessage("expected a colon")
         start = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
-        _, end = _SKIP.raw_decode(text, start)
-        if member == name:
-            found = (start, end)
+        if member == path[0]:
+            end, found = _walk(text, start, path[1:])
+        else:
+            _, end = _SKIP.raw_decode(text, start)
         position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
         if text.startswith(",", position):
             position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
         elif text.startswith("}", position):
-            return found
+            return position + 1, found
         else:
             raise UnreadableMessage("expected a comma or a closing brace")
 
@@ -109,20 +115,15 @@ def member_bytes(raw: bytes, path: tuple[str, ...]) -> bytes | None:
     sent; ``None`` when a member is absent or a value on the way is not an object.
 
     A repeated name means its last occurrence, at every level, as in the SDK. Raises
-    ``UnreadableMessage`` when the text is not JSON or nests beyond the decoder.
+    ``UnreadableMessage`` when the text is not JSON the decoder can read.
     """
     text = raw.decode("utf-8", "surrogateescape")  # invalid bytes come back unchanged
-    span = (_SPACE.match(text).end(), len(text))  # type: ignore[union-attr]
     try:
-        for name in path:
-            if not text.startswith("{", span[0]):
-                return None
-            found = _member_span(text, span[0], name)
-            if found is None:
-                return None
-            span = found
+        _, span = _walk(text, _SPACE.match(text).end(), path)  # type: ignore[union-attr]
     except (ValueError, RecursionError) as exc:  # json.JSONDecodeError is a ValueError
         raise UnreadableMessage("the message could not be read") from exc
+    if span is None:
+        return None
     return text[span[0] : span[1]].encode("utf-8", "surrogateescape")
 
 
@@ -193,7 +194,7 @@ class Answers:
 
 _MARK = f"#opgate-{secrets.token_hex(12)}#"
 _MARK_BYTES = _MARK.encode("ascii")
-_PLACEHOLDER = re.compile(b'"' + re.escape(_MARK_BYTES) + rb'([-+.0-9e]+)"')
+_OPENING = b'"' + _MARK_BYTES
 
 
 def placeholder(number_text: str) -> str:
@@ -205,7 +206,10 @@ def restore(data: bytes) -> bytes:
     """``data`` (encoded JSON) with every placeholder written as its number."""
     if _MARK_BYTES not in data:
         return data
-    return _PLACEHOLDER.sub(rb"\1", data)
+    # A placeholder is '"' MARK number '"', and number texts hold no quote: after each
+    # opening, the first quote is the placeholder's closing one.
+    head, *tails = data.split(_OPENING)
+    return head + b"".join(tail.replace(b'"', b"", 1) for tail in tails)
 
 
 # -- stdio ----------------------------------------------------------------------
