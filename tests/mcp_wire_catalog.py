@@ -75,6 +75,14 @@ def echo(inv: Invocation) -> Any:
     return finish(Result([Text(seen(inv))], structured=dict(inv.arguments)))
 
 
+#: 12,000 bytes of UTF-8 text, 24,000 once written ASCII-only (``\\u754c`` each).
+WIDE_TEXT = "\u754c" * 4000
+
+
+def wide_text(inv: Invocation) -> Any:
+    return finish(Result([Text(WIDE_TEXT)]))
+
+
 def numbers(inv: Invocation) -> Any:
     return finish(Result(structured={"huge": HUGE, "tiny": TINY}))
 
@@ -110,6 +118,7 @@ def operations() -> list[Operation]:
             group="wire",
             output_schema={"type": "object"},
         ),
+        Operation("wire.wide_text", "Text of 4,000 CJK characters", wide_text, group="wire"),
         Operation("wire.wide_form", "A form of large bounds", ask(WIDE_FORM), group="wire"),
         Operation("wire.rich_form", "A 2025-11-25 form", ask(RICH_FORM), group="wire"),
         Operation("wire.plain_form", "A 2025-06-18 form", ask(PLAIN_FORM), group="wire"),

@@ -23,7 +23,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcp_wire_catalog import HUGE, LIMITS, TINY
+from mcp_wire_catalog import HUGE, LIMITS, TINY, WIDE_TEXT
 from opgate._json import number_text, parse
 
 from conftest import ROOT, free_port, serve_environment
@@ -348,6 +348,22 @@ async def test_prompts_are_sent_in_the_size_they_were_counted(
         assert json.loads(sent)["method"] == "elicitation/create"
     assert sent.count(b'"maximum":1e+4000') == 24
     assert len(sent) < 2048 < BUDGET
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_result_is_measured_as_its_transport_writes_it(
+    transport: str, era: str, request: pytest.FixtureRequest
+) -> None:
+    """The SDK's 2026-07-28 HTTP encoder writes ASCII only: 12,000 bytes of UTF-8 text are
+    24,000 bytes there, over the 16 KiB budget; elsewhere they are sent as they are."""
+    async with raw_client(transport, era, request) as client:
+        exchange = await client.call(invoke("wire.wide_text", "{}"))
+    if transport == "http" and era == "2026-07-28":
+        assert exchange.text.startswith("invalid_result: the result is ")
+        assert exchange.text.endswith(f"bytes as sent, over the result budget of {BUDGET}")
+    else:
+        assert exchange.text == WIDE_TEXT
+        assert len(exchange.response) < BUDGET
 
 
 # -- answers ------------------------------------------------------------------------

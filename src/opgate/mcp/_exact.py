@@ -16,9 +16,11 @@ the wire, in both directions, for messages that pass through opgate's own transp
   protocol's own fields keep the SDK's handling.
 * **Outbound.** A number the SDK's encoders cannot write as opgate's canonical text
   becomes a placeholder string (``placeholder``); the transport writes each
-  placeholder as that text (``restore``) on its way out, and sizes are measured after
-  ``restore``. Placeholders carry a random per-process mark, so no string an
-  operation or a client writes is ever taken for one.
+  placeholder as that text (``restore``) on its way out. Sizes are measured as
+  written (``sent_size``: after ``restore``, and with the ``\\uXXXX`` escapes of the
+  SDK's 2026-07-28 HTTP encoder, which writes ASCII only). Placeholders carry a
+  random per-process mark, so no string an operation or a client writes is ever
+  taken for one.
 
 A message that did not come through these transports (an in-process client) has no
 raw bytes: it keeps the SDK's values, and numbers go out as ``int`` and ``float``.
@@ -39,6 +41,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, BinaryIO
 
 import anyio
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = [
     "Answers",
@@ -48,10 +51,13 @@ __all__ = [
     "member_bytes",
     "placeholder",
     "restore",
+    "sent_size",
     "stdio_streams",
 ]
 
 _MESSAGE: ContextVar[bytes | None] = ContextVar("opgate.mcp.message", default=None)
+#: Whether the reply to the message is written ASCII-only (``json.dumps``'s default).
+_ASCII_ONLY: ContextVar[bool] = ContextVar("opgate.mcp.ascii_only", default=False)
 
 
 def current_message() -> bytes | None:
@@ -200,6 +206,18 @@ _OPENING = b'"' + _MARK_BYTES
 def placeholder(number_text: str) -> str:
     """The string the SDK writes in place of a number whose canonical text is given."""
     return _MARK + number_text
+
+
+def sent_size(data: bytes) -> int:
+    """The bytes the transport writes for the encoded JSON ``data`` (UTF-8)."""
+    data = restore(data)
+    if not _ASCII_ONLY.get() or data.isascii():
+        return len(data)
+    text = data.decode("utf-8", "surrogatepass")
+    ascii_count = len(text.encode("ascii", "ignore"))
+    astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    # \uXXXX for a character of the BMP, a surrogate pair of them beyond it.
+    return ascii_count + 6 * (len(text) - ascii_count - astral) + 12 * astral
 
 
 def restore(data: bytes) -> bytes:
@@ -364,10 +382,14 @@ class ExactHTTP:
             await self._app(scope, replay, send)
             return
         self._answers.offer(body, _header(scope, b"mcp-session-id"))
-        token = _MESSAGE.set(body)
+        # The SDK's rule for its 2026-07-28 entry, whose encoder escapes all non-ASCII.
+        version = _header(scope, b"mcp-protocol-version")
+        ascii_only = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        token, ascii_token = _MESSAGE.set(body), _ASCII_ONLY.set(ascii_only)
         try:
             await self._app(scope, replay, send)
         finally:
+            _ASCII_ONLY.reset(ascii_token)
             _MESSAGE.reset(token)
 
 

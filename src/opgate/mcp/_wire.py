@@ -4,8 +4,9 @@
   text copy of structured content when the operation gave no text, structured
   content, ``_meta``); ``failure_result`` turns a ``Failure`` into an ``isError``
   result carrying the code and public message in text and in structured content.
-* ``wire_size`` measures a complete result exactly as the SDK encodes it
-  (``model_dump_json``) plus the JSON-RPC envelope, so budgets hold on the wire.
+* ``wire_size`` measures a complete result exactly as the transport writes it
+  (``model_dump_json``, placeholders restored, ``\\uXXXX`` escapes where the SDK's
+  encoder writes ASCII only) plus the JSON-RPC envelope, so budgets hold on the wire.
 * ``elicitation_params`` turns a prompt into ``elicitation/create`` parameters;
   ``input_response`` turns the client's ``ElicitResult`` back into an
   ``InputResponse``.
@@ -33,7 +34,7 @@ from .._forms import FormPrompt, InputMode, URLPrompt
 from .._json import JSONValue, number_text, parse
 from .._responses import InputResponse
 from .._results import Audio, EmbeddedResource, Image, NoStructured, ResourceLink, Result, Text
-from ._exact import current_message, placeholder, restore
+from ._exact import current_message, placeholder, sent_size
 
 __all__ = [
     "ENVELOPE_BYTES",
@@ -172,10 +173,11 @@ def failure_result(failure: Failure) -> types.CallToolResult:
 
 
 def wire_size(message: pydantic.BaseModel) -> int:
-    """UTF-8 bytes of a result or request's parameters as the SDK sends them, numbers
-    restored, plus the JSON-RPC envelope."""
+    """Bytes of a result or request's parameters as the transport sends them (numbers
+    restored, non-ASCII escaped where the encoder escapes it), plus the JSON-RPC
+    envelope."""
     encoded = message.model_dump_json(by_alias=True, exclude_none=True)
-    return len(restore(encoded.encode("utf-8", "surrogatepass"))) + ENVELOPE_BYTES
+    return sent_size(encoded.encode("utf-8", "surrogatepass")) + ENVELOPE_BYTES
 
 
 def elicitation_params(
