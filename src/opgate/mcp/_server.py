@@ -26,6 +26,7 @@ argument, or an exception's text.
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 import weakref
@@ -360,9 +361,9 @@ class GatewayServer:
                 return await self._inspect(ctx, call_ctx, params.arguments)
             if name == INVOKE:
                 request = invoke_arguments(params.arguments)
-                arguments = _exact(("params", "arguments", "arguments"), request.arguments)
+                arguments = _exact(ctx, ("params", "arguments", "arguments"), request.arguments)
                 return await self._invoke(ctx, call_ctx, name, request.name, arguments, params)
-            arguments = _exact(("params", "arguments"), params.arguments or {})
+            arguments = _exact(ctx, ("params", "arguments"), params.arguments or {})
             return await self._invoke(ctx, call_ctx, name, name, arguments, params)
         except ToolArgumentError as exc:
             return await self._failed(
@@ -447,7 +448,7 @@ class GatewayServer:
         )
         if modern:
             key = self._input_keys.get(operation, INPUT_KEY)
-            resume = _modern_resume(params, key)
+            resume = _modern_resume(ctx, params, key)
             outcome = await invoke(resume)
             if resume is not None and isinstance(outcome, Failed):
                 _refuse_unresolved_state(outcome.failure)
@@ -641,17 +642,25 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return None if headers is None else headers.get("mcp-session-id")
 
 
-def _exact(path: tuple[str, ...], parsed: Any) -> Any:
-    """The raw text of the message's object at ``path`` when the transport kept the
-    message, else ``parsed`` (the SDK's value of it, also when it is no object)."""
+def _exact(ctx: ServerRequestContext[Any, Any], path: tuple[str, ...], parsed: Any) -> Any:
+    """The raw text of the request's object at ``path`` when the transport kept the
+    request, else ``parsed`` (the SDK's value of it, also when it is no object).
+
+    The raw message must be this request's (its id): anything else is a bug, refused
+    rather than served with another message's values.
+    """
     raw = current_message()
     if raw is None or not isinstance(parsed, Mapping):
         return parsed
     try:
+        ident = member_bytes(raw, ("id",))
+        if ident is None or json.loads(ident) != ctx.request_id:
+            raise Failure(FailureCode.INTERNAL, "the request's raw text was not at hand")
         text = member_bytes(raw, path)
     except UnreadableMessage:
         raise Failure(
-            FailureCode.INVALID_REQUEST, "the request nests too deep to be read; send less nesting"
+            FailureCode.INVALID_REQUEST,
+            "the request could not be read exactly (it nests too deep); send less nesting",
         ) from None
     return parsed if text is None else text
 
@@ -680,7 +689,7 @@ def _check_prompt_size(size: int, budget: int) -> None:
 
 
 def _modern_resume(
-    params: types.CallToolRequestParams, key: str
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams, key: str
 ) -> tuple[str, InputResponse] | None:
     """The continuation and answer a 2026-07-28 retry carries, if it is one.
 
@@ -701,7 +710,7 @@ def _modern_resume(
             FailureCode.INVALID_REQUEST,
             f"input_responses must answer the {key!r} elicitation request",
         )
-    exact = _exact(("params", "inputResponses", key, "content"), answer.content)
+    exact = _exact(ctx, ("params", "inputResponses", key, "content"), answer.content)
     return state[2:], input_response(mode, answer, exact if isinstance(exact, bytes) else None)
 
 
