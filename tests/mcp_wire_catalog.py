@@ -83,6 +83,12 @@ def wide_text(inv: Invocation) -> Any:
     return finish(Result([Text(WIDE_TEXT)]))
 
 
+async def wide_prompt(inv: Invocation) -> Any:
+    if inv.resume is not None:
+        return finish(Result([Text(inv.resume.action.value)]))
+    return await_input(FormInput("\u754c" * 4500, PLAIN_FORM, state={"n": 0}))
+
+
 def numbers(inv: Invocation) -> Any:
     return finish(Result(structured={"huge": HUGE, "tiny": TINY}))
 
@@ -119,6 +125,9 @@ def operations() -> list[Operation]:
             output_schema={"type": "object"},
         ),
         Operation("wire.wide_text", "Text of 4,000 CJK characters", wide_text, group="wire"),
+        Operation(
+            "wire.wide_prompt", "A prompt of 4,500 CJK characters", wide_prompt, group="wire"
+        ),
         Operation("wire.wide_form", "A form of large bounds", ask(WIDE_FORM), group="wire"),
         Operation("wire.rich_form", "A 2025-11-25 form", ask(RICH_FORM), group="wire"),
         Operation("wire.plain_form", "A 2025-06-18 form", ask(PLAIN_FORM), group="wire"),

@@ -366,6 +366,23 @@ async def test_a_result_is_measured_as_its_transport_writes_it(
         assert len(exchange.response) < BUDGET
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_prompt_over_the_budget_as_sent_is_refused(
+    transport: str, era: str, request: pytest.FixtureRequest
+) -> None:
+    """A form message of 13.5 KB of UTF-8 is 27 KB as 2026-07-28 HTTP writes it: that
+    prompt is refused as ``invalid_result`` instead of being sent; elsewhere it is sent."""
+    async with raw_client(transport, era, request) as client:
+        exchange = await client.call(invoke("wire.wide_prompt", "{}"))
+    if transport == "http" and era == "2026-07-28":
+        assert exchange.text.startswith("invalid_result: the prompt is ")
+        assert exchange.text.endswith(f"bytes as sent, over the result budget of {BUDGET}")
+        return
+    [sent] = exchange.requests if era != "2026-07-28" else [exchange.response]
+    assert len(sent) < BUDGET
+    assert "\u754c" * 4500 in sent.decode()
+
+
 # -- answers ------------------------------------------------------------------------
 
 
