@@ -54,7 +54,9 @@ def initialize(era: str) -> str:
     return (
         '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
         + json.dumps(era)
-        + ',"capabilities":{"elicitation":{"form":{}}},'
+        + ',"capabilities":{"elicitation":'
+        + ("{}" if era == "2025-06-18" else '{"form":{}}')  # that revision's capability
+        + "},"
         + '"clientInfo":{"name":"raw","version":"0"}}}'
     )
 
