@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -198,6 +198,8 @@ class RawHTTP:
         self.url = url
         self.era = era
         self.next_id = 1
+        #: Called with each server request before it is answered (a meddling peer).
+        self.meddler: Callable[[bytes], Awaitable[None]] | None = None
 
     async def call(self, params: str, answer: str | None = None) -> Exchange:
         ident, self.next_id = self.next_id, self.next_id + 1
@@ -227,6 +229,8 @@ class RawHTTP:
         message = json.loads(raw)
         if "method" in message and "id" in message:
             exchange.requests.append(raw)
+            if self.meddler is not None:
+                await self.meddler(raw)
             reply = await self.http.post(self.url, content=answer_text(raw, answer).encode())
             assert reply.status_code == 202
             return False
@@ -460,3 +464,23 @@ async def test_an_inspect_reply_is_bounded_by_twice_the_definition_budget(
     assert isinstance(message["result"], dict)
     [text] = message["result"]["content"]  # type: ignore[misc]
     assert message["result"]["structuredContent"] == parse(text["text"])  # type: ignore[index]
+
+
+async def test_another_sessions_response_never_answers_a_prompt(wire_server: str) -> None:
+    """Mallory posts a response under the id of Alice's elicitation to her own session
+    first: the SDK drops it there, and opgate never takes its content for Alice's."""
+    async with (
+        http_client(wire_server, "2025-11-25") as alice,
+        http_client(wire_server, "2025-11-25") as mallory,
+    ):
+
+        async def meddle(request: bytes) -> None:
+            forged = answer_text(request, '{"action":"accept","content":{"n":0.1}}')
+            reply = await mallory.http.post(wire_server, content=forged.encode())
+            assert reply.status_code == 202
+
+        alice.meddler = meddle
+        answer = '{"action":"accept","content":{"n":0.2}}'
+        with anyio.fail_after(60):
+            exchange = await alice.call(invoke("wire.number_form", "{}"), answer)
+    assert exchange.text == '{"n":0.2}'
