@@ -312,6 +312,11 @@ async def test_arguments_reach_validation_as_sent(
         )
         pinned = await client.call('{"name":"wire.echo","arguments":{"b":true,"b":false}}')
         assert pinned.text.endswith("duplicate object member name 'b' (at /b)")
+        for absent in ("null", "{}"):  # arguments that are null mean none, as before
+            nothing = await client.call(invoke("wire.echo", absent))
+            assert nothing.text == "{}"
+            pinned = await client.call('{"name":"wire.echo","arguments":' + absent + "}")
+            assert pinned.text == "{}"
         protocol = await client.call(
             '{"name":"search","arguments":{"query":"nothing"},"arguments":{"query":"bounded"}}'
         )  # the protocol's own fields keep the SDK's handling: the last one wins

@@ -662,7 +662,8 @@ def _exact(ctx: ServerRequestContext[Any, Any], path: tuple[str, ...], parsed: A
             FailureCode.INVALID_REQUEST,
             "the request could not be read exactly (it nests too deep); send less nesting",
         ) from None
-    return parsed if text is None else text
+    # ``parsed`` may stand for an absent or null member (``{}``): only an object is taken.
+    return text if text is not None and text.startswith(b"{") else parsed
 
 
 def _check_profile(pending: Pending, version: str) -> None:
