@@ -7,6 +7,8 @@ test reads the exact values the handler saw.
 
 from __future__ import annotations
 
+import os
+import sys
 from decimal import Decimal
 from typing import Any
 
@@ -89,6 +91,15 @@ async def wide_prompt(inv: Invocation) -> Any:
     return await_input(FormInput("\u754c" * 4500, PLAIN_FORM, state={"n": 0}))
 
 
+def noisy(inv: Invocation) -> Any:
+    """Writes to stdout (Python's and descriptor 1) and reads stdin: over stdio neither
+    may touch the wire."""
+    print("noise on sys.stdout", flush=True)
+    os.write(1, b"noise on fd 1\n")
+    read = sys.stdin.read()
+    return finish(Result([Text(f"read {read!r}")]))
+
+
 def numbers(inv: Invocation) -> Any:
     return finish(Result(structured={"huge": HUGE, "tiny": TINY}))
 
@@ -124,6 +135,7 @@ def operations() -> list[Operation]:
             group="wire",
             output_schema={"type": "object"},
         ),
+        Operation("wire.noisy", "Prints and reads stdin", noisy, group="wire"),
         Operation("wire.wide_text", "Text of 4,000 CJK characters", wide_text, group="wire"),
         Operation(
             "wire.wide_prompt", "A prompt of 4,500 CJK characters", wide_prompt, group="wire"

@@ -394,6 +394,16 @@ async def test_a_prompt_over_the_budget_as_sent_is_refused(
     assert "\u754c" * 4500 in sent.decode()
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_handler_that_prints_or_reads_stdin_never_touches_the_stdio_wire(era: str) -> None:
+    with anyio.fail_after(60):
+        async with stdio_client(era) as client:
+            noisy = await client.call(invoke("wire.noisy", "{}"))
+            assert noisy.text == "read ''"
+            after = await client.call(invoke("wire.echo", '{"n":1}'))
+            assert after.text == '{"n":1}'
+
+
 # -- answers ------------------------------------------------------------------------
 
 
