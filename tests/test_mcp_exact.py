@@ -37,6 +37,7 @@ ARGS = ("params", "arguments", "arguments")
         (b'{"params":{"arguments":"text"}}', ARGS, None),
         (b'{"params":{}}', ARGS, None),
         (b'{"id":"opgate-1","result":{}}', ("id",), b'"opgate-1"'),
+        (b'\xef\xbb\xbf {"id":7}', ("id",), b"7"),  # after a byte order mark, as json.loads
         # invalid UTF-8 comes back byte for byte, for the strict parser to name
         (b'{"params":{"arguments":"\xff\xfe"}}', ("params", "arguments"), b'"\xff\xfe"'),
     ],

@@ -70,7 +70,7 @@ def current_message() -> bytes | None:
 
 
 class UnreadableMessage(ValueError):
-    """The message could not be read as JSON here (nesting beyond the decoder's reach)."""
+    """The message could not be read as UTF-8 JSON here (or it nests beyond the decoder)."""
 
 
 def _discard(*_: object) -> None:
@@ -124,8 +124,9 @@ def member_bytes(raw: bytes, path: tuple[str, ...]) -> bytes | None:
     ``UnreadableMessage`` when the text is not JSON the decoder can read.
     """
     text = raw.decode("utf-8", "surrogateescape")  # invalid bytes come back unchanged
+    start = 1 if text.startswith("\ufeff") else 0  # a byte order mark, as ``json`` skips it
     try:
-        _, span = _walk(text, _SPACE.match(text).end(), path)  # type: ignore[union-attr]
+        _, span = _walk(text, _SPACE.match(text, start).end(), path)  # type: ignore[union-attr]
     except (ValueError, RecursionError) as exc:  # json.JSONDecodeError is a ValueError
         raise UnreadableMessage("the message could not be read") from exc
     if span is None:

@@ -660,7 +660,7 @@ def _exact(ctx: ServerRequestContext[Any, Any], path: tuple[str, ...], parsed: A
     except UnreadableMessage:
         raise Failure(
             FailureCode.INVALID_REQUEST,
-            "the request could not be read exactly (it nests too deep); send less nesting",
+            "the request could not be read exactly: send it as UTF-8 JSON with less nesting",
         ) from None
     # ``parsed`` may stand for an absent or null member (``{}``): only an object is taken.
     return text if text is not None and text.startswith(b"{") else parsed
