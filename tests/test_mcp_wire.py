@@ -499,3 +499,18 @@ async def test_another_sessions_response_never_answers_a_prompt(wire_server: str
         with anyio.fail_after(60):
             exchange = await alice.call(invoke("wire.number_form", "{}"), answer)
     assert exchange.text == '{"n":0.2}'
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_pipelined_calls_each_get_their_own_raw_arguments(era: str) -> None:
+    """Lines sent back to back are in flight together: each call reads its own text."""
+    with anyio.fail_after(60):
+        async with stdio_client(era) as client:
+            for ident in range(1, 21):
+                arguments = '{"n":%d.50}' % ident  # noqa: UP031 - raw JSON text
+                await client.send(call_text(ident, invoke("wire.echo", arguments), era))
+            seen = {}
+            while len(seen) < 20:
+                message = json.loads(await client.receive())
+                seen[message["id"]] = message["result"]["content"][0]["text"]
+    assert seen == {ident: '{"n":%d.5}' % ident for ident in range(1, 21)}  # noqa: UP031
