@@ -360,3 +360,31 @@ def test_what_cannot_be_shown_as_text_is_refused(url: str, content: bytes, reaso
     request = httpx2.Request("POST", url, content=content)
     with pytest.raises(Unshowable, match=reason):
         render("op", "/x", request, frozenset(), 16384)
+
+
+async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
+    recorder: Recorder,
+) -> None:
+    """The form names such a header as set by the host: an agent's value must not ride there."""
+    recorder.received.clear()
+    own = httpx2.AsyncClient(headers={"X-Memo": "host-tenant-key"})
+    confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
+    arguments = {"X-Memo": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
+    try:
+        registry = confirmed.registry(Policy())
+        pending = await prompt(registry, "transfer", arguments)
+        shown = read(pending.prompt.message)
+        assert shown.hidden == ["X-Memo"]
+        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+        assert_received_as_shown(recorder, shown)
+        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
+        recorder.received.clear()
+        registry = unconfirmed.registry(Policy())
+        outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
+        assert isinstance(outcome, Completed), outcome
+        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
+    finally:
+        await confirmed.aclose()
+        await unconfirmed.aclose()
+        await own.aclose()

@@ -54,7 +54,7 @@ from ._confirm import (
     unshowable,
 )
 from ._document import load_document
-from ._http import Upstream, request_headers
+from ._http import Upstream
 from ._operations import OperationPlan, plan_operations
 from ._report import Report
 from ._request import ArgumentProblem, PreparedRequest, prepare
@@ -155,7 +155,7 @@ class _Handler:
         except BaseException:
             catalog._sent.record(key, None, "not sent: the host's headers failed")
             raise
-        hidden = hidden_headers(headers, upstream.client())
+        hidden = hidden_headers(headers, upstream.client_headers())
 
         def shown(request: httpx2.Request) -> str | None:
             return None if request_digest(request, hidden) == digest else MISMATCH
@@ -176,10 +176,10 @@ class _Handler:
         upstream = catalog._upstream
         headers = await catalog._headers(plan.name)
         try:
-            request = upstream.build(prepared, request_headers(prepared, headers))
+            request = upstream.build(prepared, headers)
         except ValueError:
             return fail("refused: the request would leave the API's base URL")
-        hidden = hidden_headers(headers, upstream.client())
+        hidden = hidden_headers(headers, upstream.client_headers())
         try:
             message = render(plan.name, plan.path, request, hidden, catalog._form_budget)
         except Unshowable as exc:

@@ -80,8 +80,6 @@ __all__ = [
 MAX_RECORDS = 256
 #: Headers that carry credentials whoever sets them: never shown.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-#: The default headers of opgate's own HTTP client (shown: they hold no credential).
-CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -116,11 +114,15 @@ class Unshowable(Exception):
     """A request that cannot be shown completely and unambiguously (the text says why)."""
 
 
-def hidden_headers(host_headers: Mapping[str, str], client: httpx2.AsyncClient) -> frozenset[str]:
-    """Lower-case names of the headers named but not shown (see the module docstring)."""
+def hidden_headers(
+    host_headers: Mapping[str, str], client_headers: Collection[str]
+) -> frozenset[str]:
+    """Lower-case names of the headers named but not shown (see the module docstring).
+
+    ``client_headers``: ``Upstream.client_headers()``.
+    """
     names = {name.lower() for name in host_headers} | CREDENTIAL_HEADERS
-    names |= {name.lower() for name in client.headers if name.lower() not in CLIENT_HEADERS}
-    return frozenset(names)
+    return frozenset(names | set(client_headers))
 
 
 def request_digest(request: httpx2.Request, hidden: Collection[str]) -> str:
