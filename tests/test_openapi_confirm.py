@@ -189,6 +189,31 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
     assert json.loads(recorder.received[0].body)["to"] == recipient  # the same value, escaped
 
 
+async def test_a_run_of_spaces_is_visible_and_cannot_push_text_out_of_sight(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """Two spaces look like one, and a long run wraps into blank lines after a forged end."""
+    _, registry = payments
+    gap = " " * 2000
+    arguments = {
+        "note": "John  Smith",
+        "X-Memo": "a   b",
+        "body": {"memo": f"rent 10. End of the request.{gap}", "to": "John  Smith"},
+    }
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    for line in message.split("\n"):
+        assert "  " not in line.removeprefix("  "), line[:80]
+    shown = read(message)
+    assert shown.body is not None
+    assert b'"to":"John \\u0020Smith"' in shown.body
+    assert ("X-Memo", "a   b") in shown.headers
+    assert shown.decoded["Query, decoded:"] == ['"note" = "John \\u0020Smith"']
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
+
+
 async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
     payments: tuple[Catalog, Registry], recorder: Recorder
 ) -> None:

@@ -11,7 +11,8 @@ whose message is ``render(...)`` of that request:
   holding percent-escapes (one item per segment) and of a form-encoded body;
 * everything is printable ASCII. Values (header values, decoded parts) are JSON
   strings written by ``quoted``: a control, bidi, invisible, private-use,
-  unassigned or non-ASCII character is an escape such as ``\\n`` or ``\\u202e``.
+  unassigned or non-ASCII character, and a space after a space, is an escape such
+  as ``\\n``, ``\\u202e`` or ``\\u0020``.
   The body is printable ASCII by construction (``_request`` writes JSON bodies
   with such escapes; form bodies are percent-encoded), so it is shown as it is;
 * a value never holds a line break, and every line starts with the renderer's own
@@ -98,8 +99,8 @@ _PRINTABLE = re.compile(rb"[\x20-\x7e]*")
 _FORM = "application/x-www-form-urlencoded"
 _INTRO = (
     "Shown below: the whole request, exactly as it will be sent. Quoted values are JSON "
-    "strings: every character that is not printable ASCII is written as an escape "
-    "(such as \\n or \\u202e)."
+    "strings: every character that is not printable ASCII, and every space after a space, "
+    "is written as an escape (such as \\n, \\u202e or \\u0020)."
 )
 
 #: Why the answer is refused when the request to send is not the one shown.

@@ -18,9 +18,10 @@ JSON ``content`` are sent as compact JSON text. Numbers are written exactly
 (``Decimal`` in positional notation), booleans as ``true``/``false``; a ``null``
 query or header value is left out.
 
-A JSON body is written in printable ASCII: every other character of its strings is
-a JSON escape (``\\u202e``, ``\\n``), so the bytes sent are text a person can read
-exactly as they are (see ``_confirm``); a JSON reader gets the same values.
+A JSON body is written in printable ASCII: every other character of its strings (and
+``<``, ``>``, ``&`` and a space after a space) is a JSON escape (``\\u202e``, ``\\n``,
+``\\u0020``), so the bytes sent are text a person can read exactly as they are (see
+``_confirm``); a JSON reader gets the same values.
 """
 
 from __future__ import annotations
@@ -70,13 +71,16 @@ def quoted(text: str) -> str:
 
     ``<``, ``>`` and ``&`` are escapes too: a client that renders the message as
     HTML or Markdown can then neither hide a span (``<!-- ... -->``) nor turn an
-    entity (``&#x202e;``) into the character it names.
+    entity (``&#x202e;``) into the character it names. So is every space after a
+    space: two spaces look like one, and a long run would wrap into blank lines
+    that push what follows out of sight.
     """
     # ensure_ascii escapes DEL too
-    return json.dumps(text).translate(_MARKUP)
+    return _SPACE_AFTER_SPACE.sub(r"\\u0020", json.dumps(text)).translate(_MARKUP)
 
 
 _MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+_SPACE_AFTER_SPACE = re.compile("(?<= ) ")
 
 
 def _string(text: str) -> str:
