@@ -413,3 +413,16 @@ async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
         await confirmed.aclose()
         await unconfirmed.aclose()
         await own.aclose()
+
+
+async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
+    """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
+    document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}
+    catalog = build_catalog(document, base_url=recorder.base_url)
+    try:
+        assert "transfer" not in catalog.plans
+        [skipped] = catalog.report.skipped
+        assert skipped.kind == "invalid path"
+        assert "fragment" in skipped.reason
+    finally:
+        await catalog.aclose()

@@ -28,6 +28,7 @@ Unsupported and skipped, per operation (the report says which and why):
 * parameter styles other than ``simple``/``label``/``matrix`` (path),
   ``form``/``spaceDelimited``/``pipeDelimited``/``deepObject`` (query), ``simple``
   (header);
+* a path that does not start with ``/`` or holds a fragment (``#``, never sent);
 * ``callbacks`` and ``webhooks`` (nothing to call), ``servers`` on a path or an
   operation (calls always go to the host's base URL);
 * a ``$ref`` to another file or URL, a recursive ``$ref`` outside
@@ -230,6 +231,9 @@ def _plan(
         warn("servers", "its own servers are ignored: calls go to the host's base URL")
     if not path.startswith("/"):
         raise _Skip("invalid path", f"path {path[:80]!r} does not start with '/'")
+    if "#" in path:
+        # never sent: the confirmation would show text the API never gets
+        raise _Skip("invalid path", f"path {path[:80]!r} holds a fragment ('#')")
     parameters = _parameters(document, item, operation, warn)
     refs: set[str] = set()
     warnings: list[tuple[str, str]] = []
