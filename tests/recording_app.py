@@ -9,6 +9,9 @@ as they came, the body bytes). It answers ``200 {"ok": true}`` with a ``Set-Cook
 ``DOCUMENT`` describes what the confirmation tests send: a JSON body with a query
 and a header parameter, a form-encoded body, and a path parameter.
 
+``Ctx`` and ``Policy`` are the tests' caller and policy (allow all, one scope per
+principal).
+
 ``read(message)`` parses a confirmation message strictly (every line must be one the
 renderer writes); ``assert_received_as_shown`` checks that the one request received
 is exactly the method, URL, headers and body it showed.
@@ -27,6 +30,8 @@ from asgi_thread import serve_asgi
 
 __all__ = [
     "DOCUMENT",
+    "Ctx",
+    "Policy",
     "Received",
     "Recorder",
     "Shown",
@@ -49,6 +54,21 @@ class Recorder:
     base_url: str
     origin: str  # http://127.0.0.1:PORT
     received: list[Received] = field(default_factory=list)
+
+
+@dataclass
+class Ctx:
+    principal: str
+
+
+class Policy:
+    """Allows everything; each principal is a scope of its own."""
+
+    def scope_key(self, ctx: Any) -> str:
+        return str(ctx.principal)
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
 
 
 _ANY = {"type": "object"}

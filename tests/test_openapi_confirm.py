@@ -12,7 +12,6 @@ import json
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -23,26 +22,21 @@ from hypothesis import strategies as st
 from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
 from opgate.openapi import Catalog, build_catalog
 
-from recording_app import DOCUMENT, Recorder, assert_received_as_shown, read, serve_recorder
+from recording_app import (
+    DOCUMENT,
+    Ctx,
+    Policy,
+    Recorder,
+    assert_received_as_shown,
+    read,
+    serve_recorder,
+)
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "Bearer s3cret-host-token"
 FORM = {InputMode.FORM}
 YES = InputResponse.accept({"confirm": True})
-
-
-@dataclass
-class Ctx:
-    principal: str
-
-
-class Policy:
-    def scope_key(self, ctx: Any) -> str:
-        return str(ctx.principal)
-
-    def authorize(self, ctx: Any, request: Any) -> None:
-        return None
 
 
 def host_headers(ctx: Any) -> dict[str, str]:
