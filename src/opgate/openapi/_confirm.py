@@ -69,12 +69,15 @@ from ._request import quoted
 __all__ = [
     "CONFIRM_SCHEMA",
     "MAX_RECORDS",
+    "MISMATCH",
     "SentLog",
     "Unshowable",
+    "confirmation",
     "hidden_headers",
     "quoted",
     "render",
     "request_digest",
+    "unshowable",
 ]
 
 #: Outcomes of confirmed sends kept for replays.
