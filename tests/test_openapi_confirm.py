@@ -129,7 +129,9 @@ async def test_a_query_value_cannot_forge_a_section_of_the_form(
     assert [line for line in message.split("\n") if line.startswith("Body")] == [
         next(line for line in message.split("\n") if line.startswith("Body ("))
     ]
-    assert shown.decoded["Query, decoded:"] == ['"note" = ' + json.dumps(forged)]
+    [pair] = shown.decoded["Query, decoded:"]
+    name, value = pair.split(" = ")
+    assert (json.loads(name), json.loads(value)) == ("note", forged)
     assert shown.body == b'{"to":"attacker","amount":1000000}'
     assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
     assert_received_as_shown(recorder, shown)
@@ -225,6 +227,36 @@ async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
     shown = read(message)
     assert shown.body is not None
     assert b"\\u003c!-- hidden --\\u003e \\u0026#x202e;" in shown.body
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
+
+
+async def test_markdown_can_neither_hide_text_in_a_link_nor_unescape_a_quote(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """CommonMark drops a backslash before punctuation and shows a link's text only.
+
+    ``\\"`` rendered as ``"`` made ``{"amount":1000000,"to":"x\\",\\"amount\\":10}`` read as
+    a later ``"amount":10``; ``[see](...)`` hid everything up to ``)`` as a link target.
+    """
+    _, registry = payments
+    forged = 'x","amount":10,"n":"'
+    arguments = {
+        "note": "a\\b",
+        "X-Memo": '"quoted"',
+        "body": {"amount": 1000000, "to": forged, "memo": "[see](", "x": ")"},
+    }
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert re.search(r"\\[!-/:-@[-`{-~]", message) is None  # no backslash before punctuation
+    assert "[" not in message
+    assert "]" not in message
+    shown = read(message)
+    assert shown.body is not None
+    assert b'"to":"x\\u0022,\\u0022amount\\u0022:10,\\u0022n\\u0022:\\u0022"' in shown.body
+    assert ("X-Memo", '"quoted"') in shown.headers
+    assert shown.decoded["Query, decoded:"] == ['"note" = "a\\u005cb"']
     assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
     assert_received_as_shown(recorder, shown)
     assert json.loads(recorder.received[0].body) == arguments["body"]

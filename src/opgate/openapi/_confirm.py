@@ -11,8 +11,9 @@ whose message is ``render(...)`` of that request:
   holding percent-escapes (one item per segment) and of a form-encoded body;
 * everything is printable ASCII. Values (header values, decoded parts) are JSON
   strings written by ``quoted``: a control, bidi, invisible, private-use,
-  unassigned or non-ASCII character, and a space after a space, is an escape such
-  as ``\\n``, ``\\u202e`` or ``\\u0020``.
+  unassigned or non-ASCII character, a space after a space, and the printable
+  characters an HTML or Markdown renderer acts on, is an escape such as ``\\n``,
+  ``\\u202e`` or ``\\u0020``.
   The body is printable ASCII by construction (``_request`` writes JSON bodies
   with such escapes; form bodies are percent-encoded), so it is shown as it is;
 * a value never holds a line break, and every line starts with the renderer's own
