@@ -65,6 +65,7 @@ import httpx2
 
 from opgate import FormInput, Result, Text, fail, finish
 
+from ._operations import HEADER_NAME
 from ._request import quoted
 
 __all__ = [
@@ -98,7 +99,6 @@ CONFIRM_SCHEMA: dict[str, Any] = {
     "required": ["confirm"],
 }
 _SCHEMA_BYTES = len(json.dumps(CONFIRM_SCHEMA, separators=(",", ":"), ensure_ascii=False))
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PRINTABLE = re.compile(rb"[\x20-\x7e]*")
 _FORM = "application/x-www-form-urlencoded"
 _INTRO = (
@@ -172,7 +172,7 @@ def render(
         lines.append("  " + " / ".join(quoted(segment) for segment in segments))
     for raw_name, raw_value in request.headers.raw:
         header = raw_name.decode("latin-1")
-        if _TOKEN.fullmatch(header) is None:
+        if HEADER_NAME.fullmatch(header) is None:
             raise Unshowable("a header name is not an HTTP token")
         if header.lower() in hidden:
             lines.append(f"Header: {header}: not shown (set by the host)")

@@ -21,7 +21,8 @@ Unsupported and skipped, per operation (the report says which and why):
 * cookie parameters: a required one skips the operation, an optional one is dropped;
 * header parameters ``Accept``, ``Content-Type`` and ``Authorization`` are ignored, as
   OpenAPI specifies, and so are headers the HTTP client owns (``Host``,
-  ``Content-Length``, ``Cookie``, ``Connection``, ...);
+  ``Content-Length``, ``Cookie``, ``Connection``, ...) and names that are not HTTP
+  tokens (``X-A B``: such a header could never be sent);
 * request bodies other than JSON and ``application/x-www-form-urlencoded``
   (multipart, binary, XML, text): a required one skips the operation, an optional
   one is dropped;
@@ -49,6 +50,7 @@ from ._report import Report
 from ._schemas import Converted, Direction, SchemaConverter, Unsupported, dumps
 
 __all__ = [
+    "HEADER_NAME",
     "METHODS",
     "BodyPlan",
     "OperationPlan",
@@ -87,6 +89,8 @@ _STYLES = {
     "query": ("form", frozenset({"form", "spaceDelimited", "pipeDelimited", "deepObject"})),
     "header": ("simple", frozenset({"simple"})),
 }
+#: An HTTP field name (RFC 9110 token): what a header parameter's name must be.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _TEMPLATE = re.compile(r"{([^{}]*)}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _FORM = "application/x-www-form-urlencoded"
@@ -353,6 +357,9 @@ def _parameters(
             warn("invalid parameter", f"parameter {shown!r} in {location[:20]!r} dropped")
             continue
         if location == "header":
+            if HEADER_NAME.fullmatch(name) is None:
+                warn("header parameter", f"header {shown!r} is not an HTTP token; dropped")
+                continue
             lowered = name.lower()
             if lowered in IGNORED_HEADERS:
                 continue  # OpenAPI: these header parameters are ignored
