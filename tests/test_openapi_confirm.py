@@ -27,6 +27,7 @@ from recording_app import (
     Ctx,
     Policy,
     Recorder,
+    Shown,
     assert_received_as_shown,
     read,
     serve_recorder,
@@ -75,6 +76,19 @@ async def accept(
     )
 
 
+async def sent_as_shown(
+    registry: Registry,
+    recorder: Recorder,
+    name: str,
+    arguments: Any,
+    pending: Pending,
+    shown: Shown,
+) -> None:
+    """Accept ``pending``: the one request the upstream receives is exactly ``shown``."""
+    assert isinstance(await accept(registry, name, arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
 # -- the attacks of issue 19 ----------------------------------------------------------
 
 
@@ -91,8 +105,7 @@ async def test_a_padded_body_is_shown_whole_and_sent_as_shown(
     assert shown.body is not None
     assert b'"amount":1000000' in shown.body
     assert b'"to":"attacker"' in shown.body
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
 
 
 async def test_a_request_too_large_to_show_is_refused_and_never_sent(
@@ -133,8 +146,7 @@ async def test_a_query_value_cannot_forge_a_section_of_the_form(
     name, value = pair.split(" = ")
     assert (json.loads(name), json.loads(value)) == ("note", forged)
     assert shown.body == b'{"to":"attacker","amount":1000000}'
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
 
 
 #: Characters that hide, reorder, fake or blur text on a screen.
@@ -180,8 +192,7 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
     assert f'"to":"{escape}rekcatta"'.encode() in shown.body
     assert f'"amount{escape}":5'.encode() in shown.body
     assert shown.decoded["Query, decoded:"] == [f'"note" = "rent{escape}"']
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body)["to"] == recipient  # the same value, escaped
 
 
@@ -205,8 +216,7 @@ async def test_a_run_of_spaces_is_visible_and_cannot_push_text_out_of_sight(
     assert b'"to":"John \\u0020Smith"' in shown.body
     assert ("X-Memo", "a   b") in shown.headers
     assert shown.decoded["Query, decoded:"] == ['"note" = "John \\u0020Smith"']
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body) == arguments["body"]
 
 
@@ -227,8 +237,7 @@ async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
     shown = read(message)
     assert shown.body is not None
     assert b"\\u003c!-- hidden --\\u003e \\u0026#x202e;" in shown.body
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body) == arguments["body"]
 
 
@@ -257,8 +266,7 @@ async def test_markdown_can_neither_hide_text_in_a_link_nor_unescape_a_quote(
     assert b'"to":"x\\u0022,\\u0022amount\\u0022:10,\\u0022n\\u0022:\\u0022"' in shown.body
     assert ("X-Memo", '"quoted"') in shown.headers
     assert shown.decoded["Query, decoded:"] == ['"note" = "a\\u005cb"']
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body) == arguments["body"]
 
 
@@ -282,8 +290,7 @@ async def test_what_the_upstream_receives_is_what_the_form_showed(
     assert shown.decoded["Query, decoded:"] == [
         '"note" = "M\\u00e4rz rent \\u0026 more=1 +2 %20 #frag"'
     ]
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     got = dict(recorder.received[0].headers)
     assert got["authorization"] == TOKEN  # the credential is sent, never shown
 
@@ -301,8 +308,7 @@ async def test_a_form_encoded_body_is_shown_exactly_and_decoded(
         '"amount" = "7"',
         '"memo" = "a=b\\u0026to=landlord"',
     ]
-    assert isinstance(await accept(registry, "pay", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "pay", arguments, pending, shown)
 
 
 async def test_a_path_parameter_with_slashes_is_one_visible_segment(
@@ -317,8 +323,7 @@ async def test_a_path_parameter_with_slashes_is_one_visible_segment(
         '"api" / "files" / "../admin/secret\\u2215x"'
     ]
     assert shown.body is None
-    assert isinstance(await accept(registry, "files.delete", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "files.delete", arguments, pending, shown)
 
 
 async def test_the_answer_sends_only_the_request_that_was_shown(
@@ -386,8 +391,7 @@ async def test_default_headers_of_the_hosts_own_client_are_named_not_shown(
         assert "c00kie" not in message
         shown = read(message)
         assert set(shown.hidden) == {"X-Api-Key", "Cookie"}
-        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-        assert_received_as_shown(recorder, shown)
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
         assert dict(recorder.received[0].headers)["x-api-key"] == "client-secret"
     finally:
         await catalog.aclose()
@@ -427,8 +431,7 @@ async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
         pending = await prompt(registry, "transfer", arguments)
         shown = read(pending.prompt.message)
         assert shown.hidden == ["X-Memo"]
-        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-        assert_received_as_shown(recorder, shown)
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
         assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
         recorder.received.clear()
         registry = unconfirmed.registry(Policy())
