@@ -125,6 +125,9 @@ def socket_to(port: int) -> Any:
         (["--openapi", "missing.json", "--base-url", "http://h"], "cannot read"),
         (["--openapi", "SPEC", "--base-url", "http://h", "--header", "A=NOPE_UNSET"], "NOPE_UNSET"),
         (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", "FETCH"], "confirm"),
+        # a blank list (an unset variable in a script) must not turn the human gate off
+        (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", ""], "'none'"),
+        (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", " , "], "'none'"),
         (["--openapi", "SPEC", "--base-url", "ftp://h"], "base_url"),
     ],
 )

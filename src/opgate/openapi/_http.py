@@ -9,14 +9,15 @@ Requests
   the final URL is checked to have the base URL's scheme, host and port and to lie
   under its path before anything is sent. Arguments never hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
-  parameter can never replace a host header.
+  parameter can never replace a host header, nor a default header of a client the
+  host passed in (``client_headers``: the form names those as set by the host).
 * Redirects are never followed by the client. A redirect of a ``GET``/``HEAD`` to a
   URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times), unless
   ``send(follow_redirects=False)`` (a confirmed request); any other redirect ends the
   call with a failure that does not reveal the location.
-* ``build`` makes the exact first request (``request_headers`` composes its
-  headers) without sending it, for the confirmation form; ``send(check=...)`` lets
-  the caller refuse that exact request before anything is sent.
+* ``build`` makes the exact first request without sending it, for the confirmation
+  form; ``send(check=...)`` lets the caller refuse that exact request before
+  anything is sent.
 * ``timeout`` bounds the whole exchange, body included; the client's own connect,
   read, write and pool timeouts use the same value. ``trust_env`` is off: no proxy,
   ``.netrc`` or certificate settings are picked up from the environment behind the
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -65,6 +66,9 @@ __all__ = [
     "check_base_url",
     "request_headers",
 ]
+
+#: The default headers of opgate's own HTTP client: they hold no credential.
+CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
 #: Redirects followed within the base URL for GET and HEAD.
 MAX_REDIRECTS = 5
@@ -124,12 +128,18 @@ def _no_cookies() -> CookieJar:
     return CookieJar(DefaultCookiePolicy(allowed_domains=[]))
 
 
-def request_headers(prepared: PreparedRequest, host_headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top."""
+def request_headers(
+    prepared: PreparedRequest, host_headers: Mapping[str, str], reserved: Collection[str] = ()
+) -> dict[str, str]:
+    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top.
+
+    A parameter named like a host header or like one of ``reserved`` (lower-case
+    names) is left out.
+    """
     headers: dict[str, str] = {}
-    lowered_host = {name.lower() for name in host_headers}
+    taken = {name.lower() for name in host_headers} | set(reserved)
     for name, value in prepared.headers:
-        if name.lower() not in lowered_host:
+        if name.lower() not in taken:
             headers[name] = value
     if prepared.content_type is not None:
         headers["Content-Type"] = prepared.content_type
@@ -201,11 +211,28 @@ class Upstream:
         path = url.raw_path.decode("ascii").split("?", 1)[0]
         return path == self._base_path or path.startswith(self._base_path + "/")
 
-    def build(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
-        """The first request for ``prepared`` with ``headers`` (``request_headers``), unsent.
+    def client_headers(self) -> frozenset[str]:
+        """Lower-case names of the client's default headers, opgate's own defaults aside.
+
+        Empty for the catalog's own client; a client the host passed in may carry
+        credentials there.
+        """
+        names = (name.lower() for name in self.client().headers)
+        return frozenset(name for name in names if name not in CLIENT_HEADERS)
+
+    def build(self, prepared: PreparedRequest, host_headers: Mapping[str, str]) -> httpx2.Request:
+        """The first request ``send`` makes for ``prepared``, unsent.
 
         ``ValueError`` if it would leave the base URL.
         """
+        return self._request(prepared, self._headers(prepared, host_headers))
+
+    def _headers(
+        self, prepared: PreparedRequest, host_headers: Mapping[str, str]
+    ) -> dict[str, str]:
+        return request_headers(prepared, host_headers, self.client_headers())
+
+    def _request(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
         return self.client().build_request(
             prepared.method,
             self.url(prepared.path),
@@ -229,9 +256,9 @@ class Upstream:
         returns is the failure, and nothing is sent. Without ``follow_redirects``
         only that request is sent (a confirmed one: nothing the person did not see).
         """
-        headers = request_headers(prepared, host_headers)
+        headers = self._headers(prepared, host_headers)
         try:
-            request = self.build(prepared, headers)
+            request = self._request(prepared, headers)
         except ValueError:
             return _failed("refused: the request would leave the API's base URL")
         if check is not None:

@@ -21,13 +21,15 @@ Unsupported and skipped, per operation (the report says which and why):
 * cookie parameters: a required one skips the operation, an optional one is dropped;
 * header parameters ``Accept``, ``Content-Type`` and ``Authorization`` are ignored, as
   OpenAPI specifies, and so are headers the HTTP client owns (``Host``,
-  ``Content-Length``, ``Cookie``, ``Connection``, ...);
+  ``Content-Length``, ``Cookie``, ``Connection``, ...) and names that are not HTTP
+  tokens (``X-A B``: such a header could never be sent);
 * request bodies other than JSON and ``application/x-www-form-urlencoded``
   (multipart, binary, XML, text): a required one skips the operation, an optional
   one is dropped;
 * parameter styles other than ``simple``/``label``/``matrix`` (path),
   ``form``/``spaceDelimited``/``pipeDelimited``/``deepObject`` (query), ``simple``
   (header);
+* a path that does not start with ``/`` or holds a fragment (``#``, never sent);
 * ``callbacks`` and ``webhooks`` (nothing to call), ``servers`` on a path or an
   operation (calls always go to the host's base URL);
 * a ``$ref`` to another file or URL, a recursive ``$ref`` outside
@@ -48,6 +50,7 @@ from ._report import Report
 from ._schemas import Converted, Direction, SchemaConverter, Unsupported, dumps
 
 __all__ = [
+    "HEADER_NAME",
     "METHODS",
     "BodyPlan",
     "OperationPlan",
@@ -86,6 +89,8 @@ _STYLES = {
     "query": ("form", frozenset({"form", "spaceDelimited", "pipeDelimited", "deepObject"})),
     "header": ("simple", frozenset({"simple"})),
 }
+#: An HTTP field name (RFC 9110 token): what a header parameter's name must be.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _TEMPLATE = re.compile(r"{([^{}]*)}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _FORM = "application/x-www-form-urlencoded"
@@ -230,6 +235,9 @@ def _plan(
         warn("servers", "its own servers are ignored: calls go to the host's base URL")
     if not path.startswith("/"):
         raise _Skip("invalid path", f"path {path[:80]!r} does not start with '/'")
+    if "#" in path:
+        # never sent: the confirmation would show text the API never gets
+        raise _Skip("invalid path", f"path {path[:80]!r} holds a fragment ('#')")
     parameters = _parameters(document, item, operation, warn)
     refs: set[str] = set()
     warnings: list[tuple[str, str]] = []
@@ -349,6 +357,9 @@ def _parameters(
             warn("invalid parameter", f"parameter {shown!r} in {location[:20]!r} dropped")
             continue
         if location == "header":
+            if HEADER_NAME.fullmatch(name) is None:
+                warn("header parameter", f"header {shown!r} is not an HTTP token; dropped")
+                continue
             lowered = name.lower()
             if lowered in IGNORED_HEADERS:
                 continue  # OpenAPI: these header parameters are ignored
