@@ -163,7 +163,7 @@ def plan_operations(
     definition_bytes: int = 65536,
 ) -> list[OperationPlan]:
     """Plan every operation of ``document``; problems go to ``report`` (never raised)."""
-    converter = SchemaConverter(document)
+    converter = SchemaConverter(document, budget=definition_bytes)
     namer = Namer()
     plans: list[OperationPlan] = []
     data = document.data

@@ -1,0 +1,144 @@
+"""Hostile OpenAPI documents: small texts that expand enormously must fail fast and clearly.
+
+Each import runs in a child process under a memory cap and a time limit
+(``tests/openapi_bombs.py``), so a regression fails here instead of hanging the suite.
+Legitimate documents that share parts (YAML aliases, a ``$ref`` used by many
+operations) still import; the real-world corpus runs in ``tests/test_openapi_corpus.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openapi_bombs import (
+    import_bounded,
+    many_operations_sharing_a_ref,
+    ref_bomb,
+    yaml_alias_bomb,
+    yaml_merge_bomb,
+    yaml_schema_alias_bomb,
+)
+from opgate.openapi import DocumentError, build_catalog, load_document
+
+#: A hostile document is refused within this many seconds (well under one, unloaded).
+FAST = 2.0
+
+
+def test_a_yaml_alias_bomb_is_refused_fast_and_says_why() -> None:
+    ran = import_bounded(yaml_alias_bomb(), limit=30)
+    assert ran.error is not None, ran
+    assert ran.error.startswith("DocumentError: "), ran
+    assert "aliases" in ran.error
+    assert "100,000" in ran.error
+    assert ran.seconds < FAST
+    assert ran.peak_mib < 200
+
+
+def test_aliases_inside_a_schema_are_refused_fast() -> None:
+    ran = import_bounded(yaml_schema_alias_bomb(), limit=30)
+    assert ran.error is not None, ran
+    assert ran.error.startswith("DocumentError: "), ran
+    assert ran.seconds < FAST
+
+
+def test_merge_keys_of_merge_keys_do_not_expand() -> None:
+    ran = import_bounded(yaml_merge_bomb(), limit=30)
+    assert ran.error is None, ran
+    assert ran.seconds < FAST
+
+
+def test_yaml_aliases_a_real_document_uses_still_load() -> None:
+    shared = "{type: object, properties: {code: {type: integer}, message: {type: string}}}"
+    paths = "\n".join(
+        f"  /r{i}:\n    get:\n      responses: {{'400': *error, '200': {{description: ok}}}}"
+        for i in range(300)
+    )
+    error = f"{{description: bad, content: {{application/json: {{schema: {shared}}}}}}}"
+    text = (
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\n"
+        f"x-error: &error {error}\n"
+        f"paths:\n{paths}\n"
+    )
+    document = load_document(text)
+    assert document.data["paths"]["/r299"]["get"]["responses"]["400"]["description"] == "bad"
+    assert len(build_catalog(text, base_url="https://x.invalid").operations) == 300
+
+
+def test_the_alias_budget_grows_with_the_document() -> None:
+    # 250,000 values through aliases, in a document of more than 250,000 bytes: allowed.
+    leaf = "[" + ", ".join(["v"] * 50) + "]"
+    rows = "\n".join(f"  k{i}: &a{i} {leaf}\n  u{i}: *a{i}" for i in range(2500))
+    text = f"openapi: 3.1.0\ninfo: {{title: t, version: '1'}}\nx-rows:\n{rows}\npaths: {{}}\n"
+    assert len(text) > 250_000
+    assert len(load_document(text).data["x-rows"]) == 5000
+    with pytest.raises(DocumentError, match="aliases"):
+        load_document(yaml_alias_bomb(levels=6, width=9))  # 531,441 values from 400 bytes
+
+
+def test_an_inlined_reference_bomb_skips_its_operation_fast() -> None:
+    ran = import_bounded(ref_bomb(), limit=30)
+    assert ran.error is None, ran
+    assert ran.operations == 0
+    assert [kind for kind, _ in ran.skipped] == ["definition too large"]
+    assert "Limits.definition_bytes (65536)" in ran.skipped[0][1]
+    assert ran.seconds < FAST
+
+
+def test_many_operations_sharing_a_large_inlined_reference_are_fast() -> None:
+    ran = import_bounded(many_operations_sharing_a_ref(), limit=60)
+    assert ran.error is None, ran
+    assert len(ran.skipped) == 200
+    assert {kind for kind, _ in ran.skipped} == {"definition too large"}
+    assert ran.seconds < FAST
+
+
+def test_a_shared_inlined_reference_that_fits_is_inlined_everywhere() -> None:
+    document = json.loads(many_operations_sharing_a_ref(operations=300, levels=3, width=4))
+    catalog = build_catalog(document, base_url="https://x.invalid")
+    assert len(catalog.operations) == 300
+    body = catalog.plans["post_op299"].input_schema["properties"]["body"]
+    assert body["properties"]["p3"]["properties"]["p0"]["type"] == "string"
+
+
+def test_a_recursive_inlined_reference_is_still_unsupported() -> None:
+    document = json.loads(ref_bomb(levels=3, width=2))
+    document["x-levels"]["l0"] = {"type": "array", "items": {"$ref": "#/x-levels/l2"}}
+    catalog = build_catalog(document, base_url="https://x.invalid")
+    assert [(i.kind, i.reason[:13]) for i in catalog.report.skipped] == [
+        ("unsupported $ref", "recursive $re")
+    ]
+
+
+def test_a_deep_chain_of_shared_inlined_references_is_too_deep() -> None:
+    levels = {"l0": {"type": "string"}}
+    for level in range(1, 70):
+        levels[f"l{level}"] = {"type": "array", "items": {"$ref": f"#/x-levels/l{level - 1}"}}
+    shallow = {"type": "array", "items": {"$ref": "#/x-levels/l30"}}
+    paths = {
+        "/shallow": {"post": _body_of(shallow)},
+        "/deep": {"post": _body_of({"$ref": "#/x-levels/l69"})},
+        "/also-shallow": {"post": _body_of({"$ref": "#/x-levels/l30"})},
+    }
+    document = {"openapi": "3.1.0", "info": {"title": "t", "version": "1"}}
+    catalog = build_catalog(
+        {**document, "x-levels": levels, "paths": paths}, base_url="https://x.invalid"
+    )
+    assert sorted(catalog.plans) == ["post_also-shallow", "post_shallow"]
+    assert [i.kind for i in catalog.report.skipped] == ["schema too deep"]
+
+
+def _body_of(schema: object) -> dict[str, object]:
+    return {
+        "requestBody": {"content": {"application/json": {"schema": schema}}},
+        "responses": {"200": {"description": "ok"}},
+    }
+
+
+def test_a_mapping_with_shared_parts_is_bounded_per_operation() -> None:
+    yaml = pytest.importorskip("yaml")
+    shared = yaml.safe_load(yaml_schema_alias_bomb())  # aliases left as shared objects
+    catalog = build_catalog(shared, base_url="https://x.invalid")
+    assert [i.kind for i in catalog.report.skipped] == ["definition too large"]
+    assert "limits=Limits(definition_bytes=...)" in catalog.report.skipped[0].reason
