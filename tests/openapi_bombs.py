@@ -26,6 +26,7 @@ __all__ = [
     "ref_bomb",
     "yaml_alias_bomb",
     "yaml_merge_bomb",
+    "yaml_pairs_bomb",
     "yaml_schema_alias_bomb",
 ]
 
@@ -50,6 +51,15 @@ def yaml_merge_bomb(levels: int = 9, width: int = 9) -> str:
     for level in range(1, levels):
         merged = ", ".join([f"*m{level - 1}"] * width)
         lines.append(f"  m{level}: &m{level} {{<<: [{merged}], k{level}: 1}}")
+    lines.append("paths: {}")
+    return "\n".join(lines) + "\n"
+
+
+def yaml_pairs_bomb(levels: int = 8, width: int = 9) -> str:
+    """The alias bomb inside ``!!pairs``, which PyYAML builds as tuples."""
+    lines = [_HEAD.rstrip("\n"), "x-pairs: !!pairs", f"  - l0: &l0 [{', '.join(['lol'] * width)}]"]
+    for level in range(1, levels):
+        lines.append(f"  - l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * width)}]")
     lines.append("paths: {}")
     return "\n".join(lines) + "\n"
 
@@ -126,6 +136,7 @@ def many_operations_sharing_a_ref(operations: int = 200, levels: int = 5, width:
 BOMBS = {
     "yaml_alias_bomb": yaml_alias_bomb,
     "yaml_merge_bomb": yaml_merge_bomb,
+    "yaml_pairs_bomb": yaml_pairs_bomb,
     "yaml_schema_alias_bomb": yaml_schema_alias_bomb,
     "ref_bomb": ref_bomb,
     "many_operations_sharing_a_ref": many_operations_sharing_a_ref,

@@ -18,6 +18,7 @@ from openapi_bombs import (
     ref_bomb,
     yaml_alias_bomb,
     yaml_merge_bomb,
+    yaml_pairs_bomb,
     yaml_schema_alias_bomb,
 )
 from opgate.openapi import DocumentError, build_catalog, load_document
@@ -41,6 +42,26 @@ def test_aliases_inside_a_schema_are_refused_fast() -> None:
     assert ran.error is not None, ran
     assert ran.error.startswith("DocumentError: "), ran
     assert ran.seconds < FAST
+
+
+def test_aliases_inside_pairs_are_counted_too() -> None:
+    ran = import_bounded(yaml_pairs_bomb(), limit=60)
+    assert ran.error is not None, ran
+    assert "aliases" in ran.error, ran
+    assert ran.seconds < FAST
+
+
+def test_pairs_sets_and_huge_integers_read_as_json_values() -> None:
+    text = "openapi: 3.1.0\nx-p: !!pairs [a: 1, b: 2]\nx-s: !!set {? y, ? x}\npaths: {}\n"
+    data = load_document(text).data
+    assert data["x-p"] == [["a", 1], ["b", 2]]
+    assert data["x-s"] == ["x", "y"]
+    for huge in (
+        "openapi: 3.0.0\nx: " + "1" * 5000,
+        '{"openapi": "3.0.0", "x": ' + "1" * 5000 + "}",
+    ):
+        with pytest.raises(DocumentError, match="unreadable"):
+            load_document(huge)
 
 
 def test_merge_keys_of_merge_keys_do_not_expand() -> None:

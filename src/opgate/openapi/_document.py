@@ -183,6 +183,8 @@ def _parse(raw: bytes) -> Any:
             raise DocumentError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
         except RecursionError:
             raise DocumentError("the JSON document is nested too deeply") from None
+        except ValueError as exc:  # an integer beyond Python's digit limit
+            raise DocumentError(f"the JSON document holds an unreadable number: {exc}") from None
     return _parse_yaml(text, max(MIN_YAML_VALUES, len(raw)))
 
 
@@ -202,6 +204,8 @@ def _parse_yaml(text: str, budget: int) -> Any:
         raise DocumentError(f"invalid YAML{where}") from None
     except RecursionError:
         raise DocumentError("the YAML document is nested too deeply") from None
+    except ValueError as exc:  # an integer beyond Python's digit limit, a bad timestamp
+        raise DocumentError(f"the YAML document holds an unreadable value: {exc}") from None
     return _Normaliser(budget).value(data, 0)
 
 
@@ -231,8 +235,10 @@ class _Normaliser:
             raise DocumentError("the YAML document is nested too deeply")
         if isinstance(value, dict):
             return {_key(k): self.value(v, depth + 1) for k, v in value.items()}
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):  # tuples: !!pairs and !!omap entries
             return [self.value(v, depth + 1) for v in value]
+        if isinstance(value, set | frozenset):  # !!set: its members are scalars
+            return [self.value(v, depth + 1) for v in sorted(value, key=repr)]
         return _scalar(value)
 
 
