@@ -116,6 +116,13 @@ async def echo_encoded(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await _answer(send, 200, "\n".join(lines).encode(), [(b"content-type", b"text/plain")])
 
 
+async def echo_escaped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """200 JSON: the header values with every character written as a \\u escape."""
+    values = _request_headers(scope).values()
+    escaped = ",".join('"' + "".join(f"\\u{ord(c):04x}" for c in v) + '"' for v in values)
+    await _answer(send, 200, f"[{escaped}]".encode())
+
+
 async def echo_in_reason(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """A redirect whose Location carries the credential in its query (followed inside)."""
     token = _request_headers(scope).get("x-api-key", "")
@@ -215,6 +222,7 @@ ROUTES: dict[str, Route] = {
     "echo": echo,
     "echo_error": echo_error,
     "echo_encoded": echo_encoded,
+    "echo_escaped": echo_escaped,
     "echo_in_reason": echo_in_reason,
     "echo_link": echo_link,
     "deep_json": deep_json,

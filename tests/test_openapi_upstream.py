@@ -138,6 +138,16 @@ async def test_credentials_encoded_in_a_text_answer_are_redacted(
     assert shown.count("[redacted]") >= 6
 
 
+async def test_credentials_written_as_json_escapes_are_redacted(
+    api: tuple[Catalog, Registry],
+) -> None:
+    _, registry = api
+    outcome = await registry.invoke(None, "echo_escaped", {})
+    assert isinstance(outcome, Completed), outcome
+    assert outcome.result.structured.count("[redacted]") == 2
+    assert_no_credential(everything(outcome))
+
+
 async def test_a_credential_in_a_followed_redirect_is_not_linked(
     api: tuple[Catalog, Registry],
 ) -> None:
@@ -166,7 +176,7 @@ async def test_basic_credentials_are_redacted_decoded_too(hostile: Hostile) -> N
 async def test_no_credential_in_the_mcp_reply(api: tuple[Catalog, Registry]) -> None:
     _, registry = api
     async with Client(GatewayServer(registry).sdk_server, mode="legacy") as client:
-        for name in ("echo", "echo_error", "echo_encoded", "echo_in_reason"):
+        for name in ("echo", "echo_error", "echo_encoded", "echo_escaped", "echo_in_reason"):
             reply = await client.call_tool("invoke", {"name": name, "arguments": {}})
             assert_no_credential(reply.model_dump_json())
 
@@ -185,7 +195,9 @@ def test_redactor_finds_each_encoding() -> None:
     assert redactor.text(mixed) == "[redacted]"
     assert redactor.text("z\\u00E9\\/ro-1234") == "[redacted]"
     assert redactor.text("nothing secret here") == "nothing secret here"
-    assert redactor.value({TOKEN: [API_KEY, 1, None]}) == {"[redacted]": ["[redacted]", 1, None]}
+    value = {TOKEN: [API_KEY, 1, None]}
+    assert redactor.value(value, json.dumps(value)) == {"[redacted]": ["[redacted]", 1, None]}
+    assert redactor.value(value, "a probe without their runs") == value
 
 
 # -- 13: redirects -------------------------------------------------------------------

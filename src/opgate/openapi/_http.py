@@ -417,7 +417,7 @@ class Upstream:
         if _is_json(media_type) and not truncated:
             value = _parse_json(body, response)
             if value is not _NOT_JSON:
-                value = redactor.value(value)
+                value = _redacted(value, body, response, redactor)
                 try:
                     compact = json_bytes(value)
                     escaped = len(json.dumps(compact.decode("utf-8")))
@@ -482,6 +482,15 @@ def _parse_json(body: bytes, response: httpx2.Response) -> Any:
         return _NOT_JSON
 
 
+def _redacted(value: Any, body: bytes, response: httpx2.Response, redactor: Redactor) -> Any:
+    """``value`` (parsed from ``body``) redacted; the secrets are looked for where the
+    body, or its strings once their escapes are decoded, hold their runs."""
+    probe = _text_of(body, response)
+    if "\\u" in probe:
+        probe += "\n" + json_bytes(value).decode("utf-8")
+    return redactor.value(value, probe)
+
+
 def _shown_text(text: str, truncated: bool, redactor: Redactor) -> str:
     """``text`` redacted; when the body was cut at the read limit, without the tail in
     which a credential could have been cut in two (and so not be recognised)."""
@@ -519,7 +528,7 @@ def _failure(response: httpx2.Response, body: bytes, truncated: bool, redactor: 
         )
     value = _NOT_JSON if truncated else _parse_json(body, response)
     if value is not _NOT_JSON:
-        text = json_bytes(redactor.value(value)).decode()
+        text = json_bytes(_redacted(value, body, response, redactor)).decode()
     else:
         text = _shown_text(_text_of(body, response), truncated, redactor)
     excerpt = redactor.text(" ".join(_CONTROL.sub(" ", text).split()))

@@ -17,10 +17,14 @@ included, ``+`` for a space), its JSON escape (``\\"``, ``\\\\``, ``\\/``, ``\\u
 in either case, ``\\n`` and the like) and its HTML character reference (``&#34;``,
 ``&#x22;``, ``&quot;``); and, for secrets of at least ``MIN_PART`` characters, their
 base64 (standard and URL-safe) at each of the three alignments a longer base64 text
-may give them. Each occurrence becomes ``[redacted]``.
+may give them. Letters and digits are found as themselves, as every standard encoder
+writes them; so a secret is looked for only where its longest run of letters and
+digits occurs, with one substring search per secret (a body without any costs no
+more). Each occurrence becomes ``[redacted]``.
 
-``text(s)`` redacts a string; ``value(v)`` a parsed JSON value (member names and
-strings), so a result is redacted before it is serialised and its text copy is
+``text(s)`` redacts a string; ``value(v, probe)`` a parsed JSON value (member names
+and strings), looking for the secrets whose runs occur in ``probe`` (the body it was
+parsed from), so a result is redacted before it is serialised and its text copy is
 made from the redacted value; ``found(s)`` says whether any secret occurs.
 ``TAIL`` bounds how long one encoded occurrence can be, so that a body cut at a
 byte limit can drop the tail in which a secret might have been cut in two.
@@ -59,8 +63,13 @@ def _hex(number: int, width: int) -> str:
     return "".join(_hex_digit(d) for d in f"{number:0{width}x}")
 
 
+_ALNUM = re.compile("[A-Za-z0-9]+")
+
+
 def _character(char: str) -> str:
     """A pattern for ``char`` in any of the encodings the module docstring lists."""
+    if char.isascii() and char.isalnum():
+        return char
     forms = [re.escape(char)]
     encoded = char.encode("utf-8", "surrogatepass")
     forms.append("".join(f"%(?:25)?{_hex(byte, 2)}" for byte in encoded))
@@ -113,10 +122,15 @@ def _secrets(headers: Mapping[str, str]) -> set[str]:
     return found
 
 
+def _anchor(secret: str) -> str:
+    """The longest run of letters and digits of ``secret`` ("" when it has none)."""
+    return max(_ALNUM.findall(secret), key=len, default="")
+
+
 class Redactor:
     """The credentials of one call, found in any encoding (see the module docstring)."""
 
-    __slots__ = ("_pattern", "tail")
+    __slots__ = ("_forms", "tail")
 
     def __init__(self, headers: Mapping[str, str]) -> None:
         secrets = _secrets(headers)
@@ -125,32 +139,36 @@ class Redactor:
             if len(secret) >= MIN_PART:
                 forms.update(_base64_cores(secret))
         ordered = sorted(forms, key=lambda s: (-len(s), s))
-        self._pattern = (
-            re.compile("|".join("".join(_character(c) for c in s) for s in ordered))
-            if ordered
-            else None
-        )
+        self._forms = tuple((_anchor(s), "".join(_character(c) for c in s)) for s in ordered)
         #: Characters one encoded secret may span at most.
         self.tail = _PER_CHARACTER * max((len(s) for s in ordered), default=0)
 
+    def _pattern(self, probe: str) -> re.Pattern[str] | None:
+        """One pattern for the secrets whose anchor occurs in ``probe`` (longest first)."""
+        live = [pattern for anchor, pattern in self._forms if anchor in probe]
+        return re.compile("|".join(live)) if live else None
+
     def text(self, text: str) -> str:
         """``text`` with every occurrence of a secret replaced by ``[redacted]``."""
-        if self._pattern is None:
-            return text
-        return self._pattern.sub(REDACTED, text)
+        pattern = self._pattern(text)
+        return text if pattern is None else pattern.sub(REDACTED, text)
 
     def found(self, text: str) -> bool:
         """Whether ``text`` holds a secret in any of the encodings recognised."""
-        return self._pattern is not None and self._pattern.search(text) is not None
+        pattern = self._pattern(text)
+        return pattern is not None and pattern.search(text) is not None
 
-    def value(self, value: Any) -> Any:
-        """A parsed JSON value with its strings and member names redacted (a new value)."""
-        if self._pattern is None:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.text(k): self.value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        return value
+    def value(self, value: Any, probe: str) -> Any:
+        """``value`` (parsed from ``probe``) with its strings and member names redacted."""
+        pattern = self._pattern(probe)
+        return value if pattern is None else _redacted(value, pattern)
+
+
+def _redacted(value: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {pattern.sub(REDACTED, k): _redacted(v, pattern) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, pattern) for v in value]
+    return value
