@@ -9,6 +9,10 @@ operations) still import; the real-world corpus runs in ``tests/test_openapi_cor
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +26,8 @@ from openapi_bombs import (
     yaml_schema_alias_bomb,
 )
 from opgate.openapi import DocumentError, build_catalog, load_document
+
+from conftest import ROOT, serve_environment
 
 #: A hostile document is refused within this many seconds (well under one, unloaded).
 FAST = 2.0
@@ -163,3 +169,51 @@ def test_a_mapping_with_shared_parts_is_bounded_per_operation() -> None:
     catalog = build_catalog(shared, base_url="https://x.invalid")
     assert [i.kind for i in catalog.report.skipped] == ["definition too large"]
     assert "limits=Limits(definition_bytes=...)" in catalog.report.skipped[0].reason
+
+
+def _serve(spec: Path, *, wait: float) -> tuple[int | None, str, float]:
+    """``opgate serve --openapi spec`` for at most ``wait`` s: exit code (None if still
+    serving), stderr, and the seconds until it exited or printed its import summary."""
+    command = [sys.executable, "-m", "opgate", "serve", "--openapi", str(spec)]
+    command += ["--base-url", "http://127.0.0.1:9/api"]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=serve_environment(), stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        while time.monotonic() - started < wait:
+            line = process.stderr.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "operations imported" in line:
+                break
+        took = time.monotonic() - started
+    finally:
+        process.kill()
+        code = process.wait(timeout=10)
+        lines.append(process.stderr.read())
+        process.stderr.close()
+        assert process.stdin is not None
+        process.stdin.close()
+    return (code if code != -9 else None), "".join(lines), took
+
+
+def test_opgate_serve_refuses_an_alias_bomb_at_once(tmp_path: Path) -> None:
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(yaml_alias_bomb())
+    code, stderr, took = _serve(spec, wait=20)
+    assert code == 2, stderr
+    assert "expands to more than 100,000 values through its aliases" in stderr
+    assert took < 10  # interpreter start included
+
+
+def test_opgate_serve_starts_beside_a_reference_bomb(tmp_path: Path) -> None:
+    spec = tmp_path / "bomb.json"
+    spec.write_text(ref_bomb())
+    _code, stderr, took = _serve(spec, wait=20)
+    assert "0 operations imported, 1 skipped" in stderr, stderr
+    assert took < 10
