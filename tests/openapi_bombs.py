@@ -22,6 +22,7 @@ __all__ = [
     "BOMBS",
     "Bounded",
     "import_bounded",
+    "many_operations_one_id",
     "many_operations_sharing_a_ref",
     "ref_bomb",
     "yaml_alias_bomb",
@@ -132,6 +133,18 @@ def many_operations_sharing_a_ref(operations: int = 200, levels: int = 5, width:
     return json.dumps(document, separators=(",", ":"))
 
 
+def many_operations_one_id(operations: int = 5000) -> str:
+    """``operations`` operations that all give the same ``operationId``."""
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "bomb", "version": "1"},
+        "paths": {
+            f"/p{i}": {"get": {"operationId": "same", "responses": {}}} for i in range(operations)
+        },
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
 #: Name → builder of each hostile document.
 BOMBS = {
     "yaml_alias_bomb": yaml_alias_bomb,
@@ -140,6 +153,7 @@ BOMBS = {
     "yaml_schema_alias_bomb": yaml_schema_alias_bomb,
     "ref_bomb": ref_bomb,
     "many_operations_sharing_a_ref": many_operations_sharing_a_ref,
+    "many_operations_one_id": many_operations_one_id,
 }
 
 _CHILD = textwrap.dedent(

@@ -18,6 +18,7 @@ import pytest
 
 from openapi_bombs import (
     import_bounded,
+    many_operations_one_id,
     many_operations_sharing_a_ref,
     ref_bomb,
     yaml_alias_bomb,
@@ -119,6 +120,27 @@ def test_many_operations_sharing_a_large_inlined_reference_are_fast() -> None:
     assert len(ran.skipped) == 200
     assert {kind for kind, _ in ran.skipped} == {"definition too large"}
     assert ran.seconds < FAST
+
+
+def test_many_operations_with_one_operation_id_are_named_in_linear_time() -> None:
+    ran = import_bounded(many_operations_one_id(5000), limit=60)
+    assert ran.error is None, ran
+    assert ran.operations == 5000
+    assert ran.seconds < 2 * FAST  # the registry of 5,000 operations included
+    from opgate.openapi._naming import Namer
+
+    namer = Namer()
+    names = [namer.name("get", "/", "same") for _ in range(20_000)]
+    assert names[:3] == ["same", "same_2", "same_3"]
+    assert names[-1] == "same_20000"
+
+
+def test_suffixes_skip_names_taken_literally() -> None:
+    from opgate.openapi._naming import Namer
+
+    namer = Namer()
+    names = [namer.name("get", "/", i) for i in ("x", "x_3", "x", "x", "x", "x_2")]
+    assert names == ["x", "x_3", "x_2", "x_4", "x_5", "x_2_2"]
 
 
 def test_a_shared_inlined_reference_that_fits_is_inlined_everywhere() -> None:
