@@ -24,6 +24,7 @@ __all__ = [
     "import_bounded",
     "many_operations_one_id",
     "many_operations_sharing_a_ref",
+    "many_parameters",
     "ref_bomb",
     "yaml_alias_bomb",
     "yaml_merge_bomb",
@@ -145,6 +146,17 @@ def many_operations_one_id(operations: int = 5000) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
+def many_parameters(parameters: int = 20_000) -> str:
+    """One operation with ``parameters`` query parameters (about 1 MB)."""
+    declared = [{"name": f"q{i}", "in": "query", "schema": {}} for i in range(parameters)]
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "bomb", "version": "1"},
+        "paths": {"/p": {"get": {"parameters": declared, "responses": {}}}},
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
 #: Name → builder of each hostile document.
 BOMBS = {
     "yaml_alias_bomb": yaml_alias_bomb,
@@ -154,6 +166,7 @@ BOMBS = {
     "ref_bomb": ref_bomb,
     "many_operations_sharing_a_ref": many_operations_sharing_a_ref,
     "many_operations_one_id": many_operations_one_id,
+    "many_parameters": many_parameters,
 }
 
 _CHILD = textwrap.dedent(

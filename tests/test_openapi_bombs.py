@@ -20,6 +20,7 @@ from openapi_bombs import (
     import_bounded,
     many_operations_one_id,
     many_operations_sharing_a_ref,
+    many_parameters,
     ref_bomb,
     yaml_alias_bomb,
     yaml_merge_bomb,
@@ -133,6 +134,13 @@ def test_many_operations_with_one_operation_id_are_named_in_linear_time() -> Non
     names = [namer.name("get", "/", "same") for _ in range(20_000)]
     assert names[:3] == ["same", "same_2", "same_3"]
     assert names[-1] == "same_20000"
+
+
+def test_an_operation_with_many_parameters_is_planned_in_linear_time() -> None:
+    ran = import_bounded(many_parameters(), limit=60)
+    assert ran.error is None, ran
+    assert [kind for kind, _ in ran.skipped] == ["definition too large"]
+    assert ran.seconds < FAST
 
 
 def test_suffixes_skip_names_taken_literally() -> None:

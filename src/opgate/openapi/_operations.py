@@ -38,6 +38,7 @@ Unsupported and skipped, per operation (the report says which and why):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -242,15 +243,15 @@ def _plan(
         if name not in declared_path:
             raise _Skip("path parameter", f"path parameter {{{name}}} is not declared")
     body_plan, body_schema = _body(document, converter, operation, warn)
-    names = [p["name"] for p in parameters]
+    names = Counter(p["name"] for p in parameters)
     if body_plan is not None:
-        names.append("body")
+        names["body"] += 1
     for parameter in parameters:
         name, location = parameter["name"], parameter["in"]
         if location == "path" and name not in template:
             warn("path parameter", f"path parameter {name!r} is not in the path; dropped")
             continue
-        key = name if names.count(name) == 1 else f"{location}_{name}"
+        key = name if names[name] == 1 else f"{location}_{name}"
         while key in properties or (key == "body" and body_plan is not None):
             key = f"{location}_{key}"
         schema, as_json = _parameter_schema(converter, parameter, warn)
