@@ -123,6 +123,15 @@ async def echo_escaped(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await _answer(send, 200, f"[{escaped}]".encode())
 
 
+async def set_cookie(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """200: sets a session cookie for the caller (and 200 more, to fill a cookie jar)."""
+    caller = _request_headers(scope).get("x-api-key", "nobody")
+    headers = [(b"content-type", b"application/json")]
+    headers.append((b"set-cookie", f"session=of-{caller}; Path=/".encode()))
+    headers += [(b"set-cookie", f"c{i}={'v' * 100}; Path=/".encode()) for i in range(200)]
+    await _answer(send, 200, b"{}", headers)
+
+
 async def echo_in_reason(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """A redirect whose Location carries the credential in its query (followed inside)."""
     token = _request_headers(scope).get("x-api-key", "")
@@ -223,6 +232,7 @@ ROUTES: dict[str, Route] = {
     "echo_error": echo_error,
     "echo_encoded": echo_encoded,
     "echo_escaped": echo_escaped,
+    "set_cookie": set_cookie,
     "echo_in_reason": echo_in_reason,
     "echo_link": echo_link,
     "deep_json": deep_json,

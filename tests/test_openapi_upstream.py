@@ -200,6 +200,38 @@ def test_redactor_finds_each_encoding() -> None:
     assert redactor.value(value, "a probe without their runs") == value
 
 
+async def test_a_cookie_one_caller_got_is_never_sent_for_another(hostile: Hostile) -> None:
+    def per_principal(ctx: Any) -> dict[str, str]:
+        return {"X-Api-Key": f"key-of-{ctx}"}
+
+    catalog = build_catalog(document(), base_url=hostile.base_url, headers=per_principal)
+    try:
+        registry = catalog.registry(Policy())
+        hostile.received.clear()
+        assert isinstance(await registry.invoke("alice", "set_cookie", {}), Completed)
+        echoed = await registry.invoke("bob", "echo", {})
+        assert isinstance(echoed, Completed), echoed
+        assert "cookie" not in echoed.result.structured["headers"]
+        assert all("cookie" not in r.headers for r in hostile.received)
+        assert len(catalog._upstream.client().cookies) == 0  # nothing kept either
+    finally:
+        await catalog.aclose()
+
+
+async def test_a_cookie_the_host_gives_is_the_only_one_sent(hostile: Hostile) -> None:
+    catalog = build_catalog(
+        document(), base_url=hostile.base_url, headers={"Cookie": "host-session=1234"}
+    )
+    try:
+        registry = catalog.registry(Policy())
+        hostile.received.clear()
+        await registry.invoke(None, "set_cookie", {})
+        await registry.invoke(None, "echo", {})
+        assert [r.headers.get("cookie") for r in hostile.received] == ["host-session=1234"] * 2
+    finally:
+        await catalog.aclose()
+
+
 # -- 13: redirects -------------------------------------------------------------------
 
 

@@ -14,6 +14,9 @@ Requests
   outright. Arguments never hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header.
+* Cookies: the catalog's own client keeps none (see below); a host's own ``client=``
+  keeps its own cookie policy, so one that serves several principals should be given
+  a jar that keeps nothing.
 * Redirects are never followed by the client. A redirect of a ``GET``/``HEAD`` to a
   URL that passes the same check is followed, with the host's headers (at most
   ``MAX_REDIRECTS`` times), unless ``send(follow_redirects=False)`` (a confirmed
@@ -280,13 +283,14 @@ class Upstream:
 
         ``ValueError`` if it would leave the base URL.
         """
-        return self.client().build_request(
+        request = self.client().build_request(
             prepared.method,
             self.url(prepared.path),
             params=list(prepared.query),
             headers=headers,
             content=prepared.content,
         )
+        return request
 
     def _redirect_target(self, response: httpx2.Response) -> httpx2.URL | None:
         """Where a redirect of ``response`` may be followed to, or ``None`` (not followed)."""
