@@ -299,6 +299,20 @@ async def test_deep_json_falls_back_to_text(api: tuple[Catalog, Registry]) -> No
     assert outcome.result.content[0].text == "[" * 800 + "]" * 800
 
 
+async def test_deep_json_against_an_output_schema_says_why(hostile: Hostile) -> None:
+    spec = document()
+    spec["paths"]["/deep_json"]["get"]["responses"]["200"]["content"] = {
+        "application/json": {"schema": {"type": "array"}}
+    }
+    catalog = build_catalog(spec, base_url=hostile.base_url, output_schemas=True)
+    try:
+        outcome = await catalog.registry(Policy()).invoke(None, "deep_json", {})
+        assert isinstance(outcome, Failed), outcome
+        assert "nested deeper than 128 levels" in outcome.failure.message
+    finally:
+        await catalog.aclose()
+
+
 async def test_a_confirmed_call_answered_with_deep_json_is_recorded_for_replay(
     api: tuple[Catalog, Registry], hostile: Hostile
 ) -> None:

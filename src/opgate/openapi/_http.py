@@ -418,6 +418,7 @@ class Upstream:
         if not body and not truncated:
             head = redactor.text(_status_line(response))
             return Reply(Result([Text(head)]))
+        value: Any = _NOT_JSON
         if _is_json(media_type) and not truncated:
             value = _parse_json(body, response)
             if value is not _NOT_JSON:
@@ -437,9 +438,15 @@ class Upstream:
                     pass  # not representable as structured content: fall back to text
         shown_type = redactor.text(media_type[:100]) or "no media type"
         if has_output_schema:
+            why = (
+                "is not JSON opgate reads (malformed, nested deeper than 128 levels, a repeated "
+                "member name or a lone surrogate)"
+                if _is_json(media_type) and not truncated and value is _NOT_JSON
+                else "does not fit the result budget as structured content"
+            )
             return _failed(
                 f"HTTP {status}: the response ({len(body)}{'+' if truncated else ''} bytes, "
-                f"{shown_type}) does not fit the result budget as structured content"
+                f"{shown_type}) {why}"
             )
         if (
             media_type in _IMAGES
