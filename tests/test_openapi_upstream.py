@@ -195,6 +195,10 @@ def test_redactor_finds_each_encoding() -> None:
     assert redactor.text(mixed) == "[redacted]"
     assert redactor.text("z\\u00E9\\/ro-1234") == "[redacted]"
     assert redactor.text("nothing secret here") == "nothing secret here"
+    unpadded = Redactor({"Authorization": "Basic YWxpY2U6c2VjcmV0MTI"})  # alice:secret12
+    assert unpadded.text("user alice:secret12, password secret12") == (
+        "user [redacted], password [redacted]"
+    )
     value = {TOKEN: [API_KEY, 1, None]}
     assert redactor.value(value, json.dumps(value)) == {"[redacted]": ["[redacted]", 1, None]}
     assert redactor.value(value, "a probe without their runs") == value

@@ -111,7 +111,8 @@ def _secrets(headers: Mapping[str, str]) -> set[str]:
         found.update(w for w in words if len(w) >= MIN_PART)
         if len(words) == 2 and words[0].lower() == "basic":
             try:
-                decoded = base64.b64decode(words[1], validate=True).decode("utf-8")
+                padded = words[1] + "=" * (-len(words[1]) % 4)
+                decoded = base64.b64decode(padded, validate=True).decode("utf-8")
             except (binascii.Error, UnicodeDecodeError):
                 continue
             if len(decoded) >= MIN_SECRET:
