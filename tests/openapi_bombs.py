@@ -23,6 +23,7 @@ __all__ = [
     "Bounded",
     "import_bounded",
     "many_operations_one_id",
+    "many_operations_reaching_a_chain",
     "many_operations_sharing_a_ref",
     "many_parameters",
     "ref_bomb",
@@ -157,6 +158,29 @@ def many_parameters(parameters: int = 20_000) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
+def many_operations_reaching_a_chain(operations: int = 3000) -> str:
+    """``operations`` operations whose body is a component at the head of a chain of
+    ``operations`` components (each property the next): every operation reaches them all."""
+    chain = {
+        f"C{i}": {"type": "object", "properties": {"n": {"$ref": f"#/components/schemas/C{i + 1}"}}}
+        for i in range(operations)
+    }
+    chain[f"C{operations}"] = {"type": "string"}
+    body = {
+        "requestBody": {
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/C0"}}}
+        },
+        "responses": {},
+    }
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "bomb", "version": "1"},
+        "components": {"schemas": chain},
+        "paths": {f"/p{i}": {"post": body} for i in range(operations)},
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
 #: Name → builder of each hostile document.
 BOMBS = {
     "yaml_alias_bomb": yaml_alias_bomb,
@@ -167,6 +191,7 @@ BOMBS = {
     "many_operations_sharing_a_ref": many_operations_sharing_a_ref,
     "many_operations_one_id": many_operations_one_id,
     "many_parameters": many_parameters,
+    "many_operations_reaching_a_chain": many_operations_reaching_a_chain,
 }
 
 _CHILD = textwrap.dedent(

@@ -19,6 +19,7 @@ import pytest
 from openapi_bombs import (
     import_bounded,
     many_operations_one_id,
+    many_operations_reaching_a_chain,
     many_operations_sharing_a_ref,
     many_parameters,
     ref_bomb,
@@ -140,6 +141,15 @@ def test_an_operation_with_many_parameters_is_planned_in_linear_time() -> None:
     ran = import_bounded(many_parameters(), limit=60)
     assert ran.error is None, ran
     assert [kind for kind, _ in ran.skipped] == ["definition too large"]
+    assert ran.seconds < FAST
+
+
+def test_operations_reaching_a_long_chain_of_components_are_fast() -> None:
+    ran = import_bounded(many_operations_reaching_a_chain(), limit=120)
+    assert ran.error is None, ran
+    assert len(ran.skipped) == 3000
+    assert {kind for kind, _ in ran.skipped} == {"definition too large"}
+    assert "the components it reaches are more than 65536 bytes" in ran.skipped[0][1]
     assert ran.seconds < FAST
 
 

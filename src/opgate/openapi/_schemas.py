@@ -193,6 +193,10 @@ class SchemaConverter:
         self._memo: dict[tuple[int, Direction], Converted | Unsupported] = {}
         self._inlined: dict[tuple[str, Direction], Converted | Unsupported] = {}
         self._inlining: set[tuple[str, Direction]] = set()
+        self._defs: dict[
+            tuple[frozenset[str], Direction],
+            tuple[dict[str, Any], list[tuple[str, str]], tuple[str, ...]] | Unsupported,
+        ] = {}
         self._sizes: dict[tuple[str, Direction], int] = {}
 
     def convert(self, schema: Any, direction: Direction) -> Converted:
@@ -234,11 +238,30 @@ class SchemaConverter:
         """The ``$defs`` for ``refs`` and everything they reach, their warnings, and the
         names of the components reached (as written in the document).
 
-        Raises ``Unsupported`` when a reached component cannot be represented.
+        Raises ``Unsupported`` when a reached component cannot be represented, and
+        ``definition too large`` as soon as the components reached pass the budget (the
+        walk stops there). Memoized by ``refs``: operations that reach the same
+        components share one result (callers must not mutate it).
         """
+        key = (frozenset(refs), direction)
+        found = self._defs.get(key)
+        if found is None:
+            try:
+                found = self._walk(refs, direction)
+            except Unsupported as exc:
+                found = exc
+            self._defs[key] = found
+        if isinstance(found, Unsupported):
+            raise Unsupported(found.kind, str(found))
+        return found
+
+    def _walk(
+        self, refs: set[str], direction: Direction
+    ) -> tuple[dict[str, Any], list[tuple[str, str]], tuple[str, ...]]:
         result: dict[str, Any] = {}
         reached: list[str] = []
         warnings: list[tuple[str, str]] = []
+        total = 0
         pending = sorted(refs)
         while pending:
             name = pending.pop()
@@ -246,6 +269,14 @@ class SchemaConverter:
             if safe in result:
                 continue
             converted = self._component(name, direction)
+            total += self.size(name, direction) + len(safe) + 4
+            if total > self._budget:
+                raise Unsupported(
+                    "definition too large",
+                    f"the components it reaches are more than {self._budget} bytes, over "
+                    f"Limits.definition_bytes ({self._budget}): raise it with "
+                    "limits=Limits(definition_bytes=...)",
+                )
             result[safe] = converted.schema
             reached.append(name)
             warnings.extend(converted.warnings)
