@@ -212,7 +212,10 @@ _CHILD = textwrap.dedent(
     except BaseException as exc:
         ended = {{"error": "CRASH " + type(exc).__name__ + ": " + str(exc)[:200]}}
     ended["seconds"] = time.perf_counter() - start
-    ended["peak_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM, not ru_maxrss: after exec, ru_maxrss still holds the forking parent's peak
+    with open("/proc/self/status") as status:
+        hwm = [line for line in status if line.startswith("VmHWM:")]
+    ended["peak_kib"] = int(hwm[0].split()[1]) if hwm else 0
     print(json.dumps(ended))
     """
 )
