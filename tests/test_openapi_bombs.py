@@ -257,3 +257,12 @@ def test_opgate_serve_starts_beside_a_reference_bomb(tmp_path: Path) -> None:
     _code, stderr, took = _serve(spec, wait=20)
     assert "0 operations imported, 1 skipped" in stderr, stderr
     assert took < 10
+
+
+def test_an_operation_too_large_by_its_components_keeps_its_warnings() -> None:
+    document = json.loads(many_operations_reaching_a_chain(operations=3000))
+    document["paths"] = {"/p0": {"post": document["paths"]["/p0"]["post"]}}
+    document["paths"]["/p0"]["servers"] = [{"url": "https://elsewhere.invalid"}]
+    catalog = build_catalog(document, base_url="https://x.invalid")
+    assert [i.kind for i in catalog.report.skipped] == ["definition too large"]
+    assert [i.kind for i in catalog.report.warnings] == ["servers"]

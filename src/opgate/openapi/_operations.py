@@ -290,7 +290,15 @@ def _plan(
         input_schema["required"] = required
     reached: tuple[str, ...] = ()
     if refs:
-        defs, more, reached = converter.defs(refs, "request")
+        try:
+            defs, more, reached = converter.defs(refs, "request")
+        except Unsupported as exc:
+            if exc.kind == "definition too large":  # warned as when ``_check_size`` finds it
+                for kind, reason in warnings:
+                    warn(kind, reason)
+                for kind, reason in notes:
+                    report.warn(verb, path, kind, reason)
+            raise
         input_schema["$defs"] = defs
         warnings.extend(more)
     for kind, reason in warnings:
