@@ -22,6 +22,7 @@ __all__ = [
     "BOMBS",
     "Bounded",
     "import_bounded",
+    "many_operations_each_with_its_own_extra",
     "many_operations_one_id",
     "many_operations_reaching_a_chain",
     "many_operations_sharing_a_ref",
@@ -181,6 +182,20 @@ def many_operations_reaching_a_chain(operations: int = 3000) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
+def many_operations_each_with_its_own_extra(operations: int = 3000) -> str:
+    """As ``many_operations_reaching_a_chain``, but each body is ``allOf`` the chain's head
+    and a component of its own, so no two operations reach the same set."""
+    document = json.loads(many_operations_reaching_a_chain(operations))
+    schemas = document["components"]["schemas"]
+    for i in range(operations):
+        schemas[f"L{i}"] = {"type": "string"}
+        head = {"$ref": "#/components/schemas/C0"}
+        own = {"$ref": f"#/components/schemas/L{i}"}
+        body = {"content": {"application/json": {"schema": {"allOf": [head, own]}}}}
+        document["paths"][f"/p{i}"] = {"post": {"requestBody": body, "responses": {}}}
+    return json.dumps(document, separators=(",", ":"))
+
+
 #: Name → builder of each hostile document.
 BOMBS = {
     "yaml_alias_bomb": yaml_alias_bomb,
@@ -192,6 +207,7 @@ BOMBS = {
     "many_operations_one_id": many_operations_one_id,
     "many_parameters": many_parameters,
     "many_operations_reaching_a_chain": many_operations_reaching_a_chain,
+    "many_operations_each_with_its_own_extra": many_operations_each_with_its_own_extra,
 }
 
 _CHILD = textwrap.dedent(

@@ -18,6 +18,7 @@ import pytest
 
 from openapi_bombs import (
     import_bounded,
+    many_operations_each_with_its_own_extra,
     many_operations_one_id,
     many_operations_reaching_a_chain,
     many_operations_sharing_a_ref,
@@ -150,6 +151,14 @@ def test_operations_reaching_a_long_chain_of_components_are_fast() -> None:
     assert len(ran.skipped) == 3000
     assert {kind for kind, _ in ran.skipped} == {"definition too large"}
     assert "the components it reaches are more than 65536 bytes" in ran.skipped[0][1]
+    assert ran.seconds < FAST
+
+
+def test_operations_with_their_own_extra_components_are_fast_too() -> None:
+    ran = import_bounded(many_operations_each_with_its_own_extra(), limit=120)
+    assert ran.error is None, ran
+    assert len(ran.skipped) == 3000
+    assert {kind for kind, _ in ran.skipped} == {"definition too large"}
     assert ran.seconds < FAST
 
 

@@ -240,13 +240,18 @@ class SchemaConverter:
 
         Raises ``Unsupported`` when a reached component cannot be represented, and
         ``definition too large`` as soon as the components reached pass the budget (the
-        walk stops there). Memoized by ``refs``: operations that reach the same
-        components share one result (callers must not mutate it).
+        walk stops there). Memoized by ``refs``, and each of several refs is first
+        looked up alone, so one component whose closure passes the budget decides at
+        once; operations that reach the same components share one result (callers must
+        not mutate it).
         """
         key = (frozenset(refs), direction)
         found = self._defs.get(key)
         if found is None:
             try:
+                if len(refs) > 1:  # one component over the budget decides at once
+                    for name in sorted(refs, reverse=True):  # the walk's order
+                        self.defs({name}, direction)
                 found = self._walk(refs, direction)
             except Unsupported as exc:
                 found = exc
