@@ -14,6 +14,7 @@ leaving the base URL is observable).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -97,8 +98,12 @@ async def get_file(name: str, request: Request) -> dict[str, Any]:
 async def headers(
     request: Request, x_mode: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
+    authorization = request.headers.get("authorization")
     return {
-        "authorization": request.headers.get("authorization"),
+        "authorization": authorization,
+        # what opgate redacts from the answer, as a digest a test can compare
+        "authorization_sha256": authorization
+        and hashlib.sha256(authorization.encode()).hexdigest(),
         "x_mode": x_mode,
         "host": request.headers.get("host"),
     }

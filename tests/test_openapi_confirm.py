@@ -315,15 +315,19 @@ async def test_a_path_parameter_with_slashes_is_one_visible_segment(
     payments: tuple[Catalog, Registry], recorder: Recorder
 ) -> None:
     _, registry = payments
-    arguments = {"name": "../admin/secret\u2215x"}  # U+2215 DIVISION SLASH looks like /
+    arguments = {"name": "admin/secret\u2215x"}  # U+2215 DIVISION SLASH looks like /
     pending = await prompt(registry, "files.delete", arguments)
     shown = read(pending.prompt.message)
-    assert shown.url == recorder.base_url + "/files/..%2Fadmin%2Fsecret%E2%88%95x"
-    assert shown.decoded["Path segments, decoded:"] == [
-        '"api" / "files" / "../admin/secret\\u2215x"'
-    ]
+    assert shown.url == recorder.base_url + "/files/admin%2Fsecret%E2%88%95x"
+    assert shown.decoded["Path segments, decoded:"] == ['"api" / "files" / "admin/secret\\u2215x"']
     assert shown.body is None
     await sent_as_shown(registry, recorder, "files.delete", arguments, pending, shown)
+    # Decoded as a permissive server would (%2F as /), "../admin" climbs: never offered.
+    refused = await registry.invoke(
+        Ctx("alice"), "files.delete", {"name": "../admin/secret"}, input_support=FORM
+    )
+    assert isinstance(refused, Failed), refused
+    assert refused.failure.message == "refused: the request would leave the API's base URL"
 
 
 async def test_the_answer_sends_only_the_request_that_was_shown(

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from dataclasses import replace
 from typing import Any
 
+import anyio
 import httpx2
 
 from opgate import (
@@ -166,13 +167,27 @@ class _Handler:
         def shown(request: httpx2.Request) -> str | None:
             return None if request_digest(request, hidden) == digest else MISMATCH
 
-        reply = await upstream.send(
-            prepared,
-            headers,
-            has_output_schema=plan.output_schema is not None,
-            check=shown,
-            follow_redirects=False,
-        )
+        try:
+            reply = await upstream.send(
+                prepared,
+                headers,
+                has_output_schema=plan.output_schema is not None,
+                check=shown,
+                follow_redirects=False,
+            )
+        except BaseException as exc:
+            ended = (
+                "was cancelled"
+                if isinstance(exc, anyio.get_cancelled_exc_class())
+                else "ended with an internal error"
+            )
+            catalog._sent.record(
+                key,
+                None,
+                f"{plan.method} {prepared.path} may have reached the API: the call {ended} "
+                "before its response was read (check the API before asking again)",
+            )
+            raise
         catalog._sent.record(key, reply.result, reply.message)
         return reply.outcome()
 

@@ -40,6 +40,7 @@ Unsupported and skipped, per operation (the report says which and why):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -168,7 +169,7 @@ def plan_operations(
     definition_bytes: int = 65536,
 ) -> list[OperationPlan]:
     """Plan every operation of ``document``; problems go to ``report`` (never raised)."""
-    converter = SchemaConverter(document)
+    converter = SchemaConverter(document, budget=definition_bytes)
     namer = Namer()
     plans: list[OperationPlan] = []
     data = document.data
@@ -250,15 +251,15 @@ def _plan(
         if name not in declared_path:
             raise _Skip("path parameter", f"path parameter {{{name}}} is not declared")
     body_plan, body_schema = _body(document, converter, operation, warn)
-    names = [p["name"] for p in parameters]
+    names = Counter(p["name"] for p in parameters)
     if body_plan is not None:
-        names.append("body")
+        names["body"] += 1
     for parameter in parameters:
         name, location = parameter["name"], parameter["in"]
         if location == "path" and name not in template:
             warn("path parameter", f"path parameter {name!r} is not in the path; dropped")
             continue
-        key = name if names.count(name) == 1 else f"{location}_{name}"
+        key = name if names[name] == 1 else f"{location}_{name}"
         while key in properties or (key == "body" and body_plan is not None):
             key = f"{location}_{key}"
         schema, as_json = _parameter_schema(converter, parameter, warn)
@@ -297,7 +298,15 @@ def _plan(
         input_schema["required"] = required
     reached: tuple[str, ...] = ()
     if refs:
-        defs, more, reached = converter.defs(refs, "request")
+        try:
+            defs, more, reached = converter.defs(refs, "request")
+        except Unsupported as exc:
+            if exc.kind == "definition too large":  # warned as when ``_check_size`` finds it
+                for kind, reason in warnings:
+                    warn(kind, reason)
+                for kind, reason in notes:
+                    report.warn(verb, path, kind, reason)
+            raise
         input_schema["$defs"] = defs
         warnings.extend(more)
     for kind, reason in warnings:
