@@ -1511,10 +1511,11 @@ def test_integral_numbers_parse_as_int_and_others_as_normalized_decimal(profile:
         int,
         int,
         Decimal,
-        int,
+        Decimal,  # 1e4095: a large exponent stays a normalized Decimal (issue 20, item 6)
         int,
         int,
     ]
+    assert str(value[8]) == "1E+4095"
     assert str(value[4]) == "-2.5"
     assert str(value[7]) == "12.34"
 

@@ -15,13 +15,12 @@ Parsing (``parse``) is strict:
 Numbers are exact and normalized (``normalized``). An integer token becomes an
 ``int`` (however long: Python's 4,300-digit ``int``/``str`` conversion limit is never
 hit); a token with a fraction or an exponent becomes an ``int`` when its value is
-integral (``3.0``, ``3e0``, ``1e4000``) and up to ``PROFILE_LIMIT`` digits long, else
-a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
-``0e999999999``) becomes ``0`` directly, without expanding its exponent. A nonzero
-number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
-rejected. No float is ever produced. Since a short token can stand for a long
-``int``, text from outside (``parse(..., expansion_limit=True)``) must also keep its
-numbers within an exponent budget (``EXPONENT_BUDGET``; beyond the seed).
+integral with a normalized exponent below ``INT_EXPONENT`` (``3.0``, ``3e0``,
+``1.5e3``), else a ``decimal.Decimal`` without trailing zeros (``2.5``, ``1E+4000``:
+a short token never expands); every zero (``-0``, ``-0.0``, ``0e999999999``) becomes
+``0`` directly, without expanding its exponent. A nonzero number whose exponent
+Python's ``decimal`` cannot hold (beyond about ±10**18) is rejected. No float is ever
+produced.
 
 The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
@@ -70,9 +69,9 @@ import operator
 import pickle
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -82,8 +81,7 @@ from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
-    "EXPONENTS_PER_CHARACTER",
-    "EXPONENT_BUDGET",
+    "INT_EXPONENT",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
     "WRITTEN_PER_CANONICAL",
@@ -114,6 +112,11 @@ MAX_DEPTH = 128
 #: The numeric work profile's bound (spec 003, "Schema and numeric profile").
 PROFILE_LIMIT = 4096
 
+#: An integral number ``c x 10^n`` (``c`` without trailing zeros) becomes an ``int``
+#: when ``0 <= n < INT_EXPONENT``, else it stays a normalized ``Decimal``: a short token
+#: then never stands for a long ``int``.
+INT_EXPONENT = 100
+
 #: Longest JSON pointer an error message shows; longer ones (hostile member names) are cut.
 _POINTER_CHARS = 64
 
@@ -129,9 +132,6 @@ _POSITIONAL_BOUND = 10**21
 _ZERO = Decimal(0)
 # Enough precision and exponent range that normalizing never rounds or overflows.
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, clamp=0)
-# 10**n for the exponents integral values have needed so far (at most PROFILE_LIMIT + 1
-# entries, about 4 MB when all are present).
-_POWERS_OF_TEN: dict[int, int] = {}
 _NAN = Decimal("NaN")
 
 _OUT_OF_PROFILE = "number exceeds the numeric work profile"
@@ -175,38 +175,6 @@ _TOKEN = re.compile(
 # An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
 # strings removed). The lookbehind lets a match start only where a digit run starts, and the
 # run is taken possessively, so the search is linear.
-#: The exponent budget of text from outside (``parse(..., expansion_limit=True)``):
-#: the exponents of 100 or more of one document's nonzero numbers (each counted up to
-#: ``PROFILE_LIMIT``; larger ones stay ``Decimal`` or break the profile) may add up to
-#: ``EXPONENT_BUDGET`` plus ``EXPONENTS_PER_CHARACTER`` per character of the text.
-#: Such a number becomes an ``int`` of about as many digits, so this bounds what the
-#: numbers of one document expand to in memory (about seven bytes per character of
-#: text beyond 27 KB) without refusing runs of ordinary large numbers
-#: (``1.7976931348623157e+308``: 23 characters, 309 digits). Beyond the seed.
-EXPONENT_BUDGET = 16 * PROFILE_LIMIT
-EXPONENTS_PER_CHARACTER = 16
-# A number token (at a token boundary) with an exponent of 100 or more: mantissa, exponent.
-_BIG_EXPONENT = re.compile(
-    r"(?<![0-9A-Za-z.+\-])(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)[eE]\+?0*([1-9][0-9]{2,})"
-    r"(?![0-9.eE+\-])"
-)
-# Digits as "0", "e"/"E" as "e", "+" kept, anything else a space (``_exponent_problem``).
-_EXPONENT_SHAPE = bytes(
-    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else byte if byte == 0x2B else 0x20
-    for byte in range(256)
-)
-_EXPONENT_DIGITS = slice(0, 5)  # enough to tell an exponent past PROFILE_LIMIT
-_EXPONENT_OF = operator.itemgetter(1)
-
-
-def _exponents_rule(limit: int) -> str:
-    return (
-        f"numbers of this document expand too far: its exponents of 100 or more add up "
-        f"to more than {limit:,} ({EXPONENT_BUDGET:,} plus {EXPONENTS_PER_CHARACTER} per "
-        f"character of text; write fewer or smaller ones)"
-    )
-
-
 _LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
 # Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
 # characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
@@ -331,38 +299,25 @@ def _decimal(token: str) -> Decimal | None:
     return value
 
 
-def _power_of_ten(exponent: int) -> int:
-    """``10**exponent`` for ``0 <= exponent <= PROFILE_LIMIT``, computed once each."""
-    power = _POWERS_OF_TEN.get(exponent)
-    if power is None:
-        power = _POWERS_OF_TEN[exponent] = 10**exponent
-    return power
-
-
 def normalized(value: Decimal) -> int | Decimal:
-    """The normal form of a finite number: ``int`` if integral, else a ``Decimal`` without
-    trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``, ``3.0`` and ``3e0`` give ``3``).
+    """The normal form of a finite number: ``int`` if integral with a normalized
+    exponent below ``INT_EXPONENT`` (``3.0``, ``3e0`` and ``1.5e3`` give ints), else a
+    ``Decimal`` without trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``,
+    ``1e4000`` gives ``Decimal("1E+4000")``).
 
-    Exact, whatever the decimal context. An integral value of more than ``PROFILE_LIMIT``
-    digits (possible only outside the numeric work profile) stays a ``Decimal``:
-    expanding ``1e999999`` would cost time and memory out of all proportion to its text.
+    Exact, whatever the decimal context. A short token never expands: ``1e4000`` is
+    7 characters and stays 7 characters' worth of ``Decimal``, not a 4,001-digit ``int``.
+    An integral value of more than ``PROFILE_LIMIT`` digits (possible only outside the
+    numeric work profile) stays a ``Decimal`` too: converting it is then linear.
     """
     if not value:
         return 0
+    value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
-    if exponent < 0:
-        value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
-        _, digits, exponent = value.as_tuple()
-        assert isinstance(exponent, int)
-        if exponent < 0:
-            return value
-    if len(digits) + exponent > PROFILE_LIMIT:
-        return value.normalize(_EXACT)
-    if not exponent:
+    if 0 <= exponent < INT_EXPONENT and len(digits) + exponent <= PROFILE_LIMIT:
         return int(value)
-    # Coefficient times a remembered power: int(Decimal("1e4095")) alone costs milliseconds.
-    return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
+    return value
 
 
 def _exact_float_slow(token: str) -> int | Decimal:
@@ -422,10 +377,9 @@ def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | D
             -PROFILE_LIMIT <= written <= PROFILE_LIMIT
             and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
         ):
-            if adjusted >= 0:
-                coefficient = int(mantissa.replace(".", ""))
-                return coefficient * _power_of_ten(adjusted) if coefficient else 0
-            if mantissa[-1] != "0":
+            if 0 <= adjusted < INT_EXPONENT - len(mantissa):
+                return int(mantissa.replace(".", "")) * int(10**adjusted)
+            if adjusted < 0 and mantissa[-1] != "0":
                 return Decimal(token)
         elif not mantissa.strip("-.0"):
             return 0  # zero, whatever its exponent
@@ -896,15 +850,11 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
 _PAUSE_COLLECTOR_AT = 4096
 
 
-def parse(
-    data: str | bytes | bytearray, *, profile: bool = False, expansion_limit: bool = False
-) -> JSONValue:
+def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
     ``data`` is a ``str`` or UTF-8 ``bytes``/``bytearray``. With ``profile=True``
-    every number must also pass the numeric work profile. With ``expansion_limit=True``
-    (text from outside: arguments, answers) the document's numbers must also keep
-    within the exponent budget (``EXPONENT_BUDGET``). Raises ``JSONError`` for any
+    every number must also pass the numeric work profile. Raises ``JSONError`` for any
     problem, and no other exception.
     """
     # A subclass's own methods (count, find, decode, ...) are never called: the passes
@@ -920,16 +870,13 @@ def parse(
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(text) if expansion_limit else None
     if len(text) < _PAUSE_COLLECTOR_AT:
-        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
+        return _parse_text(text, profile, may_hold_raw_surrogates)
     with paused_collector():  # see ``_collector``: the passes would find nothing
-        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
+        return _parse_text(text, profile, may_hold_raw_surrogates)
 
 
-def _parse_text(
-    text: str, profile: bool, may_hold_raw_surrogates: bool, limit: int | None = None
-) -> JSONValue:
+def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSONValue:
     # With more openers than the bound the text may nest too deep. The C decoder is
     # safe at any depth (it raises RecursionError past the interpreter's limit), so
     # depth is measured on the decoded value, and the exact, first-in-document-order
@@ -946,13 +893,7 @@ def _parse_text(
         if (
             profile
             and len(text) > PROFILE_LIMIT
-            and (problem := _long_integer_problem(text, limit)) is not None
-        ):
-            raise problem
-        if (
-            limit is not None
-            and ("e" in text or "E" in text)
-            and (problem := _exponent_problem(text, profile, limit))
+            and (problem := _long_integer_problem(text)) is not None
         ):
             raise problem
         openers = text.count("[") + text.count("{")
@@ -965,7 +906,7 @@ def _parse_text(
         value = _decode(text, scan, profile, deep, strict)
     except JSONError:
         if surrogates:  # a lone surrogate before the problem found comes first
-            _raise_lone_surrogate(text, profile, limit)
+            _raise_lone_surrogate(text, profile)
         raise
     if surrogates:
         try:
@@ -976,7 +917,7 @@ def _parse_text(
     return value  # type: ignore[no-any-return]
 
 
-def _problem_before(prefix: str, profile: bool, limit: int | None = None) -> bool:
+def _problem_before(prefix: str, profile: bool) -> bool:
     """Whether a document has a problem before a string that starts where ``prefix``
     ends (the string itself, and repeated names, aside): the string is replaced by
     ``""`` and the text up to it checked, in C passes."""
@@ -984,8 +925,6 @@ def _problem_before(prefix: str, profile: bool, limit: int | None = None) -> boo
         return False  # the string is the root value
     probe = prefix + '""'
     try:
-        if limit is not None and _exponent_problem(probe, profile, limit) is not None:
-            return True
         if profile and _long_integer_problem(probe) is not None:
             return True
         if probe.count("[") + probe.count("{") > MAX_DEPTH:
@@ -995,13 +934,12 @@ def _problem_before(prefix: str, profile: bool, limit: int | None = None) -> boo
     return _prefix_problem(probe, profile) is not None
 
 
-def _long_integer_problem(text: str, limit: int | None = None) -> JSONError | None:
+def _long_integer_problem(text: str) -> JSONError | None:
     """The first problem of ``text`` when it holds an integer token of more than
     ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
 
     Found without a decode that calls a hook per integer: one pass finds the first such
-    token, then ``_problem_at_number`` reports it or an earlier problem (with ``limit``,
-    the exponent budget's too).
+    token, then ``_problem_at_number`` reports it or an earlier problem.
     """
     if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
         return None
@@ -1010,54 +948,8 @@ def _long_integer_problem(text: str, limit: int | None = None) -> JSONError | No
     if found is None:
         return None
 
-    def exponents(probe: str) -> JSONError | None:
-        return None if limit is None else _exponent_problem(probe, True, limit)
-
     at = found.start()
-    return _problem_at_number(text, stripped, tokens, at, _RULE_NORMALIZED, True, exponents)
-
-
-def _exponent_problem(text: str, profile: bool, limit: int) -> JSONError | None:
-    """The first problem of ``text`` when the exponents of 100 or more of its nonzero
-    numbers add up past ``limit`` (see ``EXPONENT_BUDGET``), else ``None``.
-
-    One regex pass over the text, strings included (so it can only over-count, and
-    only exponents are converted, their first five digits); only past the limit are
-    the strings left out and the number that crosses it located.
-    """
-    if "e" not in text and "E" not in text:
-        return None
-    # The regex tries every position; most texts with an "e" have no exponent of three
-    # digits at all, which a substring search of the text's shape finds in C.
-    shape = text.encode("ascii", "replace").translate(_EXPONENT_SHAPE)
-    # bytes.find, not ``in``: ``in`` first tries the operand as an int (a byte value),
-    # and the TypeError it formats and drops costs more than the search.
-    if shape.find(b"e000") < 0 and shape.find(b"e+000") < 0:
-        return None
-    found = _BIG_EXPONENT.findall(text)
-    if not found:
-        return None
-    exponents = map(_EXPONENT_OF, found)
-    written = cast("Iterator[str]", map(operator.getitem, exponents, repeat(_EXPONENT_DIGITS)))
-    if sum(map(int, written)) <= limit:  # at most 99,999 each: a bound, not the count
-        return None
-    stripped, tokens = _without_strings(text)
-    total = 0
-    for match in _BIG_EXPONENT.finditer(stripped):
-        mantissa, exponent = match.groups()
-        counted = int(exponent[_EXPONENT_DIGITS])
-        if counted > PROFILE_LIMIT or not mantissa.strip("-0."):
-            continue  # stays a Decimal (or breaks the profile), or is zero
-        total += counted
-        if total > limit:
-
-            def long_integer(probe: str) -> JSONError | None:
-                return _long_integer_problem(probe) if profile else None
-
-            reason = _exponents_rule(limit)
-            at = match.start()
-            return _problem_at_number(text, stripped, tokens, at, reason, profile, long_integer)
-    return None
+    return _problem_at_number(text, stripped, tokens, at, _RULE_NORMALIZED, True)
 
 
 def _problem_at_number(
@@ -1067,12 +959,10 @@ def _problem_at_number(
     at: int,
     reason: str,
     profile: bool,
-    other_rule: Callable[[str], JSONError | None],
 ) -> JSONError:
     """The first problem of ``text`` when the number token at ``at`` in ``stripped``
     (``text`` without its strings, see ``_without_strings``) breaks a rule: that rule,
-    or a problem before it, ``other_rule`` (the other number rule checked before
-    decoding) included. The text before the token is checked with the token replaced
+    or a problem before it. The text before the token is checked with the token replaced
     by ``0`` (a value where the decoder expects one, a syntax error where it does not,
     like the token).
     """
@@ -1083,7 +973,7 @@ def _problem_at_number(
         return JSONError(reason, "")  # the root
     if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
         _check_nesting(prefix + "0", profile)  # raises for a too-deep bracket before it
-    earlier = other_rule(prefix + "0") or _prefix_problem(prefix + "0", profile)
+    earlier = _prefix_problem(prefix + "0", profile)
     if earlier is not None:
         return earlier
     located = _problem_at(prefix, reason, stripped[:at])
@@ -1439,14 +1329,14 @@ def _closed(prefix: str, closers: str, *, ended: bool = False) -> str | None:
     return None  # pragma: no cover - e.g. a value without a comma before the bracket
 
 
-def _raise_lone_surrogate(text: str, profile: bool | None = None, limit: int | None = None) -> None:
+def _raise_lone_surrogate(text: str, profile: bool | None = None) -> None:
     """Raise for the first string or member name of ``text`` (in document order) that
     decodes to a lone surrogate; return if there is none.
 
     ``text`` is valid JSON, or, with ``profile`` given, a text with another problem:
     then the string is reported only if the text before it has no problem (checked
-    with ``""`` in its place, like the decoder would meet it; ``limit`` is the exponent
-    budget, if any), and nothing is raised if a string the decoder refuses comes first.
+    with ``""`` in its place, like the decoder would meet it), and nothing is raised
+    if a string the decoder refuses comes first.
 
     In C passes: the strings' tokens are decoded together as one array, the decoded
     strings joined and searched (a Python string holds a surrogate only when it is
@@ -1467,7 +1357,7 @@ def _raise_lone_surrogate(text: str, profile: bool | None = None, limit: int | N
     at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
     position = at + sum(map(len, tokens[:index])) - quotes
     end = position + len(tokens[index])
-    if profile is not None and _problem_before(text[:position], profile, limit):
+    if profile is not None and _problem_before(text[:position], profile):
         return
     if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
         reason = "member name contains a lone surrogate"
@@ -1529,7 +1419,7 @@ def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSON
     try:
         marshal.dumps(value, 2)  # refuses every type but the exact built-in ones
         written = orjson.dumps(value)
-        if written.find(b"null") >= 0:  # not ``in`` (see _exponent_problem)
+        if written.find(b"null") >= 0:  # not ``in`` (``in`` first tries an int operand)
             json.dumps(value, allow_nan=False, check_circular=False)
     except (ValueError, TypeError, RecursionError):  # orjson.JSONEncodeError is a TypeError
         return None
