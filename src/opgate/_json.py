@@ -77,7 +77,6 @@ from typing import Any, Final, TypeAlias, cast
 
 import orjson
 
-from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
@@ -846,10 +845,6 @@ def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[
     return None
 
 
-# Texts (and marshalled copies) this long are decoded with the cyclic collector paused.
-_PAUSE_COLLECTOR_AT = 4096
-
-
 def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
@@ -870,10 +865,7 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    if len(text) < _PAUSE_COLLECTOR_AT:
-        return _parse_text(text, profile, may_hold_raw_surrogates)
-    with paused_collector():  # see ``_collector``: the passes would find nothing
-        return _parse_text(text, profile, may_hold_raw_surrogates)
+    return _parse_text(text, profile, may_hold_raw_surrogates)
 
 
 def _parse_text(text: str, profile: bool, may_hold_raw_surrogates: bool) -> JSONValue:
@@ -1035,8 +1027,7 @@ def _decode(
                 _check_nesting(text, profile)
             _raise_duplicate_before(text, scan, end)
             raise _syntax_error("Extra data", text, end)
-    # On a problem the decoded value is dropped first: the error's traceback keeps this
-    # frame, and the collector's pass when ``paused_collector`` ends would visit it all.
+    # On a problem the decoded value is dropped first: the error's traceback keeps this frame.
     if strict:  # depth checked before; a repeat needs two members
         if text.count(":") >= 2 and (located := _repeated_name(text, start)) is not None:
             del value
@@ -1435,10 +1426,7 @@ def _decode_distinct(text: str, profile: bool) -> JSONValue | None:
         return None
     scan = _SCAN_PROFILED if profile else _SCAN_EXACT
     try:
-        if len(text) < _PAUSE_COLLECTOR_AT:
-            return cast(JSONValue, scan(text, 0)[0])
-        with paused_collector():
-            return cast(JSONValue, scan(text, 0)[0])
+        return cast(JSONValue, scan(text, 0)[0])
     except (ValueError, StopIteration, RecursionError):  # pragma: no cover - written by orjson
         return None
 
@@ -1514,10 +1502,7 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
         text = _standard_text(value)
         return None if text is None else _decode_distinct(text, profile)
     blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
-    if len(blob) < _PAUSE_COLLECTOR_AT:
-        return cast(JSONValue, marshal.loads(blob))
-    with paused_collector():
-        return cast(JSONValue, marshal.loads(blob))
+    return cast(JSONValue, marshal.loads(blob))
 
 
 _COMPACT: Final = (",", ":")
@@ -1798,14 +1783,9 @@ def detach(value: JSONValue) -> JSONValue:
     if isinstance(value, dict | list):
         try:  # marshal knows every JSON type but Decimal and keeps no memo: about twice
             # as fast as pickle for 64 KiB of small or nested containers
-            blob = marshal.dumps(value)
-            if len(blob) < _PAUSE_COLLECTOR_AT:
-                return marshal.loads(blob)  # type: ignore[no-any-return]
-            with paused_collector():
-                return marshal.loads(blob)  # type: ignore[no-any-return]
+            return marshal.loads(marshal.dumps(value))  # type: ignore[no-any-return]
         except ValueError:  # a Decimal somewhere
-            with paused_collector():
-                return _copy_with_decimals(value)
+            return _copy_with_decimals(value)
     return value
 
 
