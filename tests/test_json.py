@@ -1946,19 +1946,23 @@ def test_closed_documents_nested_too_deep_are_refused_after_a_successful_decode(
     assert parse("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
 
 
-@given(st.text(alphabet='[]{}"x', max_size=300), st.integers(0, 3))
-def test_the_depth_pre_scan_is_the_running_depths_maximum(text: str, scale: int) -> None:
-    # ``_too_deep`` against a running count, brackets inside strings left out.
-    text = text * (1 + scale * 40)
-    depth = deepest = 0
-    inside = False
-    for character in text:
-        if character == '"':
-            inside = not inside
-        elif not inside:
-            depth += 1 if character in "[{" else -1 if character in "]}" else 0
-            deepest = max(deepest, depth)
-    assert _json._too_deep(text) is (deepest > MAX_DEPTH)
+@given(st.lists(st.booleans(), max_size=MAX_DEPTH + 8), st.integers(0, 3))
+def test_depth_is_measured_outside_strings(kinds: list[bool], width: int) -> None:
+    # Arrays and objects nested len(kinds) deep, with brackets in strings beside them:
+    # refused exactly past MAX_DEPTH, at the pointer of the first container too deep.
+    text = '"[{"'
+    for is_array in reversed(kinds):
+        text = (
+            "[" + ",".join(['"]][["'] * width + [text]) + "]"
+            if is_array
+            else "{" + "".join(f'"{i}":"{{",' for i in range(width)) + '"k":' + text + "}"
+        )
+    if len(kinds) <= MAX_DEPTH:
+        parse(text)
+        return
+    error = rejection(text)
+    assert error.reason == f"nesting deeper than {MAX_DEPTH} levels"
+    assert error.pointer == "".join(f"/{width}" if a else "/k" for a in kinds[:MAX_DEPTH])
 
 
 @settings(max_examples=60, deadline=None)

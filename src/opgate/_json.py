@@ -117,7 +117,7 @@ import pickle
 import re
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress
+from itertools import chain, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
@@ -196,13 +196,14 @@ _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 # it is unterminated; possessive, so a scan never backtracks.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
-_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
-# A digit run longer than the profile allows an integer, found only where a run starts.
-_LONG_DIGITS = re.compile(rf"(?<![0-9])[0-9]{{{PROFILE_LIMIT + 1}}}")
-# Every token of JSON text (what lies between tokens is whitespace in valid text).
+# Digits as "0", every other byte a space (``_has_long_digit_run``).
+_DIGIT_BYTES = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * (PROFILE_LIMIT + 1)
+_CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# Every value token and bracket of JSON text; what lies between them is whitespace,
+# commas and colons in valid text, which the walk can do without.
 _TOKEN = re.compile(
-    _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|true|false|null"
+    _STRING + r"|[\[\]{}]|NaN|-?Infinity|true|false|null"
     r"|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?",
     re.DOTALL,
 )
@@ -382,21 +383,12 @@ def _refuse(token: str) -> None:
     raise _Refused
 
 
-def _members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The ``object_pairs_hook``: an object, unless a name repeats."""
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _Refused
-    return result
-
-
 def _scanner(profile: bool, long_ints: bool) -> Callable[[str, int], tuple[Any, int]]:
     if long_ints:
         parse_int: Callable[[str], Any] = _profiled_long_int if profile else _long_int
     else:
         parse_int = int
     decoder = json.JSONDecoder(
-        object_pairs_hook=_members,
         parse_float=_profiled_fraction if profile else _exact_fraction,
         parse_int=parse_int,
         parse_constant=_refuse,
@@ -405,11 +397,6 @@ def _scanner(profile: bool, long_ints: bool) -> Callable[[str, int], tuple[Any, 
 
 
 _SCANNERS = {(p, long): _scanner(p, long) for p in (False, True) for long in (False, True)}
-
-# Accepts every token and repeated names: only for where the text stops being JSON.
-_PERMISSIVE: Callable[[str, int], tuple[Any, int]] = cast(
-    Any, json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
-).scan_once
 
 
 # --- parsing -----------------------------------------------------------------------
@@ -433,38 +420,76 @@ def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
         raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    if raw_surrogates or _holds_lone_surrogate(text) or _too_deep(text):
-        raise _first_problem(text, profile)
-    long_ints = profile and len(text) > PROFILE_LIMIT and _LONG_DIGITS.search(text) is not None
-    value = _decode(text, profile, long_ints)
-    if value is _FAILED:
-        raise _first_problem(text, profile)
+    long_ints = profile and len(text) > PROFILE_LIMIT and _has_long_digit_run(text)
+    value, stop, syntax = _decode(text, profile, long_ints)
+    if (
+        value is _FAILED
+        or raw_surrogates
+        or _holds_lone_surrogate(text)
+        or _too_deep_or_repeating(value, text)
+    ):
+        del value  # the error's traceback keeps this frame
+        raise _first_problem(text, profile, stop, syntax)
     return cast(JSONValue, value)
 
 
 _FAILED: Final = object()
 
 
-def _decode(text: str, profile: bool, long_ints: bool) -> Any:
-    """The fast path: ``text`` decoded in C, or ``_FAILED`` if it has any problem."""
+def _decode(text: str, profile: bool, long_ints: bool) -> tuple[Any, int, str | None]:
+    """The fast path: ``(value, len(text), None)`` when the C decoder reads all of
+    ``text``, else ``_FAILED``, where it stopped and the syntax error there (``None``
+    when a hook refused a value, or the nesting passed the interpreter's limit: the
+    text is valid JSON up to that point, and the walk finds it)."""
     start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         value, end = _SCANNERS[profile, long_ints](text, start)
-    except (_Refused, json.JSONDecodeError, StopIteration, RecursionError):
-        return _FAILED
+    except (_Refused, RecursionError):
+        return _FAILED, len(text), None
+    except json.JSONDecodeError as exc:
+        return _FAILED, exc.pos, exc.msg
+    except StopIteration as exc:
+        return _FAILED, exc.value, "Expecting value"
     except ValueError:  # an integer past the interpreter's int/str digit limit
-        return _FAILED if long_ints else _decode(text, profile, True)
-    if _WHITESPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
-        return _FAILED
-    return value
+        return _decode(text, profile, True)
+    end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        return _FAILED, end, "Extra data"
+    return value, end, None
 
 
-def _too_deep(text: str) -> bool:
-    """Whether arrays and objects outside strings nest deeper than ``MAX_DEPTH``."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return False
-    brackets = _BRACKET.findall(_STRINGS.sub("", text))
-    return max(accumulate(map(_DEPTH_STEP, brackets), initial=0)) > MAX_DEPTH
+def _too_deep_or_repeating(value: Any, text: str) -> bool:
+    """Whether ``value``, decoded from ``text``, nests deeper than ``MAX_DEPTH`` or
+    repeated a member name (which the decoder then dropped).
+
+    Every member written is one colon outside strings, and the decoder keeps one
+    member per distinct name: the members kept and the colons tell. The containers
+    are visited level by level with ``gc.get_referents`` (C calls per level, at most
+    ``MAX_DEPTH + 1`` levels); a text with few openers and colons needs no visit.
+    """
+    colons = text.count(":")
+    deep = text.count("[") + text.count("{") > MAX_DEPTH
+    if not deep and (colons < 2 or (type(value) is dict and len(value) == colons)):
+        return False  # members <= colons: a root object holding them all repeats nothing
+    members = depth = 0
+    level: list[Any] = [value]
+    while True:
+        kinds = list(map(type, level))
+        containers = list(compress(level, map(_DECODED_CONTAINERS.__contains__, kinds)))
+        if not containers:
+            break
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        members += sum(map(len, compress(level, map(_DICT.__contains__, kinds))))
+        level = gc.get_referents(*containers)
+    return members != colons and members != _STRINGS.sub("", text).count(":")
+
+
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds more than ``PROFILE_LIMIT`` ASCII digits in a row: digits
+    become ``0`` and the rest spaces (bytes, in C), then one substring search."""
+    return _LONG_RUN in text.encode("ascii", "replace").translate(_DIGIT_BYTES)
 
 
 def _holds_lone_surrogate(text: str) -> bool:
@@ -478,9 +503,9 @@ def _holds_lone_surrogate(text: str) -> bool:
     return _SURROGATE.search("".join(decoded)) is not None
 
 
-def _first_problem(text: str, profile: bool) -> JSONError:
-    """The slow path: the first problem of ``text`` in document order, located."""
-    stop, syntax = _syntax_error(text)
+def _first_problem(text: str, profile: bool, stop: int, syntax: str | None) -> JSONError:
+    """The slow path: the first problem of ``text`` in document order, located. The
+    decoder stopped reading at ``stop`` with the syntax error ``syntax``, if any."""
     located = _locate(text, profile=profile, stop=stop)
     if located is not None:
         return JSONError(*located)
@@ -488,83 +513,71 @@ def _first_problem(text: str, profile: bool) -> JSONError:
         line = text.count("\n", 0, stop) + 1
         column = stop - text.rfind("\n", 0, stop)
         return JSONError(f"invalid JSON: {syntax} at line {line} column {column}")
-    raise AssertionError("the fast path failed on valid JSON")  # pragma: no cover
-
-
-def _syntax_error(text: str) -> tuple[int, str | None]:
-    """Where the standard decoder stops reading ``text`` as JSON and why, or
-    ``(len(text), None)`` when it reads it all.
-
-    A text nested past the interpreter's limit stops nowhere (the walk finds the
-    depth first, since the decoder read everything before it)."""
-    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
-    try:
-        _, end = _PERMISSIVE(text, start)
-    except json.JSONDecodeError as exc:
-        return exc.pos, exc.msg
-    except StopIteration as exc:
-        return exc.value, "Expecting value"
-    except RecursionError:
-        return len(text), None
-    end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
-    return (end, "Extra data") if end != len(text) else (len(text), None)
+    return JSONError("invalid JSON")  # pragma: no cover - the walk finds what a hook refused
 
 
 def _locate(text: str, *, profile: bool, stop: int | None = None) -> tuple[str, str] | None:
     """The first problem of ``text[:stop]`` in document order, as ``(reason, pointer)``,
     or ``None``; syntax errors aside.
 
-    One walk over the tokens keeping the JSON pointer of the current value: repeated
-    member names, lone surrogates in strings and names, refused numbers and constants,
-    and nesting deeper than ``MAX_DEPTH``. The text must be valid JSON up to ``stop``
-    (where the standard decoder stops reading it): tokens ending past it are not read.
+    One walk over the value tokens and brackets, keeping the JSON pointer of the
+    current value: repeated member names, lone surrogates in strings and names,
+    refused numbers and constants, and nesting deeper than ``MAX_DEPTH``. The text
+    must be valid JSON up to ``stop`` (where the standard decoder stops reading it),
+    so commas and colons need not be read: in an object a string is a name when a
+    value (or the opening brace) came before it, and an array's index counts its
+    values.
     """
     stop = len(text) if stop is None else stop
     surrogates = _ESCAPED_SURROGATE.search(text, 0, stop) is not None or (
         not text.isascii() and _SURROGATE.search(text, 0, stop) is not None
     )
+    tokens = _TOKEN.findall(text, 0, stop)
+    if tokens and tokens[-1][0] == '"' and not _CLOSED_STRING.fullmatch(tokens[-1]):
+        tokens.pop()  # a string the decoder did not read to its end
     path: list[str | int] = []
     names: list[set[str] | None] = []  # per open container: names seen, None for arrays
-    expect_name = False
-    for match in _TOKEN.finditer(text):
-        if match.end() > stop:
-            break  # the decoder did not read this token
-        token = match.group()
+    in_array = in_object = expect_name = False  # expect_name: in an object, before a name
+    for token in tokens:
         first = token[0]
-        if first == '"':
-            if surrogates and _SURROGATE.search(_string(token)):
-                where = "member name" if expect_name else "string"
-                if expect_name:
-                    path[-1] = _string(token)
-                return (f"{where} contains a lone surrogate", pointer(path))
-            if expect_name:
-                name = _string(token)
-                path[-1] = name
-                seen = names[-1]
-                assert seen is not None
-                if name in seen:
-                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-                seen.add(name)
-                expect_name = False
-        elif first in "[{":
-            if len(names) == MAX_DEPTH:
-                return (_NESTING, pointer(path))
-            names.append(None if first == "[" else set())
-            path.append(0 if first == "[" else "")
-            expect_name = first == "{"
-        elif first in "]}":
+        if expect_name and first == '"':  # a member name
+            name = _string(token)
+            path[-1] = name
+            if surrogates and _SURROGATE.search(name):
+                return ("member name contains a lone surrogate", pointer(path))
+            seen = names[-1]
+            assert seen is not None
+            if name in seen:
+                return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+            seen.add(name)
+            expect_name = False
+            continue
+        if first == "]" or first == "}":
             names.pop()
             path.pop()
-            expect_name = False
-        elif first == ",":
-            if names[-1] is None:
-                index = path[-1]
-                assert isinstance(index, int)
-                path[-1] = index + 1
-            else:
-                expect_name = True
-        elif first in "-0123456789NI" and (reason := _number_problem(token, profile)):
-            return (reason, pointer(path))
+            in_array = bool(names) and names[-1] is None
+            in_object = expect_name = bool(names) and not in_array
+            continue
+        if in_array:  # a value in an array: the next index
+            path[-1] += 1  # type: ignore[operator]
+        if first == "[" or first == "{":
+            if len(names) == MAX_DEPTH:
+                return (_NESTING, pointer(path))
+            in_array = first == "["
+            in_object = expect_name = not in_array
+            names.append(None if in_array else set())
+            path.append(-1 if in_array else "")
+            continue
+        if first == '"':
+            if surrogates and _SURROGATE.search(_string(token)):
+                return ("string contains a lone surrogate", pointer(path))
+        elif first in "-0123456789NI" and (
+            len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token or token[-1] in "Ny"
+        ):
+            reason = _number_problem(token, profile)
+            if reason is not None:
+                return (reason, pointer(path))
+        expect_name = in_object  # a member's value ended
     return None
 
 
@@ -634,10 +647,10 @@ def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSON
 def _decode_distinct(text: str, profile: bool) -> JSONValue | None:
     """Decode JSON ``text`` written from a Python value (no repeated names, no lone
     surrogates); ``None`` if it nests too deep or breaks the profile."""
-    if _too_deep(text):
+    value, _, _ = _decode(text, profile, False)
+    if value is _FAILED or _too_deep_or_repeating(value, text):
         return None
-    value = _decode(text, profile, False)
-    return None if value is _FAILED else cast(JSONValue, value)
+    return cast(JSONValue, value)
 
 
 def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
