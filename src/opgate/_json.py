@@ -28,30 +28,34 @@ Goals, with their worst cases
   JSON pointer of the offending value (or a line and column for a syntax error), and
   quotes at most a short prefix of the input.
 * **Linear.** Every operation is linear in its input, whatever the input. A valid
-  document costs one C decode (a hook call per object and per fraction). A refused one
-  costs that decode, a second permissive C decode (which finds the decoder's own
-  syntax error, if any) and one Python walk over the tokens before it: on a hostile
-  64 KiB document that walk is the largest cost (docs/security.md, "JSON: one parser",
-  gives the figures of ``benchmarks/bench_adversarial_json.py``).
+  document costs one C decode (a hook call per fraction and per constant) and, when it
+  has many openers or colons, one visit of the decoded value per level. A refused one
+  costs that decode and one Python walk over its value tokens up to the first problem:
+  on a hostile 64 KiB document the walk is the largest cost: up to about 25 ms of CPU
+  on the development machine, where the per-problem C-pass locators it replaced held
+  about 12 ms. That is the price of one simple error path, paid only by malformed
+  requests (docs/security.md, "JSON: one parser", has the figures of
+  ``benchmarks/bench_adversarial_json.py`` before and after).
 
 Plan
 ----
 
 1. *Text.* An exact ``str``: bytes decoded strictly; a ``str`` or ``bytes`` subclass
    is read through the base type, never through its own methods.
-2. *Pre-scan* (C passes, each only when it could find something): the depth outside
-   strings when the text has more than ``MAX_DEPTH`` openers; the decoded strings
-   when the text holds a surrogate, raw or escaped; with the profile, a run of more
-   than ``PROFILE_LIMIT`` digits.
-3. *Fast path.* The standard library's C decoder with hooks: ``object_pairs_hook``
-   refuses a repeated name, ``parse_constant`` refuses ``NaN`` and the infinities,
-   ``parse_float`` makes exact numbers and applies the profile; ``parse_int`` is
-   ``int`` (a hook only after a long digit run, or when ``int`` refuses a token past
-   the interpreter's digit limit).
-4. *Slow path*, when step 2 finds something or step 3 fails (``_first_problem``): the
-   permissive decoder finds where the text stops being JSON, and ``_locate`` walks the
-   tokens before that point, keeping the JSON pointer, and reports the first problem;
-   if there is none, the syntax error is the first problem.
+2. *Fast path* (``_decode``). The standard library's C decoder with hooks:
+   ``parse_constant`` refuses ``NaN`` and the infinities, ``parse_float`` makes exact
+   numbers and applies the profile, ``parse_int`` is ``int`` (a hook only after a run
+   of more than ``PROFILE_LIMIT`` digits, found by one C pass, or when ``int`` refuses
+   a token past the interpreter's digit limit). Where it stops, and why, is the
+   document's syntax error, if any.
+3. *Checks in C* (each only when it could find something): the decoded strings, when
+   the text holds a surrogate, raw or escaped (``_holds_lone_surrogate``); the depth
+   and the members the decoder kept, against the colons outside strings, when the
+   text has more openers than ``MAX_DEPTH`` or several colons
+   (``_too_deep_or_repeating``: the decoder keeps the last of repeated names).
+4. *Slow path*, when step 2 or 3 finds anything (``_first_problem``): ``_locate``
+   walks the value tokens up to where the decoder stopped, keeping the JSON pointer,
+   and reports the first problem; if there is none there, the syntax error is first.
 
 Numbers
 -------
@@ -96,10 +100,12 @@ in the spelling of ECMAScript's ``Number::toString`` applied to the exact value:
 Warnings
 --------
 
-* ``_locate`` is right only on text that is valid JSON up to where it stops: always
-  give it the permissive decoder's stopping point.
-* The pre-scan and the decoder must agree on where strings are: ``_STRING`` matches
-  exactly what the decoder reads as a string, from an opening quote.
+* ``_locate`` is right only on text that is valid JSON up to where it stops: give it
+  the decoder's stopping point (the whole text when a hook refused a value: the walk
+  then meets that value first).
+* The checks and the decoder must agree on where strings are: ``_STRING`` matches
+  exactly what the decoder reads as a string, from an opening quote; and on what a
+  number token is: ``_TOKEN`` spells the decoder's own number pattern.
 * Every regex here is linear: possessive quantifiers, and a long run only where one
   starts (a look-behind).
 * Decimals are made and changed only with an explicit context (``_EXACT``), so no
@@ -352,11 +358,23 @@ def _fraction(token: str, profile: bool) -> int | Decimal:
     if "e" not in token and "E" not in token and len(token) <= _SHORT_PLAIN_TOKEN:
         if token[-1] != "0":
             return Decimal(token)  # not integral, and already without trailing zeros
-    elif _number_problem(token, profile) is not None:
+    elif not _short_and_inside(token) and _number_problem(token, profile) is not None:
         raise _Refused
     value = _decimal(token)
     assert value is not None  # refused above otherwise
     return normalized(value)
+
+
+def _short_and_inside(token: str) -> bool:
+    """Whether a short token ``[-]W[.F]e±X`` is certainly inside the profile, by rules
+    1 and 2 and a bound on rule 3: ``digits(c) + |n| <= len(WF) + |A|``."""
+    if len(token) > 24:
+        return False
+    mantissa, _, written = token.replace("E", "e").partition("e")
+    exponent = int(written)
+    dot = mantissa.find(".")
+    adjusted = exponent - (len(mantissa) - dot - 1 if dot >= 0 else 0)
+    return abs(exponent) <= PROFILE_LIMIT and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
 
 
 # Results are immutable, so a repeated token is answered by the cache (in C).
