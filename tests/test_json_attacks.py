@@ -942,3 +942,24 @@ def test_a_byte_order_mark_before_repeated_names_is_a_syntax_error() -> None:
     for data in ('\ufeff{"a":1,"a":2}', '\ufeff{"a":1,"a":2}'.encode()):
         with pytest.raises(JSONError, match="Expecting value at line 1 column 1"):
             parse(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A lone surrogate before a string the decoder refuses is first (it was not).
+        ('["\\ud800", "\\x"]', ("string contains a lone surrogate", "/0")),
+        ('{"\\udc00": 1, "a": "\t"}', ("member name contains a lone surrogate", "/\udc00")),
+        ('"\\ud83d"\\ude00"', ("string contains a lone surrogate", "")),
+        # A bracket where the decoder expects a comma is a syntax error, not nesting.
+        (
+            "[" * 127 + '{"":-1[]}' + "]" * 127,
+            ("invalid JSON: Expecting ',' delimiter at line 1 column 134", None),
+        ),
+    ],
+)
+def test_the_first_problem_is_the_first_the_walk_meets(
+    text: str, expected: tuple[str, str | None]
+) -> None:
+    for profile in (False, True):
+        assert outcome(text, profile) == expected
