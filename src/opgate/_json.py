@@ -1235,7 +1235,7 @@ def written_size(value: object) -> int | None:
 
     A bound found in C passes before ``from_python`` converts a mapping from outside
     (see ``WRITTEN_PER_CANONICAL``): converting and measuring a value far over its
-    budget costs microseconds per large number (an MCP client's 1e300 floats).
+    budget costs time per large number (an MCP client's 1e300 floats).
     """
     try:
         return len(orjson.dumps(value, default=_fragment))
