@@ -203,7 +203,7 @@ def _parse(text: str, profile: bool) -> Callable[[], object]:
     # exponent budget. The module's own re-parses of bytes it wrote do without.
     def call() -> object:
         with contextlib.suppress(JSONError):
-            return parse(text, profile=profile, expansion_limit=True)
+            return parse(text, profile=profile)
         return None
 
     return call

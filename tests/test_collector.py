@@ -1,21 +1,18 @@
-"""The cyclic collector stays out of decoding and copying big JSON values (issue 9, item 1).
+"""The cyclic collector: paused only while a registry is built, never for a request.
 
-Decoded JSON is acyclic, so the collector's passes during a decode find nothing; on 64 KiB
-of nested containers they cost several times the decode itself. These tests count the
-passes that run while opgate decodes or copies such a value: without the pause, 46 (one
-of them a full collection) for the nested arrays and 11 for the small objects; with it,
-at most the one pass owed for the allocations when the collector is switched back on.
+``paused_collector`` switches the collector off for the whole process, so it is kept to
+registry construction (thousands of acyclic objects, once); parsing and copying a
+request's JSON leave it alone, whatever the size (issue 20, item 10).
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
 
 from opgate._collector import paused_collector
-from opgate._json import detach, parse
+from opgate._json import detach, from_python, parse
 
 # 64 KiB of arrays nested 126 deep inside {"a":[...]}: about 16,000 containers.
 _BLOCK = "[" * 126 + "]" * 126
@@ -23,45 +20,23 @@ _NESTED = '{"a":[' + ",".join([_BLOCK] * 259) + "]}"
 _OBJECTS = '{"a":[' + ",".join(['{"k":1}'] * 8000) + "]}"
 
 
-@pytest.fixture
-def passes() -> Iterator[list[int]]:
-    """Count cyclic-collector passes; the collector is enabled with default thresholds."""
-    seen: list[int] = []
-
-    def callback(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    was_enabled = gc.isenabled()
-    thresholds = gc.get_threshold()
-    gc.enable()
-    gc.set_threshold(700, 10, 10)
-    gc.callbacks.append(callback)
-    try:
-        yield seen
-    finally:
-        gc.callbacks.remove(callback)
-        gc.set_threshold(*thresholds)
-        if not was_enabled:
-            gc.disable()
-
-
 @pytest.mark.parametrize("text", [_NESTED, _OBJECTS], ids=["nested arrays", "small objects"])
-@pytest.mark.parametrize("profile", [False, True])
-def test_parse_runs_no_collector_pass(passes: list[int], text: str, profile: bool) -> None:
-    value = parse(text, profile=profile)
-    assert isinstance(value, dict)
-    assert len(passes) <= 1  # the pass the allocations are owed, once re-enabled
-
-
-@pytest.mark.parametrize("text", [_NESTED, _OBJECTS], ids=["nested arrays", "small objects"])
-def test_detach_runs_no_collector_pass(passes: list[int], text: str) -> None:
-    value = parse(text)
-    passes.clear()
-    copy = detach(value)
-    assert copy == value
-    assert copy is not value
-    assert len(passes) <= 1  # the pass the allocations are owed, once re-enabled
+def test_requests_never_switch_the_collector_off(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Issue 20, item 10: the switch is process-wide, so a host's other threads would
+    lose their collector while one request is parsed or copied. Only registry
+    construction pauses it."""
+    switched: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: switched.append("disable"))
+    for profile in (False, True):
+        value = parse(text, profile=profile)
+        assert isinstance(value, dict)
+        assert detach(value) == value
+        assert from_python(value) == value
+    with pytest.raises(ValueError, match="nesting"):
+        parse('{"a":[' + _BLOCK + "," + "[" * 200 + "]" * 200 + "]}")
+    assert switched == []
 
 
 def test_a_failed_parse_restores_the_collector() -> None:

@@ -632,3 +632,57 @@ async def test_the_argument_budget_counts_the_bytes_of_str_and_bytes_subclasses(
         assert code(outcome) is FailureCode.INVALID_ARGUMENTS, type(arguments)
         assert "312 bytes, over the limit of 256 bytes" in outcome.failure.message
     assert handler.calls == []
+
+
+# --- large in-profile numbers (issue 20, item 6) ----------------------------------------
+
+
+BIG_INPUT = {
+    "type": "object",
+    "properties": {
+        "x": {
+            "type": "array",
+            "items": {"type": "integer", "multipleOf": 3, "minimum": Decimal("1e3999")},
+        },
+        "m": {"type": "integer", "maximum": 2 * 10**4000, "exclusiveMinimum": Decimal("1e4000")},
+        "c": {"const": 10**4000},
+        "e": {"enum": [Decimal("3e4000"), 1]},
+        "u": {"type": "array", "uniqueItems": True},
+    },
+    "additionalProperties": False,
+}
+
+
+async def test_many_large_exponents_reach_the_handler_exactly() -> None:
+    reg, handler = make(input_schema=BIG_INPUT, output_schema=None)
+    text = (
+        '{"x": [' + ",".join(["3e4000"] * 17) + '], "m": 15e3999, "c": 1.0e4000,'
+        ' "e": 30e3999, "u": [1e4000, 2e4000]}'
+    )
+    outcome = await invoke(reg, text)
+    assert isinstance(outcome, Completed), outcome
+    seen = handler.arguments[-1]
+    assert seen == {
+        "x": [3 * 10**4000] * 17,
+        "m": 15 * 10**3999,
+        "c": 10**4000,
+        "e": 3 * 10**4000,
+        "u": [10**4000, 2 * 10**4000],
+    }
+    # a large exponent stays a normalized Decimal: exact, and as short as its text
+    assert all(type(item) is Decimal for item in seen["x"])
+    assert str(seen["m"]) == "1.5E+4000"
+    # every check stays exact at these sizes
+    for broken, pointer in (
+        ('{"x": [3e4000, 3e4000, 1e4000]}', "/x/2"),  # not a multiple of 3
+        ('{"x": [9e3998]}', "/x/0"),  # below the minimum
+        ('{"x": [1.5]}', "/x/0"),  # not an integer
+        ('{"m": 1e4000}', "/m"),  # not above the exclusive minimum
+        ('{"m": 20000000000000000000001e3978}', "/m"),  # above the maximum by one part in 1e22
+        ('{"c": 10000000000000000000001e3978}', "/c"),
+        ('{"e": 3000000000000000000001e3979}', "/e"),
+        ('{"u": [1e4000, 10e3999]}', "/u"),  # equal values
+    ):
+        failed = await invoke(reg, broken)
+        assert code(failed) is FailureCode.INVALID_ARGUMENTS, broken
+        assert pointer in failed.failure.message, (broken, failed.failure.message)

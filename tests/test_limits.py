@@ -79,6 +79,19 @@ def test_raising_one_field_never_raises_another() -> None:
         Limits(chain_bytes=64 * 1024 * 1024)
 
 
+def test_raising_the_ledger_or_the_chain_never_raises_the_principal_share() -> None:
+    """The seed: "Raising one field does not raise a related budget" (issue 20, item 8)."""
+    default = Limits().principal_bytes
+    assert Limits(ledger_bytes=128 * 1024 * 1024).principal_bytes == default
+    assert Limits(chain_bytes=4 * 1024 * 1024).principal_bytes == default
+    # a chain larger than the default share needs the share given, not raised with it
+    with pytest.raises(ConfigurationError, match="principal_bytes"):
+        Limits(chain_bytes=16 * 1024 * 1024)
+    assert Limits(chain_bytes=16 * 1024 * 1024, principal_bytes=16 * 1024 * 1024)
+    # a smaller ledger still gets a share that fits it
+    assert Limits(ledger_bytes=2 * 1024 * 1024).principal_bytes == 512 * 1024
+
+
 def test_chain_must_hold_one_maximum_transition() -> None:
     small = {
         "argument_bytes": 256,

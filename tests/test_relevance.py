@@ -24,7 +24,7 @@ from opgate import (
     finish,
 )
 from opgate import _relevance as relevance
-from opgate._relevance import RelevanceEntry, RelevanceIndex, parameter_text
+from opgate._relevance import RelevanceEntry, RelevanceIndex
 from opgate._search import IndexEntry, SearchIndex
 from opgate._thesaurus import SYNONYM, VERBS, alternatives
 from opgate._tokens import Stems, chunk_words, words
@@ -134,44 +134,6 @@ def test_stems_join_inflections() -> None:
     assert stem("ñandú") == "ñandú"
 
 
-def test_parameter_text_reads_top_level_properties() -> None:
-    schema = (
-        b'{"type":"object","properties":{"BucketName":{"type":"string",'
-        b'"description":"The bucket."},"Key":{"title":"Object key"}}}'
-    )
-    assert parameter_text(schema) == "BucketName The bucket. Key Object key"
-    assert parameter_text(b"[]") == ""
-    assert parameter_text(b"true") == ""
-    assert parameter_text(b"{") == ""
-    assert parameter_text(b'{"properties": []}') == ""
-
-
-@pytest.mark.parametrize(
-    "schema",
-    [
-        {"type": "object", "properties": {"a": {"description": 'say "properties": {}'}}},
-        {"$defs": {"D": {"properties": {"inner": {}}}}, "properties": {"x": {"$ref": "#/D"}}},
-        {"properties": {"properties": {"type": "object", "properties": {"deep": {}}}}},
-        {
-            "properties": {"p": {"title": "T", "description": 5}},
-            "required": ["p"],
-            "type": "object",
-        },
-        {"$defs": {"D": {"properties": {"only": {"description": "in defs"}}}}},
-        {"type": "object"},
-    ],
-)
-def test_parameter_text_of_canonical_schemas_reads_only_the_root(schema: Any) -> None:
-    from opgate._json import canonical_bytes, from_python
-
-    root = schema.get("properties", {})
-    expected = []
-    for name, value in root.items():
-        expected.append(name)
-        expected += [value[k] for k in ("title", "description") if isinstance(value.get(k), str)]
-    assert parameter_text(canonical_bytes(from_python(schema))) == " ".join(expected)
-
-
 # --- scores ------------------------------------------------------------------------
 
 
@@ -209,7 +171,6 @@ def reference_postings(
         [e.entry.name for e in entries],
         [e.entry.group for e in entries],
         [e.entry.summary for e in entries],
-        [e.parameters for e in entries],
         [" ".join(e.entry.documents) for e in entries],
     ]
     tf: dict[tuple[str, int], float] = {}
@@ -253,8 +214,7 @@ def test_index_postings_equal_a_naive_bm25f(seed: int) -> None:
                     rng.choice(["team", "bucket", "Objects"]),  # also words of other fields
                     rng.choice(shared),
                     (doc, rng.choice(["", "Café Instances", doc])),
-                ),
-                rng.choice(["", "BucketName The bucket", shared[0]]),
+                )
             )
         )
     entries.sort(key=lambda e: e.entry.name)
@@ -543,7 +503,7 @@ def test_importing_opgate_imports_neither_numpy_nor_pystemmer() -> None:
 
 class Overlap:
     """A deterministic scorer: the number of query words in the candidate's summary
-    and parameters, counted by a plain split."""
+    and examples, counted by a plain split."""
 
     def __init__(self, name: str = "overlap-v1") -> None:
         self._name = name
@@ -556,12 +516,8 @@ class Overlap:
     def score(self, query: str, candidates: Sequence[Candidate]) -> Sequence[float]:
         self.calls.append((query, len(candidates)))
         wanted = set(query.lower().split())
-        return [
-            float(
-                len(wanted & set((c.summary + " " + c.parameters).lower().replace(".", "").split()))
-            )
-            for c in candidates
-        ]
+        texts = [" ".join((c.summary, *c.examples)).lower().replace(".", "") for c in candidates]
+        return [float(len(wanted & set(text.split()))) for text in texts]
 
 
 def scorer_catalog() -> list[Operation]:
@@ -569,7 +525,7 @@ def scorer_catalog() -> list[Operation]:
         op("a.long_name", "red green.", group="g"),
         op("b.x", "red green.", group="g"),
         op("c.x", "red.", group="h"),
-        op("d.x", "blue.", group="g", input_schema={"type": "object", "properties": {"green": {}}}),
+        op("d.x", "blue.", group="g", examples=("green",)),
         op("admin.x", "red green blue.", group="g"),
     ]
 
@@ -579,7 +535,7 @@ async def test_scorer_orders_by_score_then_shorter_name() -> None:
     scorer = Overlap()
     reg = Registry(scorer_catalog(), TeamPolicy(), ranking=scorer)
     found, _ = await all_pages(reg, "red green", limit=1)
-    # admin.x scores 2 but the policy hides it; d.x matches through its parameter
+    # admin.x scores 2 but the policy hides it; d.x matches through its example
     assert found == ["b.x", "a.long_name", "c.x", "d.x"]
     assert scorer.calls[0] == ("red green", 5)
     assert await names(reg, "red", group="h") == ["c.x"]
@@ -747,3 +703,48 @@ async def test_a_page_after_the_last_placed_operation_left_the_scope(ranking: Ra
         "b.ListThingy",
         "b.ListThingz",
     ]
+
+
+# --- schemas are not indexed (issue 20, item 7) ------------------------------------
+
+
+def schema_catalog() -> list[Operation]:
+    return [
+        op(
+            "s.upload",
+            "Stores a file.",
+            input_schema={
+                "type": "object",
+                "properties": {"zanzibar": {"type": "string", "description": "quokka"}},
+            },
+        ),
+        op("s.other", "Removes a file.", examples=("zanzibar quokka",)),
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ranking", [Ranking.RULE, Ranking.RELEVANCE])
+async def test_no_ranking_finds_an_operation_by_its_input_schema(ranking: Ranking) -> None:
+    """The seed: "Schemas are excluded from the index and pages". A property name and
+    its description find only the operation whose examples say them."""
+    reg = Registry(schema_catalog(), AllowAll(), ranking=ranking)
+    assert await names(reg, "zanzibar") == ["s.other"]
+    assert await names(reg, "quokka") == ["s.other"]
+
+
+@pytest.mark.anyio
+async def test_a_scorer_sees_no_schema_text() -> None:
+    seen: list[Candidate] = []
+
+    class Recorder(Overlap):
+        def score(self, query: str, candidates: Sequence[Candidate]) -> Sequence[float]:
+            seen.extend(candidates)
+            return super().score(query, candidates)
+
+    reg = Registry(schema_catalog(), AllowAll(), ranking=Recorder())
+    await names(reg, "zanzibar")
+    upload = next(c for c in seen if c.name == "s.upload")
+    assert "zanzibar" not in repr(upload)
+    assert "quokka" not in repr(upload)
+    other = next(c for c in seen if c.name == "s.other")
+    assert other.examples == ("zanzibar quokka",)

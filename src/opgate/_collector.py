@@ -1,10 +1,11 @@
-"""Pausing the cyclic garbage collector around work that builds many acyclic containers.
+"""Pausing the cyclic garbage collector while a registry is built.
 
-Decoding JSON text, copying a decoded value and building a registry allocate containers
-by the thousand that never form reference cycles: reference counting frees every one of
-them. Each allocation still counts toward the collector's thresholds, and the passes
-they trigger re-scan every young survivor, finding nothing. On 64 KiB of nested
-arrays those passes cost several times the decoding itself (issue 9, item 1).
+Building a registry allocates containers by the thousand that never form reference
+cycles: reference counting frees every one of them. Each allocation still counts toward
+the collector's thresholds, and the passes they trigger re-scan every young survivor,
+finding nothing. The switch is process-wide, so it is used only there, once per
+registry, never while a request is parsed or copied: a host's other threads would lose
+their collector meanwhile.
 """
 
 from __future__ import annotations

@@ -1,39 +1,82 @@
-"""Strict JSON with exact numbers: parsing, numeric work profile, canonical bytes, copies.
+"""Strict JSON with exact numbers: parsing, the numeric work profile, canonical bytes, copies.
 
-Every JSON entry point of opgate goes through this module: schemas, arguments,
-answers, private state and structured results.
+Every JSON entry point of opgate goes through this module: schemas, arguments, answers,
+private state and structured results.
 
-Parsing (``parse``) is strict:
+Operations
+----------
 
-* duplicate member names in one object fail (names compare after decoding escapes);
-* ``NaN``, ``Infinity``, ``-Infinity``, lone surrogates (escaped such as ``"\\ud800"``,
-  or raw surrogate characters in ``str`` input, in strings and member names),
-  invalid UTF-8 and trailing garbage fail;
-* nesting deeper than ``MAX_DEPTH`` arrays/objects fails with ``JSONError``, never
-  ``RecursionError``; brackets inside strings do not count.
+``parse(data, profile=False)``
+    JSON text (``str`` or UTF-8 ``bytes``) to an exact value, or ``JSONError``.
+``from_python(value, profile=False)``, ``check_profile(value)``, ``is_plain(value)``
+    A Python value to a detached, normalized JSON value; the profile alone; a test.
+``canonical_bytes``, ``canonical_text``, ``parsed_canonical_bytes``, ``number_text``
+    Canonical JSON (below); the last for values this module made, written by orjson.
+``detach``, ``written_size``, ``normalized``, ``pointer``
+    A deep copy; a size bound found before converting; one number; an RFC 6901 pointer.
 
-Numbers are exact and normalized (``normalized``). An integer token becomes an
-``int`` (however long: Python's 4,300-digit ``int``/``str`` conversion limit is never
-hit); a token with a fraction or an exponent becomes an ``int`` when its value is
-integral (``3.0``, ``3e0``, ``1e4000``) and up to ``PROFILE_LIMIT`` digits long, else
-a ``decimal.Decimal`` without trailing zeros; every zero (``-0``, ``-0.0``,
-``0e999999999``) becomes ``0`` directly, without expanding its exponent. A nonzero
-number whose exponent Python's ``decimal`` cannot hold (beyond about ±10**18) is
-rejected. No float is ever produced. Since a short token can stand for a long
-``int``, text from outside (``parse(..., expansion_limit=True)``) must also keep its
-numbers within an exponent budget (``EXPONENT_BUDGET``; beyond the seed).
+Goals, with their worst cases
+-----------------------------
 
-The numeric work profile (``check_profile``, ``parse(..., profile=True)`` and
+* **Strict.** Duplicate member names (compared after decoding escapes), ``NaN`` and
+  the infinities, lone surrogates (escaped such as ``"\\ud800"``, or raw surrogate
+  characters in ``str`` input), invalid UTF-8 and trailing garbage fail; nesting deeper
+  than ``MAX_DEPTH`` fails with ``JSONError``, never ``RecursionError``; brackets
+  inside strings do not count.
+* **Exact.** No float is ever produced (below, "Numbers").
+* **Located.** A ``JSONError`` reports the *first* problem in document order, with the
+  JSON pointer of the offending value (or a line and column for a syntax error), and
+  quotes at most a short prefix of the input.
+* **Linear.** Every operation is linear in its input, whatever the input. A valid
+  document costs one C decode (a hook call per fraction and per constant) and, when it
+  has many openers or colons, one visit of the decoded value per level. A refused one
+  costs that decode and one Python walk over its value tokens up to the first problem:
+  on a hostile 64 KiB document the walk is the largest cost: up to about 25 ms of CPU
+  on the development machine, where the per-problem C-pass locators it replaced held
+  about 12 ms. That is the price of one simple error path, paid only by malformed
+  requests (docs/security.md, "JSON: one parser", has the figures of
+  ``benchmarks/bench_adversarial_json.py`` before and after).
+
+Plan
+----
+
+1. *Text.* An exact ``str``: bytes decoded strictly; a ``str`` or ``bytes`` subclass
+   is read through the base type, never through its own methods.
+2. *Fast path* (``_decode``). The standard library's C decoder with hooks:
+   ``parse_constant`` refuses ``NaN`` and the infinities, ``parse_float`` makes exact
+   numbers and applies the profile, ``parse_int`` is ``int`` (a hook only after a run
+   of more than ``PROFILE_LIMIT`` digits, found by one C pass, or when ``int`` refuses
+   a token past the interpreter's digit limit). Where it stops, and why, is the
+   document's syntax error, if any.
+3. *Checks in C* (each only when it could find something): the decoded strings, when
+   the text holds a surrogate, raw or escaped (``_holds_lone_surrogate``); the depth
+   and the members the decoder kept, against the colons outside strings, when the
+   text has more openers than ``MAX_DEPTH`` or several colons
+   (``_too_deep_or_repeating``: the decoder keeps the last of repeated names).
+4. *Slow path*, when step 2 or 3 finds anything (``_first_problem``): ``_locate``
+   walks the value tokens up to where the decoder stopped, keeping the JSON pointer,
+   and reports the first problem; if there is none there, the syntax error is first.
+
+Numbers
+-------
+
+Numbers are exact and normalized (``normalized``). An integer token becomes an ``int``
+(however long: Python's 4,300-digit ``int``/``str`` conversion limit is never hit). A
+token with a fraction or an exponent becomes an ``int`` when it is integral with a
+normalized exponent below ``INT_EXPONENT`` (``3.0``, ``3e0``, ``1.5e3``), else a
+``decimal.Decimal`` without trailing zeros (``2.5``, ``1E+4000``): a short token never
+expands in memory. Every zero (``-0``, ``-0.0``, ``0e999999999``) becomes ``0``
+without expanding its exponent. A nonzero number whose exponent Python's ``decimal``
+cannot hold (beyond about ±10**18) is refused.
+
+The numeric work profile (``check_profile``, ``parse(..., profile=True)``,
 ``from_python(..., profile=True)``) is spec 003's module validation limit, applied
 before any schema work. Zero always passes. A nonzero number written
-``[-]W[.F][e±X]`` has three quantities, each checked against ``PROFILE_LIMIT``
-(4,096):
+``[-]W[.F][e±X]`` has three quantities, each checked against ``PROFILE_LIMIT`` (4,096):
 
 1. the *written exponent* ``X`` (0 when absent): ``|X| ≤ 4096``;
-2. the *decimal adjustment* ``A = X - len(F)``, the exponent once the decimal point
-   is moved behind the last written digit (``12.50e3`` is ``1250 x 10^1``):
-   ``|A| ≤ 4096`` (read this way because the other reading, the scientific
-   exponent, is already bounded by rule 3);
+2. the *decimal adjustment* ``A = X - len(F)``, the exponent once the decimal point is
+   moved behind the last written digit (``12.50e3`` is ``1250 x 10^1``): ``|A| ≤ 4096``;
 3. the normalized form ``c x 10^n`` (``c`` without leading or trailing zeros):
    ``digits(c) + |n| ≤ 4096``.
 
@@ -41,22 +84,32 @@ So ``1e4095``, ``1e-4095``, ``0.5e4096`` and a 4,096-digit integer pass; ``1e409
 ``1e-4096`` and a 4,097-digit integer fail rule 3, ``0.001e4097`` fails rule 1 and
 ``1.`` followed by 4,097 zeros fails rule 2. A Python ``Decimal`` is its own written
 form: its exponent is both ``X`` and ``A`` (``Decimal("1.50")`` is ``150 x 10^-2``); an
-``int`` has ``X = A = 0``; a ``float`` is its shortest ``repr`` as a ``Decimal``. Text
-and Python values therefore agree whenever the text has no fraction part.
+``int`` has ``X = A = 0``; a ``float`` is its shortest ``repr`` as a ``Decimal``.
 
-Canonical bytes (``canonical_bytes``): UTF-8, object keys sorted by UTF-16 code
-units, no insignificant whitespace, strings escaped as RFC 8785 does (``\\"``,
-``\\\\``, ``\\b \\f \\n \\r \\t``, other controls as lowercase ``\\u00xx``, everything
-else literal). Numbers are written from their exact normalized decimal value, so
-``1``, ``1.0``, ``1e0`` and ``10e-1`` all give ``1`` and ``-0`` gives ``0``. The
-spelling is that of ECMAScript's ``Number::toString`` applied to the exact decimal
-value: with ``n`` the scientific exponent (``d.ddd x 10^n``), numbers with
-``-7 < n < 21`` are written positionally (``100``, ``0.000001``, ``123.45``,
-``100000000000000000000``), all others as ``d[.ddd]e±n`` (``1e+21``, ``1e-7``,
-``-1.5e-10``).
+Canonical bytes
+---------------
 
-Every ``JSONError`` says what is wrong and where (a JSON pointer, or a line and
-column for syntax errors) and quotes at most a short prefix of the input.
+UTF-8, object names sorted by UTF-16 code units, no insignificant whitespace, strings
+escaped as RFC 8785 does (``\\"``, ``\\\\``, ``\\b \\f \\n \\r \\t``, other controls as
+lowercase ``\\u00xx``, everything else literal). Numbers are written from their exact
+value, so ``1``, ``1.0``, ``1e0`` and ``10e-1`` all give ``1`` and ``-0`` gives ``0``,
+in the spelling of ECMAScript's ``Number::toString`` applied to the exact value: with
+``n`` the scientific exponent, ``-7 < n < 21`` is written positionally (``100``,
+``0.000001``, ``123.45``), anything else as ``d[.ddd]e±n`` (``1e+21``, ``-1.5e-10``).
+
+Warnings
+--------
+
+* ``_locate`` is right only on text that is valid JSON up to where it stops: give it
+  the decoder's stopping point (the whole text when a hook refused a value: the walk
+  then meets that value first).
+* The checks and the decoder must agree on where strings are: ``_STRING`` matches
+  exactly what the decoder reads as a string, from an opening quote; and on what a
+  number token is: ``_TOKEN`` spells the decoder's own number pattern.
+* Every regex here is linear: possessive quantifiers, and a long run only where one
+  starts (a look-behind).
+* Decimals are made and changed only with an explicit context (``_EXACT``), so no
+  result depends on the caller's decimal context.
 """
 
 from __future__ import annotations
@@ -66,24 +119,20 @@ import gc
 import json
 import marshal
 import math
-import operator
 import pickle
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from itertools import accumulate, chain, compress, repeat
+from itertools import chain, compress
 from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias, cast
 
 import orjson
 
-from ._collector import paused_collector
 from ._failures import short_prefix
 
 __all__ = [
-    "EXPONENTS_PER_CHARACTER",
-    "EXPONENT_BUDGET",
+    "INT_EXPONENT",
     "MAX_DEPTH",
     "PROFILE_LIMIT",
     "WRITTEN_PER_CANONICAL",
@@ -114,11 +163,16 @@ MAX_DEPTH = 128
 #: The numeric work profile's bound (spec 003, "Schema and numeric profile").
 PROFILE_LIMIT = 4096
 
+#: An integral number ``c x 10^n`` (``c`` without trailing zeros) written with a
+#: fraction or an exponent becomes an ``int`` when ``0 <= n < INT_EXPONENT``, else it
+#: stays a normalized ``Decimal``: a short token then never stands for a long ``int``.
+INT_EXPONENT = 100
+
 #: Longest JSON pointer an error message shows; longer ones (hostile member names) are cut.
 _POINTER_CHARS = 64
 
 #: A number token without an exponent and at most this long always passes the profile
-#: (its digits and fraction length are each below half the limit), so it skips the checks.
+#: (its digits and fraction length are each below half the limit).
 _SHORT_PLAIN_TOKEN = PROFILE_LIMIT // 2
 
 # Integers at or above this magnitude have more than 4,096 digits (profile rule 3).
@@ -129,10 +183,6 @@ _POSITIONAL_BOUND = 10**21
 _ZERO = Decimal(0)
 # Enough precision and exponent range that normalizing never rounds or overflows.
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, clamp=0)
-# 10**n for the exponents integral values have needed so far (at most PROFILE_LIMIT + 1
-# entries, about 4 MB when all are present).
-_POWERS_OF_TEN: dict[int, int] = {}
-_NAN = Decimal("NaN")
 
 _OUT_OF_PROFILE = "number exceeds the numeric work profile"
 _RULE_WRITTEN = f"{_OUT_OF_PROFILE} (|written exponent| ≤ {PROFILE_LIMIT})"
@@ -142,85 +192,27 @@ _RULE_NORMALIZED = (
 )
 _NESTING = f"nesting deeper than {MAX_DEPTH} levels"
 _DUPLICATE = "duplicate object member name"
-_DECODED_CONTAINERS = frozenset((dict, list))
-_DICT = frozenset((dict,))
+_NON_FINITE: Final = "NaN and infinities are not JSON numbers"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _ZERO_TOKEN = re.compile(r"-?0(?:\.0+)?(?:[eE][-+]?[0-9]+)?")
 # A string from its opening quote to its closing quote, or to the end of the text when
-# it is unterminated. Once started at a quote it always matches (possessively, so it
-# never backtracks), and a scan never fails at a quote to restart one character
-# later: every scan below is linear in the text.
+# it is unterminated; possessive, so a scan never backtracks.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRINGS = re.compile(_STRING, re.DOTALL)
-_CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
-# Splits text into gaps and strings, keeping the strings (one pass for both, see below).
-_STRING_PARTS = re.compile(f"({_STRING})", re.DOTALL)
-# Strings and brackets, for the nesting walk.
-# Splits text into gaps and tokens (strings and numbers), keeping the tokens.
-_TOKEN_SPLIT = re.compile(f"({_STRING}|(?<![0-9.eE+\\-])-?[0-9][0-9.eE+\\-]*)", re.DOTALL)
-# What may follow a number token and extend it: the decoder reads the longest number.
-_MORE_DIGITS = re.compile(r"[0-9]")
-_MORE_FRACTION = re.compile(r"[0-9]|\.[0-9]|[eE][-+]?[0-9]")
-_MORE_EXPONENT = re.compile(r"[0-9]|[eE][-+]?[0-9]")
-# Splits text (with strings replaced) at brackets, for finding the n-th bracket.
-_BRACKET_SPLIT = re.compile(r"[\[\]{}]")
-# Every token that can carry a problem: strings, punctuation, numbers, non-numbers.
-_TOKEN = re.compile(
-    _STRING + r"|[\[\]{}:,]|NaN|-?Infinity|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?",
-    re.DOTALL,
-)
-# An integer token of more than ``PROFILE_LIMIT`` digits outside strings (in text with
-# strings removed). The lookbehind lets a match start only where a digit run starts, and the
-# run is taken possessively, so the search is linear.
-#: The exponent budget of text from outside (``parse(..., expansion_limit=True)``):
-#: the exponents of 100 or more of one document's nonzero numbers (each counted up to
-#: ``PROFILE_LIMIT``; larger ones stay ``Decimal`` or break the profile) may add up to
-#: ``EXPONENT_BUDGET`` plus ``EXPONENTS_PER_CHARACTER`` per character of the text.
-#: Such a number becomes an ``int`` of about as many digits, so this bounds what the
-#: numbers of one document expand to in memory (about seven bytes per character of
-#: text beyond 27 KB) without refusing runs of ordinary large numbers
-#: (``1.7976931348623157e+308``: 23 characters, 309 digits). Beyond the seed.
-EXPONENT_BUDGET = 16 * PROFILE_LIMIT
-EXPONENTS_PER_CHARACTER = 16
-# A number token (at a token boundary) with an exponent of 100 or more: mantissa, exponent.
-_BIG_EXPONENT = re.compile(
-    r"(?<![0-9A-Za-z.+\-])(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)[eE]\+?0*([1-9][0-9]{2,})"
-    r"(?![0-9.eE+\-])"
-)
-# Digits as "0", "e"/"E" as "e", "+" kept, anything else a space (``_exponent_problem``).
-_EXPONENT_SHAPE = bytes(
-    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else byte if byte == 0x2B else 0x20
-    for byte in range(256)
-)
-_EXPONENT_DIGITS = slice(0, 5)  # enough to tell an exponent past PROFILE_LIMIT
-_EXPONENT_OF = operator.itemgetter(1)
-
-
-def _exponents_rule(limit: int) -> str:
-    return (
-        f"numbers of this document expand too far: its exponents of 100 or more add up "
-        f"to more than {limit:,} ({EXPONENT_BUDGET:,} plus {EXPONENTS_PER_CHARACTER} per "
-        f"character of text; write fewer or smaller ones)"
-    )
-
-
-_LONG_INTEGER = re.compile(rf"(?<![0-9.eE+-])-?[1-9][0-9]{{{PROFILE_LIMIT},}}+(?![.eE])")
-# Turns every ASCII digit into "0" and every other byte into a space (after non-ASCII
-# characters became "?"), so that a run of more than ``PROFILE_LIMIT`` digits anywhere is
-# a substring search (in C, linear; a regex tries every position and costs about 2 ms at
-# 64 KiB). Bytes, because ``str.translate`` is fast only on ASCII text: one character past
-# U+007F made it about 30 times slower.
+# Digits as "0", every other byte a space (``_has_long_digit_run``).
 _DIGIT_BYTES = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_RUN = b"0" * (PROFILE_LIMIT + 1)
-# Deletes every ASCII character but brackets (``str.translate`` runs it in C).
-_KEEP_BRACKETS = str.maketrans(dict.fromkeys(set(map(chr, range(128))) - set("[]{}")))
-# Depth change per bracket.
-_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
-# Maximal runs of openers or of closers in a string of brackets: they alternate.
-_BRACKET_RUNS = re.compile(r"[\[{]+|[\]}]+")
+_CLOSED_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# Every value token and bracket of JSON text; what lies between them is whitespace,
+# commas and colons in valid text, which the walk can do without.
+_TOKEN = re.compile(
+    _STRING + r"|[\[\]{}]|NaN|-?Infinity|true|false|null"
+    r"|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?",
+    re.DOTALL,
+)
 
 
 class JSONError(ValueError):
@@ -258,16 +250,6 @@ def pointer(parts: tuple[str | int, ...] | list[str | int]) -> str:
 
 
 # --- numbers -----------------------------------------------------------------------
-
-
-class _Rejected(Exception):
-    """Raised inside the decoder's hooks; ``parse`` locates the problem and re-raises."""
-
-    def __init__(self, reason: str, token: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        #: The number token refused by a ``parse_float`` hook (``_locate_number`` finds it).
-        self.token = token
 
 
 def _coefficient_violation(significant: str, exponent: int) -> str | None:
@@ -319,11 +301,11 @@ def _int_violation(value: int) -> str | None:
 
 
 def _decimal(token: str) -> Decimal | None:
-    """The exact value of a fraction/exponent token (zero normalized), ``None`` if too big."""
+    """The exact value of a number token (zero normalized), ``None`` if too big."""
     try:
         value = Decimal(token)
     except InvalidOperation:
-        value = _NAN
+        return _ZERO if _ZERO_TOKEN.fullmatch(token) else None
     if not value:
         return _ZERO
     if value.is_nan():  # the exponent overflowed (a quiet NaN when the context does not trap)
@@ -331,1153 +313,295 @@ def _decimal(token: str) -> Decimal | None:
     return value
 
 
-def _power_of_ten(exponent: int) -> int:
-    """``10**exponent`` for ``0 <= exponent <= PROFILE_LIMIT``, computed once each."""
-    power = _POWERS_OF_TEN.get(exponent)
-    if power is None:
-        power = _POWERS_OF_TEN[exponent] = 10**exponent
-    return power
-
-
 def normalized(value: Decimal) -> int | Decimal:
-    """The normal form of a finite number: ``int`` if integral, else a ``Decimal`` without
-    trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``, ``3.0`` and ``3e0`` give ``3``).
+    """The normal form of a finite number: an ``int`` if it is integral with a normalized
+    exponent below ``INT_EXPONENT`` (``3.0``, ``3e0`` and ``1.5e3`` give ints), else a
+    ``Decimal`` without trailing zeros (``Decimal("2.50")`` gives ``Decimal("2.5")``,
+    ``1e4000`` gives ``Decimal("1E+4000")``).
 
-    Exact, whatever the decimal context. An integral value of more than ``PROFILE_LIMIT``
-    digits (possible only outside the numeric work profile) stays a ``Decimal``:
-    expanding ``1e999999`` would cost time and memory out of all proportion to its text.
+    Exact, whatever the decimal context. An integral value of more than
+    ``PROFILE_LIMIT`` digits (possible only outside the numeric work profile) stays a
+    ``Decimal`` too.
     """
     if not value:
         return 0
+    value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
-    if exponent < 0:
-        value = value.normalize(_EXACT)  # drops trailing zeros, never rounds
-        _, digits, exponent = value.as_tuple()
-        assert isinstance(exponent, int)
-        if exponent < 0:
-            return value
-    if len(digits) + exponent > PROFILE_LIMIT:
-        return value.normalize(_EXACT)
-    if not exponent:
+    if 0 <= exponent < INT_EXPONENT and len(digits) + exponent <= PROFILE_LIMIT:
         return int(value)
-    # Coefficient times a remembered power: int(Decimal("1e4095")) alone costs milliseconds.
-    return int(value.scaleb(-exponent, _EXACT)) * _power_of_ten(exponent)
+    return value
 
 
-def _exact_float_slow(token: str) -> int | Decimal:
-    value = _decimal(token)
-    if value is None:
-        raise _Rejected(f"number {short_prefix(token)} is too large to represent", token)
-    return normalized(value)
-
-
-def _profiled_float_slow(token: str) -> int | Decimal:
-    if len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token:
-        reason = _token_violation(token)
-        if reason is not None:
-            raise _Rejected(reason, token)
-    value = _decimal(token)
-    assert value is not None  # nonzero numbers in the profile have small exponents
-    return normalized(value)
-
-
-# Longest mantissa (and exponent text) the fast path of ``_float_hook`` reads itself.
-_FAST_MANTISSA = 64
-_FAST_EXPONENT = 6
-
-
-def _float_hook(slow: Callable[[str], int | Decimal]) -> Callable[[str], int | Decimal]:
-    """The ``parse_float`` hook: a fast path for the common shapes, else ``slow``.
-
-    The C scanner calls it once per token with a fraction or an exponent, so it reads
-    the token's text with a few C string calls instead of ``Decimal.as_tuple``. A
-    token ``[-]W[.F][e±X]`` with a short mantissa and exponent whose decimal adjustment
-    ``A = X - len(F)`` satisfies ``len(WF) + |A| ≤ 4096`` (and ``|X| ≤ 4096``) is
-    inside the profile (``digits(c) + |n| ≤ len(WF) + |A|``); it is integral when
-    ``A ≥ 0`` (its value is then ``int(WF) x 10^A``), and when ``A < 0`` and its last
-    digit is not 0 it is not integral and ``Decimal(token)`` is already normal. A
-    short fraction without exponent loses its trailing zeros (and its point, if then
-    integral).
-    Anything else (trailing zeros, long tokens, big exponents, rejections) goes to
-    ``slow``, which is exact.
-    """
-
-    def hook(token: str) -> int | Decimal:
-        if "e" in token or "E" in token:
-            mantissa, _, written_text = token.replace("E", "e").partition("e")
-            if len(written_text) > _FAST_EXPONENT or len(mantissa) > _FAST_MANTISSA:
-                return slow(token)
-            written = int(written_text)
-            dot = mantissa.find(".")
-            adjusted = written - len(mantissa) + dot + 1 if dot >= 0 else written
-        elif len(token) <= _FAST_MANTISSA:
-            if token[-1] != "0":
-                return Decimal(token)  # a fraction without trailing zeros
-            token = token.rstrip("0")
-            return int(token[:-1]) if token[-1] == "." else Decimal(token)
-        else:
-            return slow(token)
-        if (
-            -PROFILE_LIMIT <= written <= PROFILE_LIMIT
-            and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
-        ):
-            if adjusted >= 0:
-                coefficient = int(mantissa.replace(".", ""))
-                return coefficient * _power_of_ten(adjusted) if coefficient else 0
-            if mantissa[-1] != "0":
-                return Decimal(token)
-        elif not mantissa.strip("-.0"):
-            return 0  # zero, whatever its exponent
-        return slow(token)
-
-    return hook
-
-
-# Results are immutable (int, Decimal), so a repeated token (``0.5``, ``1.0``, or an
-# attacker's ``1e4095`` written ten thousand times) is answered by the cache, in C. The
-# bound keeps it under about 2 MB (a cached value has at most 4,096 digits).
-_exact_float = functools.lru_cache(maxsize=1024)(_float_hook(_exact_float_slow))
-_profiled_float = functools.lru_cache(maxsize=1024)(_float_hook(_profiled_float_slow))
-
-
-def _big_int(token: str) -> int | Decimal:
-    try:
-        return int(token)
-    except ValueError:  # beyond the interpreter's int/str digit limit: linear as a Decimal
-        return normalized(Decimal(token))
-
-
-def _profiled_int(token: str) -> int | Decimal:
-    if len(token) > PROFILE_LIMIT and len(token.lstrip("-")) > PROFILE_LIMIT:
-        raise _Rejected(_RULE_NORMALIZED, token)
-    return _big_int(token)
-
-
-def _reject_constant(name: str) -> None:
-    raise _Rejected(f"{name} is not a JSON number", name)
-
-
-def _token_problem(token: str, *, profile: bool) -> str | None:
-    """Why the parser rejects a number-like token, or ``None`` (used to locate a rejection)."""
+def _number_problem(token: str, profile: bool) -> str | None:
+    """Why ``parse`` refuses a number-like token (``NaN`` included), or ``None``."""
     if token[-1] in "Ny":  # NaN, Infinity, -Infinity
         return f"{token} is not a JSON number"
-    if "." not in token and "e" not in token and "E" not in token:
-        if profile and len(token.lstrip("-")) > PROFILE_LIMIT:
-            return _RULE_NORMALIZED
+    plain = "e" not in token and "E" not in token
+    if plain and len(token) <= _SHORT_PLAIN_TOKEN:
         return None
     if profile:
         return _token_violation(token)
+    if plain:
+        return None
     if _decimal(token) is None:
         return f"number {short_prefix(token)} is too large to represent"
     return None
 
 
+class _Refused(Exception):
+    """Raised by the decoder's hooks; ``parse`` then finds the first problem itself."""
+
+
+def _fraction(token: str, profile: bool) -> int | Decimal:
+    """The ``parse_float`` hook: a token with a fraction or an exponent, exact."""
+    if "e" not in token and "E" not in token and len(token) <= _SHORT_PLAIN_TOKEN:
+        if token[-1] != "0":
+            return Decimal(token)  # not integral, and already without trailing zeros
+    elif not _short_and_inside(token) and _number_problem(token, profile) is not None:
+        raise _Refused
+    value = _decimal(token)
+    assert value is not None  # refused above otherwise
+    return normalized(value)
+
+
+def _short_and_inside(token: str) -> bool:
+    """Whether a short token ``[-]W[.F]e±X`` is certainly inside the profile, by rules
+    1 and 2 and a bound on rule 3: ``digits(c) + |n| <= len(WF) + |A|``."""
+    if len(token) > 24:
+        return False
+    mantissa, _, written = token.replace("E", "e").partition("e")
+    exponent = int(written)
+    dot = mantissa.find(".")
+    adjusted = exponent - (len(mantissa) - dot - 1 if dot >= 0 else 0)
+    return abs(exponent) <= PROFILE_LIMIT and len(mantissa) + abs(adjusted) <= PROFILE_LIMIT
+
+
+# Results are immutable, so a repeated token is answered by the cache (in C).
+_exact_fraction = functools.lru_cache(maxsize=1024)(functools.partial(_fraction, profile=False))
+_profiled_fraction = functools.lru_cache(maxsize=1024)(functools.partial(_fraction, profile=True))
+
+
+def _long_int(token: str) -> int | Decimal:
+    """The ``parse_int`` hook after a long digit run: ``int`` or, past the interpreter's
+    digit limit, the exact value by ``Decimal`` (linear)."""
+    try:
+        return int(token)
+    except ValueError:
+        return normalized(Decimal(token))
+
+
+def _profiled_long_int(token: str) -> int | Decimal:
+    if len(token.lstrip("-")) > PROFILE_LIMIT:
+        raise _Refused
+    return _long_int(token)
+
+
+def _refuse(token: str) -> None:
+    raise _Refused
+
+
+def _scanner(profile: bool, long_ints: bool) -> Callable[[str, int], tuple[Any, int]]:
+    if long_ints:
+        parse_int: Callable[[str], Any] = _profiled_long_int if profile else _long_int
+    else:
+        parse_int = int
+    decoder = json.JSONDecoder(
+        parse_float=_profiled_fraction if profile else _exact_fraction,
+        parse_int=parse_int,
+        parse_constant=_refuse,
+    )
+    return cast(Any, decoder).scan_once  # type: ignore[no-any-return]
+
+
+_SCANNERS = {(p, long): _scanner(p, long) for p in (False, True) for long in (False, True)}
+
+
 # --- parsing -----------------------------------------------------------------------
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _Rejected(_DUPLICATE)
-    return result
-
-
-def _decoder(
-    *, profile: bool, native_int: bool, strict_objects: bool = False
-) -> Callable[[str, int], tuple[Any, int]]:
-    if native_int:
-        parse_int: Callable[[str], int | Decimal] = int  # the C scanner's own fast path
-    else:
-        parse_int = _profiled_int if profile else _big_int
-    decoder = json.JSONDecoder(
-        object_pairs_hook=_reject_duplicates if strict_objects else None,
-        parse_float=_profiled_float if profile else _exact_float,
-        parse_int=parse_int,
-        parse_constant=_reject_constant,
-    )
-    scan: Callable[[str, int], tuple[Any, int]] = cast(Any, decoder).scan_once
-    return scan
-
-
-# The decoders build objects in C (no hook per object); duplicate member names are
-# checked afterwards (``_duplicate``). Native ``int`` raises ValueError past the
-# interpreter's digit limit; ``parse`` then retries with the hooked variant. In the
-# profile, native ints are used unless the text holds an integer token of more than
-# 4,096 digits outside strings (one regex pass).
-_SCAN_EXACT = _decoder(profile=False, native_int=True)
-_SCAN_EXACT_BIG = _decoder(profile=False, native_int=False)
-_SCAN_PROFILED = _decoder(profile=True, native_int=True)
-_SCAN_PROFILED_BIG = _decoder(profile=True, native_int=False)
-# The same with the duplicate check as an object hook, for syntax errors only: a
-# duplicate in an object closed before the error is the first problem.
-_STRICT = {
-    scan: _decoder(profile=profile, native_int=native, strict_objects=True)
-    for scan, profile, native in (
-        (_SCAN_EXACT, False, True),
-        (_SCAN_EXACT_BIG, False, False),
-        (_SCAN_PROFILED, True, True),
-        (_SCAN_PROFILED_BIG, True, False),
-    )
-}
-
-
-# Every scalar kept as text (no hook, no conversion): for finding pointers and names.
-_SCAN_TEXT: Callable[[str, int], tuple[Any, int]] = cast(
-    Any, json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)
-).scan_once
-
-
-class _Members(tuple):  # type: ignore[type-arg]
-    """An object decoded as its ``(name, value)`` pairs, repeated names kept.
-
-    A tuple subclass, so that objects and the plain tuples of their pairs can be told
-    apart by type; built in C by the decoder.
-    """
-
-    __slots__ = ()
-
-
-# The same with objects as ``_Members``, so that repeated names are all kept.
-_SCAN_POINTER: Callable[[str, int], tuple[Any, int]] = cast(
-    Any,
-    json.JSONDecoder(
-        object_pairs_hook=_Members, parse_float=str, parse_int=str, parse_constant=str
-    ),
-).scan_once
-
-
-def _profiled_scan(text: str) -> Callable[[str, int], tuple[Any, int]]:
-    """The profiled decoder for ``text``: native ints unless an integer breaks the profile."""
-    if (
-        len(text) > PROFILE_LIMIT
-        and _has_long_digit_run(text)
-        and _LONG_INTEGER.search(_STRINGS.sub("", text))
-    ):
-        return _SCAN_PROFILED_BIG  # hooked: the rejection is then located exactly
-    return _SCAN_PROFILED
-
-
-def _without_strings(text: str) -> tuple[str, list[str]]:
-    """``text`` with every string replaced by ``""``, and its strings in order, from one
-    regex pass (``_STRINGS.sub`` and ``_STRINGS.findall`` are two)."""
-    parts = _STRING_PARTS.split(text)
-    return '""'.join(parts[::2]), parts[1::2]
-
-
-def _syntax_error(message: str, text: str, position: int) -> JSONError:
-    line = text.count("\n", 0, position) + 1
-    column = position - text.rfind("\n", 0, position)
-    return JSONError(f"invalid JSON: {message} at line {line} column {column}")
-
-
-def _has_long_digit_run(text: str) -> bool:
-    """Whether ``text`` holds more than ``PROFILE_LIMIT`` ASCII digits in a row (C passes)."""
-    return _LONG_RUN in text.encode("ascii", "replace").translate(_DIGIT_BYTES)
-
-
-def _brackets(stripped: str) -> str:
-    """The brackets of a text whose strings were removed, in order (C passes).
-
-    Characters past U+007F (none in JSON outside strings, but a BOM or garbage may be
-    there) are dropped first: ``str.translate`` is fast only on ASCII text.
-    """
-    if not stripped.isascii():
-        stripped = stripped.encode("ascii", "ignore").decode("ascii")
-    return stripped.translate(_KEEP_BRACKETS)
-
-
-def _check_nesting(text: str, profile: bool) -> None:
-    """Raise ``JSONError`` if arrays/objects outside strings nest deeper than ``MAX_DEPTH``.
-
-    Linear in ``text``, and every pass runs in C: one regex pass replaces every string
-    by ``""`` (an unterminated one runs to the end of the text, so its brackets never
-    count), ``str.translate`` keeps the brackets and the running depth is summed. Only
-    when the bound is passed is the first problem in document order reported: an
-    earlier syntax error or rejected value if decoding the text before the offending
-    bracket finds one, else the nesting itself with the pointer of the offending
-    container (read from a decode of that prefix, closed just after it).
-    """
-    stripped = _STRINGS.sub('""', text)
-    brackets = _brackets(stripped)
-    if _deepest(brackets) <= MAX_DEPTH:
-        return
-    index, closers = _first_too_deep(brackets)  # the offending bracket, counting brackets only
-    # Its position in ``stripped``: the lengths of the pieces between brackets, plus the
-    # brackets themselves; then in ``text``: each ``""`` before it stands for a string.
-    pieces = _BRACKET_SPLIT.split(stripped, index + 1)
-    at = index + sum(map(len, pieces[: index + 1]))
-    strings = stripped.count('"', 0, at) // 2
-    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
-    fast = _nesting_problem(text[:position], closers, profile)
-    if fast is not None:
-        raise fast
-    earlier = _prefix_problem(text[:position], profile)
-    if earlier is not None:
-        raise earlier
-    located = _nesting_pointer(text[:position], closers)
-    if located is None:  # pragma: no cover - unusual spellings: walk the tokens instead
-        located = _locate(text[: position + 1], profile=False, max_depth=MAX_DEPTH)
-    if located is not None:
-        raise JSONError(*located)
-    raise _syntax_error(_NESTING, text, position)  # pragma: no cover - the walk finds it
-
-
-def _first_too_deep(brackets: str) -> tuple[int, str]:
-    """The index of the first bracket of ``brackets`` that opens level ``MAX_DEPTH + 1``
-    (there is one), and the closers of the ``MAX_DEPTH`` containers open around it
-    (``_closers``). In C passes: over its runs of brackets, or over every bracket if
-    its runs are short (see ``_short_runs``)."""
-    if _short_runs(brackets):
-        depths = list(accumulate(map(_DEPTH_STEP, brackets)))
-        index = depths.index(MAX_DEPTH + 1)
-        closers = _closers_at(brackets, depths[:index])
-        return index, closers if closers is not None else _closers(brackets[:index])
-    runs, lengths = _run_lengths(brackets)
-    depths = list(accumulate(lengths))  # after each run
-    k = bisect_left(list(accumulate(depths, max)), MAX_DEPTH + 1)  # an opener run
-    before = depths[k - 1] if k else 0
-    index = sum(map(len, runs[:k])) + MAX_DEPTH - before
-    return index, _closers(brackets[:index])
-
-
-def _short_runs(brackets: str) -> bool:
-    """Whether the runs of openers and closers of ``brackets`` are short (four or
-    fewer brackets on average): a step per bracket then costs less than one per run
-    (a regex match each)."""
-    turns = (
-        brackets.count("][") + brackets.count("]{") + brackets.count("}[") + brackets.count("}{")
-    )
-    return turns * 8 > len(brackets)
-
-
-def _run_lengths(brackets: str) -> tuple[list[str], list[int]]:
-    """The runs of openers and of closers of a string of brackets, and their lengths
-    with the closers' negated (the depth change of each run), in C passes."""
-    runs = _BRACKET_RUNS.findall(brackets)
-    lengths = list(map(len, runs))
-    if runs:
-        closers = 0 if runs[0][0] in "]}" else 1  # runs alternate: index of the first closers
-        lengths[closers::2] = map(operator.neg, lengths[closers::2])
-    return runs, lengths
-
-
-def _closers(brackets: str) -> str:
-    """The closers of the containers left open by ``brackets``, innermost first.
-
-    In C passes. Over runs of brackets: read from the end, the balance of the brackets
-    after a point reaches ``level`` for the first time at the opener of the
-    ``level``-th container still open, counting from the innermost. Over every
-    bracket when runs are short (``_closers_at``), unless the running depth leaves
-    ``bytes``' range (a text before a syntax error may close more than it opened).
-    """
-    if _short_runs(brackets):
-        closers = _closers_at(brackets, accumulate(map(_DEPTH_STEP, brackets)))
-        if closers is not None:
-            return closers
-    runs, lengths = _run_lengths(brackets)
-    if not runs:
-        return ""
-    balance = list(accumulate(reversed(lengths)))  # after each run, from the end
-    reached = list(accumulate(balance, max))
-    openers = []
-    for level in range(1, balance[-1] + 1):
-        k = bisect_left(reached, level)  # an opener run: the balance rose there
-        run = runs[len(runs) - 1 - k]
-        openers.append(run[len(run) - (level - (balance[k - 1] if k else 0))])
-    return "".join(openers).translate(_CLOSER_OF)
-
-
-def _closers_at(brackets: str, running: Iterable[int]) -> str | None:
-    """``_closers`` from the running depth after each bracket: the opener of the
-    container open at ``level`` is the bracket after the last point at ``level - 1``.
-    ``None`` if the depth leaves ``bytes``' range (a text before a syntax error may
-    close more than it opened): read over runs then."""
-    try:
-        depths = bytes(running)
-    except ValueError:
-        return None
-    if not depths:
-        return ""
-    return "".join(
-        brackets[depths.rfind(level - 1) + 1] for level in range(depths[-1], 0, -1)
-    ).translate(_CLOSER_OF)
-
-
-_CLOSER_OF: Final = str.maketrans("[{", "]}")
-
-
-def _deepest(brackets: str) -> int:
-    """The deepest running depth of a string of brackets (0 for none), in C passes.
-
-    The depth peaks at the end of a run of openers, so the runs' lengths, with the
-    closers' negated, are summed instead of every bracket: 64 KiB of blocks nested 126
-    deep is about 500 runs rather than 65,000 brackets.
-    """
-    if (
-        brackets.count("][") + brackets.count("]{") + brackets.count("}[") + brackets.count("}{")
-    ) * 8 > len(brackets):  # many short runs: one step per bracket costs less
-        return max(accumulate(map(_DEPTH_STEP, brackets), initial=0))
-    lengths = list(map(len, _BRACKET_RUNS.findall(brackets)))
-    if not lengths:
-        return 0
-    closers = 0 if brackets[0] in "]}" else 1  # index of the first run of closers
-    lengths[closers::2] = map(operator.neg, lengths[closers::2])
-    return max(accumulate(lengths, initial=0))
-
-
-def _nesting_problem(prefix: str, closers: str, profile: bool) -> JSONError | None:
-    """The first problem of a document whose bracket at the end of ``prefix`` nests one
-    level too deep, or ``None`` when this fast path cannot tell (``_check_nesting``
-    then decodes the prefix on its own).
-
-    ``prefix`` holds ``MAX_DEPTH`` open containers, whose ``closers`` are given. It is
-    closed with a placeholder value and those closers and decoded once, in C: a number
-    it refuses, a repeated name, or else the nesting at the pointer of the
-    placeholder's container.
-    """
-    document = _closed(prefix, closers)
-    if document is None:  # pragma: no cover - see _closed
-        return None
-    scan = _profiled_scan(document) if profile else _SCAN_EXACT
-    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
-    try:
-        value, end = scan(document, start)
-    except _Rejected as exc:
-        located = _locate_number(prefix, exc.token, exc.reason) if exc.token else None
-        return JSONError(*located) if located is not None else None
-    except (ValueError, StopIteration, RecursionError):  # syntax errors, long integers
-        return None
-    if end != len(document):  # a whole value ended before: extra data
-        return None
-    if _may_repeat_names(value, document):
-        located = _repeated_name(document, start)
-        return JSONError(*located) if located is not None else None
-    return JSONError(_NESTING, pointer(_last_path(value, MAX_DEPTH)))
-
-
-def _nesting_pointer(prefix: str, closers: str) -> tuple[str, str] | None:
-    """The first problem of a document whose bracket at the end of ``prefix`` nests too
-    deep and that has no other problem but repeated names before it; ``None`` for
-    spellings ``_closed`` does not handle."""
-    document = _closed(prefix, closers)
-    if document is None:  # pragma: no cover - see _closed
-        return None
-    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
-    try:
-        duplicate = _repeated_name(document, start)
-        if duplicate is not None:
-            return duplicate
-        tree, _ = _SCAN_POINTER(document, start)
-    except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
-        return None
-    path: list[str | int] = []
-    for _ in range(MAX_DEPTH):
-        if isinstance(tree, list):
-            path.append(len(tree) - 1)
-            tree = tree[-1]
-        else:
-            name, tree = tree[-1]
-            path.append(name)
-    return (_NESTING, pointer(path))
-
-
-def _prefix_problem(
-    prefix: str, profile: bool, scan: Callable[[str, int], tuple[Any, int]] | None = None
-) -> JSONError | None:
-    """The first problem of ``prefix`` that is not merely its end, or ``None``.
-
-    ``prefix`` is a document cut just before a bracket that nests too deep, so it
-    nests at most ``MAX_DEPTH`` deep and decoding it is safe. A repeated member name
-    is not reported here (``_nesting_pointer`` finds it) unless a syntax error follows it.
-    ``scan`` overrides the decoder (the hooked one, after a long integer).
-    """
-    if scan is None:
-        scan = _profiled_scan(prefix) if profile else _SCAN_EXACT
-    start = _WHITESPACE.match(prefix).end()  # type: ignore[union-attr]
-    try:
-        _, end = scan(prefix, start)
-    except _Rejected as exc:
-        located = None
-        if exc.token is not None:
-            located = _locate_number(prefix, exc.token, exc.reason)
-        if located is None:
-            located = _locate(prefix, profile=profile)
-        return JSONError(*located) if located is not None else JSONError(exc.reason)
-    except json.JSONDecodeError as exc:
-        if exc.pos < len(prefix):
-            return _duplicate_before(prefix, scan, exc.pos) or _syntax_error(
-                exc.msg, prefix, exc.pos
-            )
-        return None
-    except StopIteration as exc:  # a value expected where it stops (in an array, too)
-        if exc.value < len(prefix):
-            return _duplicate_before(prefix, scan, exc.value) or _syntax_error(
-                "Expecting value", prefix, exc.value
-            )
-        return None
-    except ValueError:  # an integer past the interpreter's int/str digit limit
-        if scan is _SCAN_EXACT:
-            return _prefix_problem(prefix, profile, _SCAN_EXACT_BIG)
-        raise  # pragma: no cover - the profiled scan rejects such integers first
-    except RecursionError:  # pragma: no cover - the prefix nests at most MAX_DEPTH deep
-        return None
-    # A whole value ended before the offending bracket: what follows is extra data.
-    extra = _WHITESPACE.match(prefix, end).end()  # type: ignore[union-attr]
-    return _duplicate_before(prefix, scan, extra) or _syntax_error("Extra data", prefix, extra)
-
-
-def _duplicate_before(
-    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
-) -> JSONError | None:
-    try:
-        _raise_duplicate_before(text, scan, position)
-    except JSONError as exc:
-        return exc
-    return None
-
-
-def _locate(text: str, *, profile: bool, max_depth: int | None = None) -> tuple[str, str] | None:
-    """Find the first problem in document order: ``(reason, pointer)``, or ``None``.
-
-    Walks the tokens of ``text`` keeping the JSON pointer of the current value. It is
-    used only after the fast decoder has failed, so the text is valid JSON up to the
-    failure, which lies at or after the first problem this walk reports. With
-    ``max_depth`` it reports only the first container nested deeper than that.
-    """
-    path: list[str | int] = []
-    names: list[set[str] | None] = []  # per open container: names seen, None for arrays
-    expect_name = False
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        first = token[0]
-        if first == '"':
-            if expect_name and names and (seen := names[-1]) is not None:
-                try:
-                    name = json.loads(token) if "\\" in token else token[1:-1]
-                except ValueError:
-                    return None
-                path[-1] = name
-                if max_depth is None and name in seen:
-                    return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-                seen.add(name)
-                expect_name = False
-        elif first in "[{":
-            if max_depth is not None and len(names) >= max_depth:
-                return (_NESTING, pointer(path))
-            names.append(None if first == "[" else set())
-            path.append(0 if first == "[" else "")
-            expect_name = first == "{"
-        elif first in "]}":
-            if not names:
-                return None
-            names.pop()
-            path.pop()
-            expect_name = False
-        elif first == ",":
-            if not names:
-                return None
-            if names[-1] is None:
-                index = path[-1]
-                assert isinstance(index, int)
-                path[-1] = index + 1
-            else:
-                expect_name = True
-        elif first == ":" or max_depth is not None:
-            continue
-        elif len(token) > _SHORT_PLAIN_TOKEN or token[-1] in "Ny" or "e" in token or "E" in token:
-            reason = _token_problem(token, profile=profile)
-            if reason is not None:
-                return (reason, pointer(path))
-    return None
-
-
-# Texts (and marshalled copies) this long are decoded with the cyclic collector paused.
-_PAUSE_COLLECTOR_AT = 4096
-
-
-def parse(
-    data: str | bytes | bytearray, *, profile: bool = False, expansion_limit: bool = False
-) -> JSONValue:
+def parse(data: str | bytes | bytearray, *, profile: bool = False) -> JSONValue:
     """Parse JSON text strictly into exact values; see the module docstring.
 
     ``data`` is a ``str`` or UTF-8 ``bytes``/``bytearray``. With ``profile=True``
-    every number must also pass the numeric work profile. With ``expansion_limit=True``
-    (text from outside: arguments, answers) the document's numbers must also keep
-    within the exponent budget (``EXPONENT_BUDGET``). Raises ``JSONError`` for any
-    problem, and no other exception.
+    every number must also pass the numeric work profile. Raises ``JSONError`` for any
+    problem (the first in document order), and no other exception.
     """
-    # A subclass's own methods (count, find, decode, ...) are never called: the passes
-    # below read an exact str.
     if isinstance(data, str):
         text = data if type(data) is str else str.__str__(data)
-        may_hold_raw_surrogates = not text.isascii()
+        raw_surrogates = not text.isascii() and _SURROGATE.search(text) is not None
     elif isinstance(data, bytes | bytearray):
         try:
             text = data.decode("utf-8") if type(data) is bytes else str(data, "utf-8")
         except UnicodeDecodeError as exc:
             raise JSONError(f"invalid UTF-8 at byte {exc.start}") from None
-        may_hold_raw_surrogates = False  # the strict codec refuses encoded surrogates
+        raw_surrogates = False  # the strict codec refuses encoded surrogates
     else:
         raise JSONError(f"expected JSON text, got {type(data).__name__}")
-    limit = EXPONENT_BUDGET + EXPONENTS_PER_CHARACTER * len(text) if expansion_limit else None
-    if len(text) < _PAUSE_COLLECTOR_AT:
-        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
-    with paused_collector():  # see ``_collector``: the passes would find nothing
-        return _parse_text(text, profile, may_hold_raw_surrogates, limit)
+    long_ints = profile and len(text) > PROFILE_LIMIT and _has_long_digit_run(text)
+    value, stop, syntax = _decode(text, profile, long_ints)
+    if (
+        value is _FAILED
+        or raw_surrogates
+        or _holds_lone_surrogate(text)
+        or _too_deep_or_repeating(value, text)
+    ):
+        del value  # the error's traceback keeps this frame
+        raise _first_problem(text, profile, stop, syntax)
+    return cast(JSONValue, value)
 
 
-def _parse_text(
-    text: str, profile: bool, may_hold_raw_surrogates: bool, limit: int | None = None
-) -> JSONValue:
-    # With more openers than the bound the text may nest too deep. The C decoder is
-    # safe at any depth (it raises RecursionError past the interpreter's limit), so
-    # depth is measured on the decoded value, and the exact, first-in-document-order
-    # report (``_check_nesting``) is made only when it is too deep or decoding failed.
-    # When arrays dominate (fewer than one member per four openers), measuring the
-    # decoded value level by level costs more than the pre-scan (which also stops a
-    # document that nests too deep early), and repeated names are found from the
-    # objects' sizes (``_repeated_name``, C passes) when two members could repeat one.
-    surrogates = (may_hold_raw_surrogates and _SURROGATE.search(text)) or (
-        "\\u" in text and _ESCAPED_SURROGATE.search(text)
-    )
-    try:
-        # (Both checks return None at once for a short text, or one without an e.)
-        if (
-            profile
-            and len(text) > PROFILE_LIMIT
-            and (problem := _long_integer_problem(text, limit)) is not None
-        ):
-            raise problem
-        if (
-            limit is not None
-            and ("e" in text or "E" in text)
-            and (problem := _exponent_problem(text, profile, limit))
-        ):
-            raise problem
-        openers = text.count("[") + text.count("{")
-        deep = openers > MAX_DEPTH
-        strict = deep and 4 * text.count(":") < openers
-        if strict:
-            _check_nesting(text, profile)
-            deep = False
-        scan = _SCAN_PROFILED if profile else _SCAN_EXACT
-        value = _decode(text, scan, profile, deep, strict)
-    except JSONError:
-        if surrogates:  # a lone surrogate before the problem found comes first
-            _raise_lone_surrogate(text, profile, limit)
-        raise
-    if surrogates:
-        try:
-            _raise_lone_surrogate(text)
-        except JSONError:
-            del value  # see _decode: the traceback keeps this frame
-            raise
-    return value  # type: ignore[no-any-return]
+_FAILED: Final = object()
 
 
-def _problem_before(prefix: str, profile: bool, limit: int | None = None) -> bool:
-    """Whether a document has a problem before a string that starts where ``prefix``
-    ends (the string itself, and repeated names, aside): the string is replaced by
-    ``""`` and the text up to it checked, in C passes."""
-    if not prefix.strip(" \t\n\r"):
-        return False  # the string is the root value
-    probe = prefix + '""'
-    try:
-        if limit is not None and _exponent_problem(probe, profile, limit) is not None:
-            return True
-        if profile and _long_integer_problem(probe) is not None:
-            return True
-        if probe.count("[") + probe.count("{") > MAX_DEPTH:
-            _check_nesting(probe, profile)
-    except JSONError:
-        return True
-    return _prefix_problem(probe, profile) is not None
-
-
-def _long_integer_problem(text: str, limit: int | None = None) -> JSONError | None:
-    """The first problem of ``text`` when it holds an integer token of more than
-    ``PROFILE_LIMIT`` digits outside strings (which the profile refuses), else ``None``.
-
-    Found without a decode that calls a hook per integer: one pass finds the first such
-    token, then ``_problem_at_number`` reports it or an earlier problem (with ``limit``,
-    the exponent budget's too).
-    """
-    if len(text) <= PROFILE_LIMIT or not _has_long_digit_run(text):
-        return None
-    stripped, tokens = _without_strings(text)
-    found = _LONG_INTEGER.search(stripped)
-    if found is None:
-        return None
-
-    def exponents(probe: str) -> JSONError | None:
-        return None if limit is None else _exponent_problem(probe, True, limit)
-
-    at = found.start()
-    return _problem_at_number(text, stripped, tokens, at, _RULE_NORMALIZED, True, exponents)
-
-
-def _exponent_problem(text: str, profile: bool, limit: int) -> JSONError | None:
-    """The first problem of ``text`` when the exponents of 100 or more of its nonzero
-    numbers add up past ``limit`` (see ``EXPONENT_BUDGET``), else ``None``.
-
-    One regex pass over the text, strings included (so it can only over-count, and
-    only exponents are converted, their first five digits); only past the limit are
-    the strings left out and the number that crosses it located.
-    """
-    if "e" not in text and "E" not in text:
-        return None
-    # The regex tries every position; most texts with an "e" have no exponent of three
-    # digits at all, which a substring search of the text's shape finds in C.
-    shape = text.encode("ascii", "replace").translate(_EXPONENT_SHAPE)
-    # bytes.find, not ``in``: ``in`` first tries the operand as an int (a byte value),
-    # and the TypeError it formats and drops costs more than the search.
-    if shape.find(b"e000") < 0 and shape.find(b"e+000") < 0:
-        return None
-    found = _BIG_EXPONENT.findall(text)
-    if not found:
-        return None
-    exponents = map(_EXPONENT_OF, found)
-    written = cast("Iterator[str]", map(operator.getitem, exponents, repeat(_EXPONENT_DIGITS)))
-    if sum(map(int, written)) <= limit:  # at most 99,999 each: a bound, not the count
-        return None
-    stripped, tokens = _without_strings(text)
-    total = 0
-    for match in _BIG_EXPONENT.finditer(stripped):
-        mantissa, exponent = match.groups()
-        counted = int(exponent[_EXPONENT_DIGITS])
-        if counted > PROFILE_LIMIT or not mantissa.strip("-0."):
-            continue  # stays a Decimal (or breaks the profile), or is zero
-        total += counted
-        if total > limit:
-
-            def long_integer(probe: str) -> JSONError | None:
-                return _long_integer_problem(probe) if profile else None
-
-            reason = _exponents_rule(limit)
-            at = match.start()
-            return _problem_at_number(text, stripped, tokens, at, reason, profile, long_integer)
-    return None
-
-
-def _problem_at_number(
-    text: str,
-    stripped: str,
-    tokens: list[str],
-    at: int,
-    reason: str,
-    profile: bool,
-    other_rule: Callable[[str], JSONError | None],
-) -> JSONError:
-    """The first problem of ``text`` when the number token at ``at`` in ``stripped``
-    (``text`` without its strings, see ``_without_strings``) breaks a rule: that rule,
-    or a problem before it, ``other_rule`` (the other number rule checked before
-    decoding) included. The text before the token is checked with the token replaced
-    by ``0`` (a value where the decoder expects one, a syntax error where it does not,
-    like the token).
-    """
-    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
-    position = at + sum(map(len, tokens[:strings])) - 2 * strings
-    prefix = text[:position]
-    if not prefix.strip(" \t\n\r"):
-        return JSONError(reason, "")  # the root
-    if prefix.count("[") + prefix.count("{") > MAX_DEPTH:
-        _check_nesting(prefix + "0", profile)  # raises for a too-deep bracket before it
-    earlier = other_rule(prefix + "0") or _prefix_problem(prefix + "0", profile)
-    if earlier is not None:
-        return earlier
-    located = _problem_at(prefix, reason, stripped[:at])
-    if located is None:  # pragma: no cover - see _closed
-        return JSONError(reason)
-    return JSONError(*located)
-
-
-def _decode(
-    text: str,
-    scan: Callable[[str, int], tuple[Any, int]],
-    profile: bool,
-    deep: bool = False,
-    strict: bool = False,
-) -> Any:
-    """Decode ``text`` in C and report its first problem in document order.
-
-    With ``deep`` (more openers than ``MAX_DEPTH``) a too-deep bracket may be the
-    first problem: ``_check_nesting`` runs before any other problem is reported, and
-    after a successful decode only if the value is too deep.
-    """
-    start = 0 if text[:1] not in " \t\n\r" else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
-    try:
-        value, end = scan(text, start)
-    except _Rejected as exc:
-        if deep:
-            _check_nesting(text, profile)
-        located = None
-        if exc.token is not None:
-            located = _locate_number(text, exc.token, exc.reason)
-        if located is None:  # pragma: no cover - a spelling _locate_number misses: walk
-            located = _locate(text, profile=profile)
-        if located is None:  # pragma: no cover - the walk finds what the decoder refused
-            raise JSONError(exc.reason) from None
-        raise JSONError(*located) from None
-    except json.JSONDecodeError as exc:
-        if deep:
-            _check_nesting(text, profile)
-        _raise_duplicate_before(text, scan, exc.pos)
-        raise _syntax_error(exc.msg, text, exc.pos) from None
-    except StopIteration as exc:
-        if deep:
-            _check_nesting(text, profile)
-        _raise_duplicate_before(text, scan, exc.value)
-        raise _syntax_error("Expecting value", text, exc.value) from None
-    except ValueError:  # an integer past the interpreter's int/str digit limit
-        if scan is _SCAN_EXACT:
-            return _decode(text, _SCAN_EXACT_BIG, profile, deep, strict)
-        if scan is _SCAN_PROFILED:
-            return _decode(text, _SCAN_PROFILED_BIG, profile, deep, strict)
-        raise  # pragma: no cover - the hooked variants never raise ValueError
-    except RecursionError:  # nested past the interpreter's limit
-        _check_nesting(text, profile)
-        raise JSONError(_NESTING) from None  # pragma: no cover - _check_nesting raises
-    if end != len(text):
-        end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
-        if end != len(text):
-            if deep:
-                _check_nesting(text, profile)
-            _raise_duplicate_before(text, scan, end)
-            raise _syntax_error("Extra data", text, end)
-    # On a problem the decoded value is dropped first: the error's traceback keeps this
-    # frame, and the collector's pass when ``paused_collector`` ends would visit it all.
-    if strict:  # depth checked before; a repeat needs two members
-        if text.count(":") >= 2 and (located := _repeated_name(text, start)) is not None:
-            del value
-            raise JSONError(*located)
-        return value
-    depth, repeated = _shape(value, text, deep)
-    if depth > MAX_DEPTH:
-        del value
-        _check_nesting(text, profile)
-        raise JSONError(_NESTING)  # pragma: no cover - _check_nesting raises
-    if repeated:
-        located = _repeated_name(text, start)
-        if located is not None:
-            del value
-            raise JSONError(*located)
-    return value
-
-
-def _raise_duplicate_before(
-    text: str, scan: Callable[[str, int], tuple[Any, int]], position: int
-) -> None:
-    """On a syntax error at ``position``: raise the first repeated name before it, if any.
-
-    The text before the error is valid JSON so far: it is closed where it stops and
-    decoded once in C (``_duplicate_in_prefix``). Spellings that cannot be closed
-    that way are decoded again with the duplicate check as an object hook.
-    """
-    if not text.count(":", 0, position):  # a repeat needs a member and a name after it
-        return
-    prefix = text[:position]
-    located = _duplicate_in_prefix(prefix)
-    if located is _UNKNOWN:  # the error may be inside a string: drop that string
-        parts = _TOKEN_SPLIT.split(prefix)
-        if len(parts) > 2 and parts[-2][:1] == '"' and not _CLOSED_STRING.fullmatch(parts[-2]):
-            located = _duplicate_in_prefix(prefix[: -len(parts[-2]) - len(parts[-1])])
-    if located is not _UNKNOWN:
-        if located is not None:
-            raise JSONError(*located)
-        return
+def _decode(text: str, profile: bool, long_ints: bool) -> tuple[Any, int, str | None]:
+    """The fast path: ``(value, len(text), None)`` when the C decoder reads all of
+    ``text``, else ``_FAILED``, where it stopped and the syntax error there (``None``
+    when a hook refused a value, or the nesting passed the interpreter's limit: the
+    text is valid JSON up to that point, and the walk finds it)."""
     start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        _STRICT[scan](text, start)
-    except _Rejected as exc:
-        if exc.token is None and exc.reason == _DUPLICATE:
-            found = _locate(text, profile=False)
-            if found is not None:
-                raise JSONError(*found) from None
-    except (ValueError, StopIteration, RecursionError):
-        pass
+        value, end = _SCANNERS[profile, long_ints](text, start)
+    except (_Refused, RecursionError):
+        return _FAILED, len(text), None
+    except json.JSONDecodeError as exc:
+        return _FAILED, exc.pos, exc.msg
+    except StopIteration as exc:
+        return _FAILED, exc.value, "Expecting value"
+    except ValueError:  # an integer past the interpreter's int/str digit limit
+        return _decode(text, profile, True)
+    end = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        return _FAILED, end, "Extra data"
+    return value, end, None
 
 
-_UNKNOWN = ("", "")
+def _too_deep_or_repeating(value: Any, text: str) -> bool:
+    """Whether ``value``, decoded from ``text``, nests deeper than ``MAX_DEPTH`` or
+    repeated a member name (which the decoder then dropped).
 
-
-def _open_depth(brackets: str) -> int:
-    """How many containers are open after a string of brackets (in C)."""
-    return brackets.count("[") + brackets.count("{") - brackets.count("]") - brackets.count("}")
-
-
-def _duplicate_in_prefix(prefix: str) -> tuple[str, str] | None:
-    """The first repeated name in ``prefix`` (valid JSON so far), ``None`` if there is
-    none, or ``_UNKNOWN`` if the prefix cannot be closed by ``_closed``."""
-    bracket_text = _brackets(_STRINGS.sub("", prefix))
-    depth = _open_depth(bracket_text)
-    if depth > MAX_DEPTH:  # pragma: no cover - _check_nesting ran before
-        return _UNKNOWN
-    if depth:
-        document = _closed(prefix, _closers(bracket_text), ended=True)
-    else:
-        document = prefix.rstrip(" \t\n\r")
-    if not document or not document.strip(" \t\n\r"):
-        return None if document is not None else _UNKNOWN
-    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
-    try:
-        return _repeated_name(document, start)  # ``None`` when no name repeats
-    except (ValueError, StopIteration):
-        head = len(prefix.rstrip(" \t\n\r"))
-        if not depth or document[head - 1 : head] != '"':
-            return _UNKNOWN
-    # The prefix ends with a member name: give it a placeholder value.
-    document = document[:head] + ":0" + document[head:]
-    try:
-        return _repeated_name(document, start)
-    except (ValueError, StopIteration):
-        return _UNKNOWN
-
-
-def _shape(value: Any, text: str, deep: bool) -> tuple[int, bool]:
-    """The nesting depth of ``value`` (decoded from valid JSON ``text``) when ``deep``
-    (else 0), and whether one of its objects repeated a name.
-
-    Every member written is one colon outside strings, and the decoder keeps one entry
-    per distinct name. The containers are reached level by level with
-    ``gc.get_referents`` (in C); only the items themselves are looked at in Python, by
-    type. Linear, and a fraction of a decode.
+    Every member written is one colon outside strings, and the decoder keeps one
+    member per distinct name: the members kept and the colons tell. The containers
+    are visited level by level with ``gc.get_referents`` (C calls per level, at most
+    ``MAX_DEPTH + 1`` levels); a text with few openers and colons needs no visit.
     """
     colons = text.count(":")
+    deep = text.count("[") + text.count("{") > MAX_DEPTH
     if not deep and (colons < 2 or (type(value) is dict and len(value) == colons)):
-        # Every member kept is one colon outside strings, so members <= colons: an
-        # object holding as many members itself as the text has colons repeats nothing
-        # (the common flat object, found without the walk).
-        return (0, False)
-    return _walk_shape(value, text, deep, colons)
-
-
-def _walk_shape(value: Any, text: str, deep: bool, colons: int) -> tuple[int, bool]:
-    """``_shape`` by the walk over every level (``colons``: the text's colons)."""
-    members = 0
-    depth = 0
+        return False  # members <= colons: a root object holding them all repeats nothing
+    members = depth = 0
     level: list[Any] = [value]
-    while level:
+    while True:
         kinds = list(map(type, level))
         containers = list(compress(level, map(_DECODED_CONTAINERS.__contains__, kinds)))
         if not containers:
             break
         depth += 1
+        if depth > MAX_DEPTH:
+            return True
         members += sum(map(len, compress(level, map(_DICT.__contains__, kinds))))
         level = gc.get_referents(*containers)
-    repeated = colons >= 2 and members != colons and members != _STRINGS.sub("", text).count(":")
-    return (depth if deep else 0, repeated)
+    return members != colons and members != _STRINGS.sub("", text).count(":")
 
 
-def _may_repeat_names(value: Any, text: str) -> bool:
-    """Whether some object of ``value``, decoded from valid JSON ``text``, repeated a name."""
-    return _shape(value, text, False)[1]
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds more than ``PROFILE_LIMIT`` ASCII digits in a row: digits
+    become ``0`` and the rest spaces (bytes, in C), then one substring search."""
+    return _LONG_RUN in text.encode("ascii", "replace").translate(_DIGIT_BYTES)
 
 
-def _repeated_name(document: str, start: int) -> tuple[str, str] | None:
-    """The first repeated member name in document order in ``document`` (valid JSON
-    from ``start`` to its end): ``(reason, pointer)``, or ``None``.
+def _holds_lone_surrogate(text: str) -> bool:
+    """Whether a string of ``text`` may decode to a lone surrogate (escapes decoded in C)."""
+    if "\\u" not in text or _ESCAPED_SURROGATE.search(text) is None:
+        return False
+    try:
+        decoded = json.loads("[" + ",".join(_STRINGS.findall(text)) + "]")
+    except ValueError:
+        return True  # a broken string: the slow path says what is wrong
+    return _SURROGATE.search("".join(decoded)) is not None
 
-    Linear, in C passes and one walk down at most ``MAX_DEPTH`` levels. A decode that
-    hands every object's pairs to ``list.append`` (in C) lists the objects in the order
-    they close; the first one that repeats a name is found by comparing sizes in C.
-    Every object that closed before it repeats nothing, so the first repeat in document
-    order is in it or in one of the objects still open around it (whose repeated names
-    all come before it, since it sits in their last member). The text up to its closing
-    brace, closed, is decoded with objects as ``_Members`` (as plain dicts when none of
-    those repeats a name); the walk down its last items reports the outermost object
-    that repeats a name, at its first repeat. Raises
-    ``ValueError`` or ``StopIteration`` if ``document`` is not one JSON value.
+
+def _first_problem(text: str, profile: bool, stop: int, syntax: str | None) -> JSONError:
+    """The slow path: the first problem of ``text`` in document order, located. The
+    decoder stopped reading at ``stop`` with the syntax error ``syntax``, if any."""
+    located = _locate(text, profile=profile, stop=stop)
+    if located is not None:
+        return JSONError(*located)
+    if syntax is not None:
+        line = text.count("\n", 0, stop) + 1
+        column = stop - text.rfind("\n", 0, stop)
+        return JSONError(f"invalid JSON: {syntax} at line {line} column {column}")
+    return JSONError("invalid JSON")  # pragma: no cover - the walk finds what a hook refused
+
+
+def _locate(text: str, *, profile: bool, stop: int | None = None) -> tuple[str, str] | None:
+    """The first problem of ``text[:stop]`` in document order, as ``(reason, pointer)``,
+    or ``None``; syntax errors aside.
+
+    One walk over the value tokens and brackets, keeping the JSON pointer of the
+    current value: repeated member names, lone surrogates in strings and names,
+    refused numbers and constants, and nesting deeper than ``MAX_DEPTH``. The text
+    must be valid JSON up to ``stop`` (where the standard decoder stops reading it),
+    so commas and colons need not be read: in an object a string is a name when a
+    value (or the opening brace) came before it, and an array's index counts its
+    values.
     """
-    objects: list[list[tuple[str, Any]]] = []
-    decoder = json.JSONDecoder(
-        object_pairs_hook=objects.append, parse_float=str, parse_int=str, parse_constant=str
+    stop = len(text) if stop is None else stop
+    surrogates = _ESCAPED_SURROGATE.search(text, 0, stop) is not None or (
+        not text.isascii() and _SURROGATE.search(text, 0, stop) is not None
     )
-    _, end = cast(Any, decoder).scan_once(document, start)
-    if _WHITESPACE.match(document, end).end() != len(document):  # type: ignore[union-attr]
-        raise ValueError("extra data")
-    repeats = list(map(operator.ne, map(len, objects), map(len, map(dict, objects))))
-    if True not in repeats:
-        return None
-    closing = repeats.index(True)
-    if closing == len(objects) - 1 and document[start] == "{":  # the root: nothing around it
-        name = objects[closing][_first_repeat(objects[closing])][0]
-        return (f"{_DUPLICATE} {short_prefix(name)}", pointer([name]))
-    # Its closing brace is the ``closing + 1``-th one outside strings.
-    stripped, tokens = _without_strings(document)
-    at = closing + sum(map(len, stripped.split("}", closing + 1)[: closing + 1]))
-    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
-    position = at + sum(map(len, tokens[:strings])) - 2 * strings + 1
-    bracket_text = _brackets(stripped[: at + 1])
-    prefix = document[:position]
-    depth = _open_depth(bracket_text)
-    if depth:
-        closed = _closed(prefix, _closers(bracket_text), ended=True)
-        if closed is None:  # pragma: no cover - a prefix ending with "}" always closes
-            return None
-        prefix = closed
-    if True not in repeats[closing + 1 :]:
-        # No object around it repeats a name: as plain dicts (built faster), they keep
-        # their members in document order, and it is ``depth`` levels down.
-        path = _last_path(_SCAN_TEXT(prefix, start)[0], depth)
-        name = objects[closing][_first_repeat(objects[closing])][0]
-        path.append(name)
-        return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-    path = []
-    node, _ = _SCAN_POINTER(prefix, start)
-    while True:  # at most MAX_DEPTH levels: it ends at an object that repeats a name
-        if type(node) is _Members:
-            if len(dict(node)) != len(node):
-                name = node[_first_repeat(node)][0]
-                path.append(name)
-                return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
-            name, node = node[-1]
-            path.append(name)
-        else:
-            path.append(len(node) - 1)
-            node = node[-1]
-
-
-def _first_repeat(members: Any) -> int:
-    """The position of the first member of ``members`` whose name came before."""
-    seen: set[str] = set()
-    for position, (name, _) in enumerate(members):
-        if name in seen:
-            return position
-        seen.add(name)
-    raise AssertionError("called only on objects that repeat a name")  # pragma: no cover
-
-
-def _locate_number(text: str, token: str, reason: str) -> tuple[str, str] | None:
-    """``(reason, pointer)`` for the first occurrence of number (or constant, such as
-    ``NaN``) ``token`` outside strings.
-
-    The decoder refuses a token by its text alone, so its first occurrence as a whole
-    token is the one refused. A duplicate name before it comes first and is reported
-    instead. Linear, in C passes: strings are dropped, the token is found with
-    ``str.find`` (a match inside a longer number is skipped), and the text before it
-    is decoded once.
-    """
-    stripped = _STRINGS.sub('""', text)
-    if token[-1] in "Ny":  # NaN, Infinity, -Infinity: nothing extends them
-        extends = None
-    elif "e" in token or "E" in token:
-        extends = _MORE_DIGITS
-    elif "." in token:
-        extends = _MORE_EXPONENT
-    else:
-        extends = _MORE_FRACTION
-    at = stripped.find(token)
-    while at >= 0 and (
-        (at and stripped[at - 1] not in "[,: \t\n\r")
-        or (extends is not None and extends.match(stripped, at + len(token)))
-    ):  # part of a longer number: only an accepted one can come before the refused token
-        at = stripped.find(token, at + 1)
-    if at < 0:  # pragma: no cover - the token is in the text
-        return None
-    strings = stripped.count('"', 0, at) // 2  # each ``""`` before it stands for a string
-    position = at + sum(map(len, _STRINGS.findall(text)[:strings])) - 2 * strings
-    return _problem_at(text[:position], reason, stripped[:at])
-
-
-def _problem_at(prefix: str, reason: str, stripped: str | None = None) -> tuple[str, str] | None:
-    """The first problem of a document whose value starting at the end of ``prefix``
-    (valid JSON so far, but for repeated names) has problem ``reason``: a repeated name
-    before it, else ``reason`` with that value's pointer; ``None`` for spellings
-    ``_closed`` does not handle. ``stripped`` is ``prefix`` with its strings replaced, if
-    the caller has it."""
-    bracket_text = _brackets(_STRINGS.sub("", prefix) if stripped is None else stripped)
-    closers = _closers(bracket_text)
-    if not closers:
-        return (reason, "")  # the root
-    document = _closed(prefix, closers)
-    if document is None:  # pragma: no cover - see _closed
-        return None
-    start = _WHITESPACE.match(document).end()  # type: ignore[union-attr]
-    try:
-        value, end = _SCAN_TEXT(document, start)
-    except (ValueError, StopIteration):  # pragma: no cover - the prefix had no problem
-        return None
-    if end != len(document):  # pragma: no cover - the prefix had no problem
-        return None
-    if _may_repeat_names(value, document):
-        return _repeated_name(document, start)
-    return (reason, pointer(_last_path(value, len(closers))))
-
-
-def _last_path(value: Any, depth: int) -> list[str | int]:
-    """The path to the last value written ``depth`` levels down (objects without repeats)."""
+    tokens = _TOKEN.findall(text, 0, stop)
+    if tokens and tokens[-1][0] == '"' and not _CLOSED_STRING.fullmatch(tokens[-1]):
+        tokens.pop()  # a string the decoder did not read to its end
     path: list[str | int] = []
-    for _ in range(depth):
-        if isinstance(value, list):
-            path.append(len(value) - 1)
-            value = value[-1]
-        else:
-            name = next(reversed(value))
-            path.append(name)
-            value = value[name]
-    return path
+    names: list[set[str] | None] = []  # per open container: names seen, None for arrays
+    in_array = in_object = expect_name = False  # expect_name: in an object, before a name
+    for token in tokens:
+        first = token[0]
+        if expect_name and first == '"':  # a member name
+            name = _string(token)
+            path[-1] = name
+            if surrogates and _SURROGATE.search(name):
+                return ("member name contains a lone surrogate", pointer(path))
+            seen = names[-1]
+            assert seen is not None
+            if name in seen:
+                return (f"{_DUPLICATE} {short_prefix(name)}", pointer(path))
+            seen.add(name)
+            expect_name = False
+            continue
+        if first == "]" or first == "}":
+            names.pop()
+            path.pop()
+            in_array = bool(names) and names[-1] is None
+            in_object = expect_name = bool(names) and not in_array
+            continue
+        if in_array:  # a value in an array: the next index
+            path[-1] += 1  # type: ignore[operator]
+        if first == "[" or first == "{":
+            if len(names) == MAX_DEPTH:
+                return (_NESTING, pointer(path))
+            in_array = first == "["
+            in_object = expect_name = not in_array
+            names.append(None if in_array else set())
+            path.append(-1 if in_array else "")
+            continue
+        if first == '"':
+            if surrogates and _SURROGATE.search(_string(token)):
+                return ("string contains a lone surrogate", pointer(path))
+        elif first in "-0123456789NI" and (
+            len(token) > _SHORT_PLAIN_TOKEN or "e" in token or "E" in token or token[-1] in "Ny"
+        ):
+            reason = _number_problem(token, profile)
+            if reason is not None:
+                return (reason, pointer(path))
+        expect_name = in_object  # a member's value ended
+    return None
 
 
-def _closed(prefix: str, closers: str, *, ended: bool = False) -> str | None:
-    """``prefix`` closed with a placeholder value ``0`` where the next value starts and
-    ``closers`` (those of its open containers, innermost first: ``_closers``); with
-    ``ended``, a prefix that ends with a value is closed after it. ``None`` for
-    spellings this does not handle."""
-    if not closers:  # pragma: no cover - callers close only prefixes with open containers
-        return None
-    head = prefix.rstrip(" \t\n\r")
-    last = head[-1:]
-    if closers[0] == "}" and last == "{":
-        return head + '"":0' + closers
-    if closers[0] == "}" and last == ",":
-        return head[:-1] + closers
-    if last == ":" or (closers[0] == "]" and last in ("[", ",")):
-        return head + "0" + closers
-    if ended and last and last in '}]"0123456789el':
-        return head + closers  # checked by decoding: a name without its value fails
-    return None  # pragma: no cover - e.g. a value without a comma before the bracket
-
-
-def _raise_lone_surrogate(text: str, profile: bool | None = None, limit: int | None = None) -> None:
-    """Raise for the first string or member name of ``text`` (in document order) that
-    decodes to a lone surrogate; return if there is none.
-
-    ``text`` is valid JSON, or, with ``profile`` given, a text with another problem:
-    then the string is reported only if the text before it has no problem (checked
-    with ``""`` in its place, like the decoder would meet it; ``limit`` is the exponent
-    budget, if any), and nothing is raised if a string the decoder refuses comes first.
-
-    In C passes: the strings' tokens are decoded together as one array, the decoded
-    strings joined and searched (a Python string holds a surrogate only when it is
-    lone), and the string holding the first one found by the running lengths. Its
-    pointer is read from the text before it, closed.
-    """
-    tokens = _STRINGS.findall(text)
-    try:
-        decoded: list[str] = json.loads("[" + ",".join(tokens) + "]")
-    except ValueError:  # a string the decoder refuses (only with another problem)
-        return
-    found = _SURROGATE.search("".join(decoded))
-    if found is None:
-        return
-    index = bisect_right(list(accumulate(map(len, decoded))), found.start())
-    stripped = _STRINGS.sub('""', text)
-    quotes = 2 * index  # the opening quote of string ``index`` is the one after these
-    at = quotes + sum(map(len, stripped.split('"', quotes + 1)[: quotes + 1]))
-    position = at + sum(map(len, tokens[:index])) - quotes
-    end = position + len(tokens[index])
-    if profile is not None and _problem_before(text[:position], profile, limit):
-        return
-    if text[_WHITESPACE.match(text, end).end() :][:1] == ":":  # type: ignore[union-attr]
-        reason = "member name contains a lone surrogate"
-        located = _problem_at(text[:end] + ":", reason, stripped[: at + 2] + ":")
-    else:
-        reason = "string contains a lone surrogate"
-        located = _problem_at(text[:position], reason, stripped[:at])
-    if located is None:  # pragma: no cover - see _closed
-        raise JSONError(reason)
-    raise JSONError(*located)
+def _string(token: str) -> str:
+    """A string token's value (its escapes decoded in C)."""
+    return cast(str, json.loads(token)) if "\\" in token else token[1:-1]
 
 
 # --- Python values -------------------------------------------------------------------
@@ -1504,6 +628,8 @@ def from_python(value: object, *, profile: bool = False) -> JSONValue:
     return _convert(value, [], profile)
 
 
+_DECODED_CONTAINERS = frozenset((dict, list))
+_DICT = frozenset((dict,))
 _LIST = frozenset((list,))
 _STR = frozenset((str,))
 _INT = frozenset((int,))
@@ -1524,12 +650,12 @@ def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSON
     the standard library, which refuses them. The text is decoded as ``parse`` would
     (numbers converted, nesting measured), less the checks whose problems it cannot
     have (repeated names, lone surrogates). An MCP client's arguments arrive as such
-    a value; a Python walk costs about a microsecond per container (issue 9).
+    a value.
     """
     try:
         marshal.dumps(value, 2)  # refuses every type but the exact built-in ones
         written = orjson.dumps(value)
-        if written.find(b"null") >= 0:  # not ``in`` (see _exponent_problem)
+        if written.find(b"null") >= 0:  # not ``in`` (``in`` first tries an int operand)
             json.dumps(value, allow_nan=False, check_circular=False)
     except (ValueError, TypeError, RecursionError):  # orjson.JSONEncodeError is a TypeError
         return None
@@ -1538,19 +664,11 @@ def _copy_through_text(value: dict[Any, Any] | list[Any], profile: bool) -> JSON
 
 def _decode_distinct(text: str, profile: bool) -> JSONValue | None:
     """Decode JSON ``text`` written from a Python value (no repeated names, no lone
-    surrogates, numbers inside the profile); ``None`` if it nests too deep."""
-    if text.count("[") + text.count("{") > MAX_DEPTH and (
-        _deepest(_brackets(_STRINGS.sub('""', text))) > MAX_DEPTH
-    ):
+    surrogates); ``None`` if it nests too deep or breaks the profile."""
+    value, _, _ = _decode(text, profile, False)
+    if value is _FAILED or _too_deep_or_repeating(value, text):
         return None
-    scan = _SCAN_PROFILED if profile else _SCAN_EXACT
-    try:
-        if len(text) < _PAUSE_COLLECTOR_AT:
-            return cast(JSONValue, scan(text, 0)[0])
-        with paused_collector():
-            return cast(JSONValue, scan(text, 0)[0])
-    except (ValueError, StopIteration, RecursionError):  # pragma: no cover - written by orjson
-        return None
+    return cast(JSONValue, value)
 
 
 def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue | None:
@@ -1618,16 +736,12 @@ def _plain_copy(value: dict[Any, Any] | list[Any], profile: bool) -> JSONValue |
     if (floats and not all(map(math.isfinite, floats))) or (
         not joined.isascii() and _SURROGATE.search(joined)
     ):
-        _raise_first_problem_of(value)  # located in C passes
-        return None  # pragma: no cover - it raised
+        return None  # the general conversion names the first problem
     if floats:
         text = _standard_text(value)
         return None if text is None else _decode_distinct(text, profile)
     blob = marshal.dumps(value, 2)  # exact plain types, at most MAX_DEPTH deep
-    if len(blob) < _PAUSE_COLLECTOR_AT:
-        return cast(JSONValue, marshal.loads(blob))
-    with paused_collector():
-        return cast(JSONValue, marshal.loads(blob))
+    return cast(JSONValue, marshal.loads(blob))
 
 
 _COMPACT: Final = (",", ":")
@@ -1641,29 +755,6 @@ def _standard_text(value: dict[Any, Any] | list[Any]) -> str | None:
         return json.dumps(value, ensure_ascii=False, check_circular=False, separators=_COMPACT)
     except ValueError:
         return None
-
-
-_NON_FINITE_TOKEN: Final = re.compile(r"NaN|-?Infinity")
-_NON_FINITE: Final = "NaN and infinities are not JSON numbers"
-
-
-def _raise_first_problem_of(value: dict[Any, Any] | list[Any]) -> None:
-    """Raise ``from_python``'s error for a value of plain types whose only problems are
-    lone surrogates and floats that are NaN or infinite: the first in document order,
-    located in its JSON text by C passes rather than by the general conversion's walk.
-
-    The standard encoder writes the text (NaN and the infinities as ``NaN``,
-    ``Infinity``); a lone surrogate is reported if no such number comes before it
-    (``_raise_lone_surrogate``), else the first of those numbers.
-    """
-    text = _standard_text(value)
-    if text is None:  # pragma: no cover - an int past the int/str digit limit
-        return
-    _raise_lone_surrogate(text, profile=False)
-    first = _NON_FINITE_TOKEN.search(_STRINGS.sub('""', text))
-    located = _locate_number(text, first.group(), _NON_FINITE) if first else None
-    if located is not None:
-        raise JSONError(*located)
 
 
 _EXACT_FLOAT_INTS = 2.0**53
@@ -1900,34 +991,26 @@ def _check_profile(value: object, path: list[str | int]) -> None:
 def detach(value: JSONValue) -> JSONValue:
     """A deep copy of a value this module produced (containers copied, scalars equal).
 
-    A container is copied by a marshal round trip (a pickle one if it holds a
-    ``Decimal``), which runs in C: a Python walk costs about a microsecond per item,
-    which at 64 KiB of small items passed the 20 ms budget of ``Registry.invoke`` on
-    its own (issue 9, item 1).
+    A container is copied by a marshal round trip (``_copy_with_decimals`` if it holds
+    a ``Decimal``), which runs in C: a Python walk per item alone passed the adversarial
+    benchmark's bound (issue 9, item 1).
     """
     if isinstance(value, dict | list):
-        try:  # marshal knows every JSON type but Decimal and keeps no memo: about twice
-            # as fast as pickle for 64 KiB of small or nested containers
-            blob = marshal.dumps(value)
-            if len(blob) < _PAUSE_COLLECTOR_AT:
-                return marshal.loads(blob)  # type: ignore[no-any-return]
-            with paused_collector():
-                return marshal.loads(blob)  # type: ignore[no-any-return]
+        try:  # marshal knows every JSON type but Decimal and keeps no memo
+            return marshal.loads(marshal.dumps(value))  # type: ignore[no-any-return]
         except ValueError:  # a Decimal somewhere
-            with paused_collector():
-                return _copy_with_decimals(value)
+            return _copy_with_decimals(value)
     return value
 
 
 def _copy_with_decimals(value: dict[str, Any] | list[Any]) -> JSONValue:
     """``detach`` of a container holding a ``Decimal`` (which marshal refuses).
 
-    A pickle round trip writes each ``Decimal`` as text and parses it back (about
-    0.8 µs each: 28,000 distinct fractions in 64 KiB took 21 ms). Decimals are
-    immutable, so they may be shared: when they outnumber the containers, the
-    containers are rebuilt level by level from the deepest, each with one C pass
-    over its items that swaps the containers for their copies (about 1.5 µs per
-    container); otherwise the pickle round trip is cheaper.
+    A pickle round trip writes each ``Decimal`` as text and parses it back. Decimals
+    are immutable, so they may be shared: when they outnumber the containers, the
+    containers are rebuilt level by level from the deepest, each with one C pass over
+    its items that swaps the containers for their copies; otherwise the pickle round
+    trip is cheaper (the "distinct fractions" row of the adversarial benchmark).
     """
     levels: list[list[Any]] = [[value]]
     decimals = 0
@@ -1979,9 +1062,8 @@ def _decimal_text(value: Decimal) -> str:
         if "E" in text or "e" in text:  # the context's ``capitals`` picks the letter
             return format(value, "f")  # exact digits and zeros, no point
         return text.rstrip("0").rstrip(".") if "." in text else text
-    # "e" without a precision writes every coefficient digit, in C (the digit tuple of
-    # ``as_tuple`` joined in Python cost ~25 us per 300-digit int: an MCP client's 1e300
-    # floats, made ints, took seconds to measure before their size was refused).
+    # "e" without a precision writes every coefficient digit, in C (joining the digit
+    # tuple of ``as_tuple`` in Python made long numbers slow to measure and write).
     written = format(value, "e")
     mantissa = written[: written.index("e")]
     if "." in mantissa:
@@ -2134,8 +1216,7 @@ def parsed_canonical_bytes(value: JSONValue) -> bytes:
     ):
         return canonical_bytes(value)
     # orjson's bytes keep the buffer they were written in (1 KiB at least, doubled as
-    # it grew): kept as they are, the real 20 k catalog's 22 MB of schemas held 61 MB.
-    # An exact copy costs a memcpy.
+    # it grew), which a catalog's many schemas would hold; an exact copy is a memcpy.
     return bytes(memoryview(written))
 
 
@@ -2154,7 +1235,7 @@ def written_size(value: object) -> int | None:
 
     A bound found in C passes before ``from_python`` converts a mapping from outside
     (see ``WRITTEN_PER_CANONICAL``): converting and measuring a value far over its
-    budget costs microseconds per large number (an MCP client's 1e300 floats).
+    budget costs time per large number (an MCP client's 1e300 floats).
     """
     try:
         return len(orjson.dumps(value, default=_fragment))

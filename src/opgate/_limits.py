@@ -6,8 +6,8 @@ and the rule. Raising one field never silently raises another: a combination tha
 only works if a related budget grows is an error, not an adjustment. A few
 defaults are *derived* from fields given explicitly (``inline_bytes`` and
 ``form_schema_bytes`` from ``result_bytes``, ``principal_bytes`` from
-``ledger_bytes``) so that a smaller budget still gets defaults that fit it; a value
-given explicitly is never changed.
+``ledger_bytes``) so that a smaller budget still gets defaults that fit it; a derived
+default never exceeds its own default, and a value given explicitly is never changed.
 """
 
 from __future__ import annotations
@@ -83,10 +83,13 @@ class Limits:
       chain; must hold everything one maximum transition retains and reserves (see
       ``chain_floor``). The default carries ten maximum prompts and answers.
     * ``ledger_bytes`` (32 MiB, ≥ ``principal_bytes``): all retained continuation data.
-    * ``principal_bytes`` (a quarter of ``ledger_bytes``, but at least ``chain_bytes``;
-      from ``chain_bytes`` to ``ledger_bytes``): the share of the ledger one principal
-      (one scope key) may hold, so one principal's flood leaves room for the others.
-      Equal to ``ledger_bytes`` turns the share off. This goes beyond the spec.
+    * ``principal_bytes`` (8 MiB, or less when ``ledger_bytes`` is below 32 MiB: a
+      quarter of it, but at least ``chain_bytes``; from ``chain_bytes`` to
+      ``ledger_bytes``): the share of the ledger one principal (one scope key) may
+      hold, so one principal's flood leaves room for the others. Raising
+      ``ledger_bytes`` or ``chain_bytes`` does not raise it: a ``chain_bytes`` above
+      it needs ``principal_bytes`` given. Equal to ``ledger_bytes`` turns the share
+      off. This goes beyond the spec.
 
     Interaction: ``max_prompts`` (10, ≥ 1) prompts per chain; ``input_lifetime``
     (10 minutes, > 0, ≤ 30 days) how long a continuation lives at most.
@@ -149,6 +152,7 @@ class Limits:
             object.__setattr__(self, "form_schema_bytes", public)
         if self.principal_bytes == 0:
             share = max(self.chain_bytes, self.ledger_bytes // PRINCIPAL_SHARE_DIVISOR)
+            share = min(_DEFAULTS["principal_bytes"], share)
             object.__setattr__(self, "principal_bytes", share)
 
     def _check_combinations(self) -> None:
@@ -180,7 +184,9 @@ class Limits:
             raise ConfigurationError(
                 f"Limits.principal_bytes ({self.principal_bytes}) must be from "
                 f"Limits.chain_bytes ({self.chain_bytes}) to Limits.ledger_bytes "
-                f"({self.ledger_bytes}): one principal must be able to hold a whole chain"
+                f"({self.ledger_bytes}): one principal must be able to hold a whole chain "
+                f"(the default share is at most {_DEFAULTS['principal_bytes']} bytes; set "
+                f"principal_bytes when chain_bytes is larger)"
             )
 
     def max_prompt_charge(self) -> int:
@@ -241,12 +247,14 @@ _DEFAULTS: dict[str, int] = {
     "chain_bytes": 512 * KIB,
     "ledger_bytes": 32 * MIB,
     "max_prompts": 10,
+    # a quarter of the default ledger; a larger ledger does not raise it
+    "principal_bytes": 8 * MIB,
 }
 
 #: Fields whose zero takes a default derived from other fields (see ``_derive_defaults``).
 _DERIVED = frozenset({"inline_bytes", "form_schema_bytes", "principal_bytes"})
 
-#: A principal's default share of the ledger is ``ledger_bytes`` divided by this.
+#: Below the default ledger, a principal's default share is ``ledger_bytes`` divided by this.
 PRINCIPAL_SHARE_DIVISOR = 4
 
 _FLOORS: dict[str, int] = {

@@ -32,7 +32,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ._parameters import parameter_text
 from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group, query_terms
 
 if TYPE_CHECKING:
@@ -54,15 +53,15 @@ class Ranking(enum.Enum):
 class Candidate:
     """An operation as a ``Scorer`` sees it: its texts, never its handler or schemas.
 
-    ``parameters`` holds the input schema's top-level property names with their
-    titles and descriptions, space-separated.
+    Schemas are excluded from every ranking (spec 003): a host that wants parameter
+    names found writes them in the ``examples`` or the ``description``.
     """
 
     name: str
     group: str
     summary: str
     description: str
-    parameters: str
+    examples: tuple[str, ...]
 
 
 @runtime_checkable
@@ -110,11 +109,6 @@ class Ranker(Protocol):
     ) -> Iterator[tuple[int, int]]: ...
 
 
-class _Schema(Protocol):
-    @property
-    def canonical(self) -> bytes: ...
-
-
 class Described(Protocol):
     """A registered operation's texts, as the registry keeps them."""
 
@@ -130,8 +124,6 @@ class Described(Protocol):
     def examples(self) -> tuple[str, ...]: ...
     @property
     def source(self) -> str: ...
-    @property
-    def input_schema(self) -> _Schema: ...
 
 
 def build_ranker(
@@ -144,13 +136,10 @@ def build_ranker(
         return index, "search"
     if ranking is Ranking.RELEVANCE:
         entry_type, index_type = _relevance_module()
-        # operations often share an input schema: read each distinct one once
-        texts: dict[bytes, str] = {}
         relevance = index_type(
             [
                 entry_type(
-                    IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source)),
-                    _memo_parameter_text(texts, e.input_schema.canonical),
+                    IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
                 )
                 for e in entries
             ],
@@ -162,24 +151,10 @@ def build_ranker(
         if not isinstance(name, str) or not name:
             raise TypeError("a Scorer's name must be a non-empty str")
         candidates = tuple(
-            Candidate(
-                e.name,
-                e.group,
-                e.summary,
-                e.description,
-                parameter_text(e.input_schema.canonical),
-            )
-            for e in entries
+            Candidate(e.name, e.group, e.summary, e.description, e.examples) for e in entries
         )
         return _Scored(ranking, candidates, index), "search/scorer/" + name
     raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
-
-
-def _memo_parameter_text(texts: dict[bytes, str], canonical: bytes) -> str:
-    text = texts.get(canonical)
-    if text is None:
-        text = texts[canonical] = parameter_text(canonical)
-    return text
 
 
 #: What a registry built with ``Ranking.RELEVANCE`` without the extra raises.

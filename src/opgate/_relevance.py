@@ -1,6 +1,6 @@
 """The relevance ranking: field-weighted BM25 over an inverted index.
 
-Each operation is five fields of words (``_tokens.words``), stemmed
+Each operation is four fields of words (``_tokens.words``), stemmed
 (``_tokens.Stems``):
 
 ====================  ======================================================  ======
@@ -9,10 +9,11 @@ field                 text                                                    we
 name                  the operation name                                      ``NAME``
 group                 the group                                               ``GROUP``
 summary               the summary                                             ``SUMMARY``
-parameters            the input schema's top-level property names and their  ``PARAMETERS``
-                      ``title``/``description``
 documentation         description, examples, source                           ``DOCUMENTATION``
 ====================  ======================================================  ======
+
+Schemas are not indexed (spec 003: "Schemas are excluded from the index and pages"):
+a host that wants a parameter name found writes it in the examples or the description.
 
 A term's weight for an operation is BM25F (Robertson and Zaragoza, "The
 Probabilistic Relevance Framework: BM25 and Beyond", 2009): its occurrences in each
@@ -49,21 +50,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._parameters import parameter_text
 from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
 from ._tokens import Stems, chunk_words, words
 
-__all__ = ["RelevanceEntry", "RelevanceIndex", "parameter_text"]
+__all__ = ["RelevanceEntry", "RelevanceIndex"]
 
 #: Field weights, in field order: a word in the name says most about what the
 #: operation does.
 NAME = 3.0
 GROUP = 1.5
 SUMMARY = 1.5
-PARAMETERS = 0.6
 DOCUMENTATION = 0.4
-_WEIGHTS = np.array([NAME, GROUP, SUMMARY, PARAMETERS, DOCUMENTATION])
+_WEIGHTS = np.array([NAME, GROUP, SUMMARY, DOCUMENTATION])
 
 #: The field numbers of name and group: a term found in either *names* the operation.
 _GROUP_FIELD = 1
@@ -126,10 +125,9 @@ _Ints = npt.NDArray[np.int64]
 
 @dataclass(frozen=True, slots=True)
 class RelevanceEntry:
-    """One operation's indexed texts: the search entry and its parameter text."""
+    """One operation's indexed texts: its search entry."""
 
     entry: IndexEntry
-    parameters: str = ""
 
 
 def _expand(offsets: _Ints, values: _Ints, ids: _Ints) -> tuple[_Ints, _Ints]:
@@ -263,7 +261,6 @@ class RelevanceIndex:
             [item.entry.name for item in entries],
             [item.entry.group for item in entries],
             [item.entry.summary for item in entries],
-            [item.parameters for item in entries],
             [" ".join(item.entry.documents) for item in entries],
         )
         vocabulary = _Vocabulary(stems)

@@ -201,7 +201,7 @@ def decode_answers_canonical(
         if len(raw) > max_bytes:
             raise AnswerError(f"answers exceed {max_bytes} bytes")
         try:
-            value = parse(raw, profile=True, expansion_limit=True)
+            value = parse(raw, profile=True)
         except JSONError as exc:
             raise AnswerError(f"answers are not valid JSON: {exc}") from None
         encode = parsed_canonical_bytes  # a value parse returned: the C encoder, mostly

@@ -168,12 +168,12 @@ def validated_arguments(
             raw = str.encode(arguments, "utf-8", "surrogatepass")
             if len(raw) > limit:
                 raise _too_large(len(raw), limit)
-            values = parse(arguments, profile=True, expansion_limit=True)
+            values = parse(arguments, profile=True)
         elif isinstance(arguments, bytes | bytearray):
             size = len(arguments) if type(arguments) is bytes else memoryview(arguments).nbytes
             if size > limit:
                 raise _too_large(size, limit)
-            values = parse(arguments, profile=True, expansion_limit=True)
+            values = parse(arguments, profile=True)
         elif isinstance(arguments, Mapping):
             written = written_size(arguments)  # a bound in C before converting
             if written is not None and written > WRITTEN_PER_CANONICAL * limit:

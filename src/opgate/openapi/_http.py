@@ -513,8 +513,8 @@ def _parse_json(body: bytes, response: httpx2.Response) -> Any:
     charset = (response.charset_encoding or "utf-8").lower().replace("_", "-")
     try:
         if charset in ("utf-8", "utf8"):
-            return parse(body, expansion_limit=True)
-        return parse(_text_of(body, response), expansion_limit=True)
+            return parse(body)
+        return parse(_text_of(body, response))
     except JSONError:
         return _NOT_JSON
 
