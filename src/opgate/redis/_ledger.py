@@ -108,7 +108,7 @@ logger = logging.getLogger("opgate.redis")
 #: replica dies, its transitions are recoverable (and its reservations free) this late.
 DEFAULT_LEASE = timedelta(seconds=15)
 
-#: Shortest lease accepted: renewals every third of it must fit round trips.
+#: Shortest lease accepted: renewals every quarter of it must fit round trips.
 MIN_LEASE = timedelta(milliseconds=300)
 
 #: Extra life of a record's payload in Redis beyond its deadline and lease, so the
@@ -567,32 +567,31 @@ class RedisBackend:
         except (InvalidTag, ValueError):
             return None  # another secret, or altered: the record is unusable
 
-    def _hmac(self, *parts: bytes) -> bytes:
-        message = b"".join(len(part).to_bytes(4, "big") + part for part in parts)
-        return hmac.digest(self._mac, message, "sha256")
-
     def _binding_mac(self, binding: Binding) -> bytes:
-        return self._hmac(
-            b"binding",
+        parts = (
             self._revision,
             binding.operation.encode("utf-8", "surrogatepass"),
             binding.arguments_hash,
             binding.scope_hash,
             binding.lifetime.id,
         )
+        message = b"".join(len(part).to_bytes(4, "big") + part for part in parts)
+        return hmac.new(self._mac, b"binding\0" + message, "sha256").digest()
 
     def _identity_mac(
         self, key: str, chain: str, round_: int, deadline: int, binding: bytes
     ) -> bytes:
         """What a record is, for its whole life: authenticated at find and replay."""
-        return self._hmac(
-            b"record", key.encode(), chain.encode(), b"%d" % round_, b"%d" % deadline, binding
-        )
+        k, c = key.encode("latin-1"), chain.encode("latin-1")
+        message = b"record %d:%b %d:%b %d %d " % (len(k), k, len(c), c, round_, deadline)
+        return hmac.digest(self._mac, message + binding, "sha256")
 
     def _state_mac(self, key: str, state: RecordState | str, answer: str) -> bytes:
         """Where a record is (its state and accepted answer): authenticated at the claim."""
         name = state.value if isinstance(state, RecordState) else state
-        return self._hmac(b"state", key.encode(), name.encode(), answer.encode())
+        k, n, a = key.encode("latin-1"), name.encode("latin-1"), answer.encode("latin-1")
+        message = b"state %d:%b %d:%b %d:%b" % (len(k), k, len(n), n, len(a), a)
+        return hmac.digest(self._mac, message, "sha256")
 
     def _refuse_forged(self, key: str, what: str) -> None:
         self.forged += 1
@@ -785,10 +784,11 @@ class RedisBackend:
             return Failure(FailureCode.EXPIRED)
         _raise_refusal(status)
         event = Event(reply[1].decode("ascii"))
-        prior, prior_answer = reply[2].decode("latin-1"), reply[3].decode("latin-1")
-        prior_mac = reply[4]
+        prior, prior_mac = reply[2].decode("latin-1"), reply[3]
         record.claim = claim
         record.answer = answer
+        # (a replay or recovery matched the stored answer MAC; a pending record has none)
+        prior_answer = "" if event is Event.ANSWER else answer
         if not hmac.compare_digest(prior_mac, self._state_mac(record.key, prior, prior_answer)):
             self._refuse_forged(record.key, "state")
             await self._settle_run(

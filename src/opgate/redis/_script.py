@@ -376,9 +376,7 @@ elseif op == 'claim' then
   if IN_FLIGHT[s] then
     if h ~= claim then return out('busy') end
     -- this run, again: answer as the first run did (o: the state it claimed from)
-    local event = CLAIMED[s]
-    if event == 'answer' then a = '' end
-    return out('ok', event, redis.call('HGET', rk, 'o') or '', a or '', v or '')
+    return out('ok', CLAIMED[s], redis.call('HGET', rk, 'o') or '', v or '')
   end
   if is_late() then return out('late') end
   local event = nil
@@ -407,7 +405,7 @@ elseif op == 'claim' then
   if move(to, BREAK[to]) == 'answered' then w = answered_mac end
   redis.call('HSET', rk, 's', to, 'h', claim, 'w', w, 'o', s)
   redis.call('ZADD', LEASE, lease, 'r:' .. chain .. ':' .. key .. ':' .. claim)
-  return out('ok', event, s, a or '', v or '')
+  return out('ok', event, s, v or '')
 
 elseif op == 'settle' then
   -- event: a settling event, 'abandon' (the claim's reply never arrived: give it back
