@@ -400,3 +400,59 @@ async def test_faults_soak(redis: Redis) -> None:
             await ROUNDS[kind](redis, rng, chain)
         except BaseException as exc:
             raise AssertionError(f"seed {seed}, round {chain} ({kind})") from exc
+
+
+async def test_a_confirmed_openapi_send_survives_a_stopped_redis(redis: Redis) -> None:
+    """The issue's case end to end: ``POST /items`` confirmed while Redis is stopped.
+    The retry after ``busy`` sends it once (a real send, not "already sent … not sent
+    again" with nothing sent), and a further retry is the recorded replay."""
+    from opgate import InputMode, InputResponse
+    from opgate.openapi import build_catalog
+    from opgate.redis import RedisLedger
+
+    from ledger_faults import SECRET, Open
+    from openapi_app import ITEMS, LOG, document, serve_app
+
+    ITEMS.clear()
+    LOG.clear()
+    arguments = {"body": {"name": "transfer", "price": 10}}
+    form = {InputMode.FORM}
+    yes = InputResponse.accept({"confirm": True})
+    with serve_app() as base_url:
+        catalog = build_catalog(document(), base_url=base_url, timeout=5)
+        ledger = RedisLedger(redis.server.url, prefix=redis.prefix, timeout=timedelta(seconds=1))
+        reg = Registry(catalog.operations, catalog.policy(Open()), secret=SECRET, ledger=ledger)
+        redis.made.append(reg)
+        try:
+            pending = await reg.invoke(None, "items.create", arguments, input_support=form)
+            assert isinstance(pending, Pending), pending
+            resume = (pending.continuation, yes)
+            redis.server.pause()
+            try:
+                gave_up = await reg.invoke(
+                    None, "items.create", arguments, input_support=form, resume=resume
+                )
+            finally:
+                redis.server.resume()
+            assert is_busy(gave_up), gave_up
+            assert LOG.count(("POST", "/api/items", "")) == 0
+            with anyio.fail_after(30):
+                while True:
+                    sent = await reg.invoke(
+                        None, "items.create", arguments, input_support=form, resume=resume
+                    )
+                    if not is_busy(sent):
+                        break
+                    await anyio.sleep(0.05)
+            assert isinstance(sent, Completed), sent
+            assert "already sent" not in sent.result.content[0].text  # type: ignore[union-attr]
+            assert LOG.count(("POST", "/api/items", "")) == 1
+            again = await reg.invoke(
+                None, "items.create", arguments, input_support=form, resume=resume
+            )
+            assert isinstance(again, Completed), again
+            assert "already sent" in again.result.content[0].text  # type: ignore[union-attr]
+            assert LOG.count(("POST", "/api/items", "")) == 1
+            assert len(ITEMS) == 1
+        finally:
+            await catalog.aclose()
