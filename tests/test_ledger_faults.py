@@ -274,6 +274,46 @@ async def test_a_replica_with_a_skewed_clock_cannot_run_beside_the_original(
     assert set(phases[2:]) <= {(True, "start"), (True, "end")}, phases
 
 
+async def test_a_redis_stopped_for_longer_than_the_lease_does_not_run_it_out(
+    redis: Redis,
+) -> None:
+    """Redis is stopped for 2.5 leases while a handler runs, and a retry on another
+    replica is queued meanwhile: when Redis resumes, the lease clock has advanced at
+    most half a lease, so the retry is ``busy`` (not a recovery beside the original)."""
+    lease = timedelta(seconds=1)
+    a = redis.replica(lease=lease, hold=lambda: 4.0, timeout=timedelta(seconds=10))
+    b = redis.replica(lease=lease, timeout=timedelta(seconds=10))
+    pending = await prompt(a, 5)
+    assert isinstance(pending, Pending)
+    async with anyio.create_task_group() as group:
+
+        async def original() -> None:
+            assert isinstance(await answer(a, 5, pending.continuation), Completed)
+
+        group.start_soon(original)
+        with anyio.fail_after(10):
+            while not redis.effects.runs(5):
+                await anyio.sleep(0.02)
+        redis.server.pause()
+        try:
+            async with anyio.create_task_group() as inner:
+                retried: list[Any] = []
+
+                async def retry() -> None:
+                    retried.append(await answer(b, 5, pending.continuation))
+
+                inner.start_soon(retry)
+                await anyio.sleep(2.5 * lease.total_seconds())
+                redis.server.resume()
+        finally:
+            redis.server.resume()
+        assert is_busy(retried[0]), retried
+    done = await until_settled(b, 5, pending.continuation)
+    assert isinstance(done, Completed), done
+    phases = [(r["recovery"], r["phase"]) for r in redis.effects.runs(5)]
+    assert phases == [(False, "start"), (False, "end"), (True, "start"), (True, "end")]
+
+
 # -- the fault-injection rounds -------------------------------------------------------------
 
 
