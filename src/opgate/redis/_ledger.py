@@ -28,8 +28,8 @@ and who may run a transition:
   advance, at the claim) and verified before a replica acts on what it reads. A
   Redis writer without the secret can delete records, make them busy or exhaust
   the budget; a record it altered is refused (``expired``) and removed at the
-  claim. (Restoring a whole earlier version of a record is not detectable: see
-  docs/security.md, "Shared ledger".)
+  claim. (A writer who also read a record earlier can put back what it saw, which
+  no MAC can tell from the original: see docs/security.md, "Shared ledger".)
 * Keys in Redis are SHA-256 hashes of tokens (never tokens). Prompts (message,
   form schema or URL, private state) and the child tokens a parent keeps for
   replay are sealed with AES-256-GCM under a key derived from the registry's
@@ -40,8 +40,8 @@ and who may run a transition:
 * Record deadlines are the registry clock's (a skewed replica shifts expiry, never
   exclusivity: leases are Redis's); a record's payload is ``PEXPIRE``'d once when it
   is committed, at its deadline plus ``lease + RETENTION_GRACE``, and never
-  extended. The accounting is swept on
-  every call, so charged bytes come back even when Redis dropped a payload first.
+  extended. The accounting is swept on every call, so charged bytes come back even
+  when Redis dropped a payload first.
 * Lifetimes: every replica's ``open_lifetime()`` stands for the one *deployment*
   lifetime (see ``Lifetime``): a prompt issued on one replica is answerable on all
   of them, and a replica's shutdown expires nothing. Direct ``Registry.invoke``
