@@ -395,13 +395,15 @@ class _Keeper:
         except _STORE_ERRORS as exc:
             logger.warning("ledger leases not renewed (%s)", type(exc).__name__)
             return
-        for lost in reply[2:]:
-            member = lost.decode("ascii")
-            if member.startswith("r:"):
-                logger.warning(
-                    "ledger: a transition this replica still runs lost its lease; "
-                    "a recovery may run elsewhere (Redis unreachable for a lease?)"
-                )
+        lost = [member.decode("ascii") for member in reply[2:]]
+        with self._lock:  # (one settled meanwhile is not lost)
+            lost = [member for member in lost if member.startswith("r:") and member in self._held]
+        if lost:
+            logger.warning(
+                "ledger: %d transition(s) this replica still runs lost their lease; a "
+                "recovery may run elsewhere (was Redis unreachable for a lease?)",
+                len(lost),
+            )
 
     def _deliver(self, client: Redis, args: tuple[str | int | bytes, ...]) -> bool:
         try:
@@ -669,6 +671,9 @@ class RedisBackend:
                 parent.key, transition(RecordState.ANSWERING, Event.PROMPTED), parent.answer
             )
         binding = reservation.binding
+        if parent is not None:
+            # The commit ends the parent's lease (or fails, and its settle follows at once).
+            self._keeper.drop(_in_flight(parent))
         reply = await self._admit(
             "commit", now, reservation.id, reservation.chain,
             "" if parent is None else parent.key, "" if parent is None else parent.claim,
@@ -682,7 +687,6 @@ class RedisBackend:
         reservation.open = False
         self._keeper.drop("s:" + reservation.id)
         if parent is not None:
-            self._keeper.drop(_in_flight(parent))
             self._known.drop(parent.key)
         self._known.add(key, reservation.chain, round_, deadline, binding, prompt)
         record = RedisRecord(
@@ -822,6 +826,7 @@ class RedisBackend:
             self._state_mac(record.key, after, answer),
         )  # fmt: skip
         member = _in_flight(record)
+        self._keeper.drop(member)  # the settle ends the lease (a failed revert is owed)
         reply = await self._settle_run("settle", *args)
         if reply is None and event is Event.REVERT:
             # Left to the lease, a revert would break into needs_recovery: a recovery
@@ -836,7 +841,6 @@ class RedisBackend:
         if event in _DONE:
             self._known.drop(record.key)  # a recovery finds it in Redis again
         record.claimed = None
-        self._keeper.drop(member)
         if res:
             self._keeper.drop("s:" + res)
 
