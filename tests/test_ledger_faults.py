@@ -29,6 +29,7 @@ import redis.asyncio as redis_client
 from opgate import Completed, Failed, FailureCode, Pending, Registry
 from opgate.redis._wire import ScriptWire
 
+from conftest import free_port
 from ledger_faults import Effects, answer, prompt, replica
 from redis_server import RedisServer
 
@@ -496,3 +497,19 @@ async def test_a_confirmed_openapi_send_survives_a_stopped_redis(redis: Redis) -
             assert len(ITEMS) == 1
         finally:
             await catalog.aclose()
+
+
+def test_give_backs_owed_to_an_unreachable_redis_are_bounded() -> None:
+    """A long outage cannot grow a replica's owed give-backs without bound."""
+    from opgate.redis._ledger import MAX_OWED, _Keeper
+
+    keeper = _Keeper(
+        f"redis://127.0.0.1:{free_port()}/0", b"{x}:", 300, 0.2, lambda op, args: (op, *args)
+    )
+    try:
+        for n in range(MAX_OWED + 10):
+            keeper.owe(("settle", "k", "c", "abandon", f"c{n}", "", b""), f"r:c:k:c{n}")
+        assert keeper.owed == MAX_OWED
+        assert len(keeper._held) == MAX_OWED
+    finally:
+        keeper.close()

@@ -268,6 +268,10 @@ class _Known:
         return len(self._entries)
 
 
+#: Give-backs a replica keeps for delivery at most; beyond, the oldest is dropped (its
+#: record, if the claim did run, breaks when its lease runs out).
+MAX_OWED = 4096
+
 #: Exceptions that mean Redis could not be reached (or did not answer in time).
 _STORE_ERRORS = (RedisError, TimeoutError, OSError)
 
@@ -312,10 +316,13 @@ class _Keeper:
 
     def drop(self, *members: str) -> None:
         with self._lock:
-            for member in members:
-                count = self._held.pop(member, 0) - 1
-                if count > 0:
-                    self._held[member] = count
+            self._release(members)
+
+    def _release(self, members: tuple[str, ...]) -> None:  # locked
+        for member in members:
+            count = self._held.pop(member, 0) - 1
+            if count > 0:
+                self._held[member] = count
 
     def owe(self, args: tuple[str | int | bytes, ...], *members: str) -> None:
         """Deliver the script run ``args`` (``op, *arguments``) until Redis answers it;
@@ -324,6 +331,10 @@ class _Keeper:
             for member in members:
                 self._held[member] = self._held.get(member, 0) + 1
             self._owed.append((args, members))
+            if len(self._owed) > MAX_OWED:
+                _, dropped = self._owed.pop(0)
+                self._release(dropped)
+                logger.warning("ledger: too many give-backs owed to Redis; the oldest dropped")
             self._start()
             self._wake.notify()
 
@@ -368,11 +379,9 @@ class _Keeper:
                 delivered = [item for item in owed if self._deliver(client, item[0])]
                 with self._lock:
                     for item in delivered:
-                        self._owed.remove(item)
-                        for member in item[1]:
-                            count = self._held.pop(member, 0) - 1
-                            if count > 0:
-                                self._held[member] = count
+                        if item in self._owed:
+                            self._owed.remove(item)
+                            self._release(item[1])
                     retry = bool(self._owed)
                 if retry and not delivered:
                     stop.wait(min(self._interval, 0.2))

@@ -158,7 +158,9 @@ local function move(s, event)
   return row and row[event]
 end
 
--- Redis time, and the lease clock (see the module docstring)
+-- Redis time, and the lease clock (see the module docstring); writes after TIME
+-- need effects replication, the only mode of Redis 7 (and a no-op there)
+if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local rnow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lnow = rnow
