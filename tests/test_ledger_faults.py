@@ -244,11 +244,11 @@ class Skewed:
 async def test_a_replica_with_a_skewed_clock_cannot_run_beside_the_original(
     redis: Redis, holder: float, retrier: float
 ) -> None:
-    """Replicas whose clocks differ by 12 s, with a lease of 1 s: leases are Redis's, so
-    a retry on the other replica is ``busy`` while the original runs, whatever the
-    skew, and recovers only after it."""
-    lease = timedelta(seconds=1)
-    a = redis.replica(lease=lease, hold=lambda: 2.0, clock=Skewed(holder))
+    """Replicas whose clocks differ by 12 s, with a lease of 2 s: leases are Redis's, so
+    a retry on the other replica is ``busy`` while the original runs (for a lease and a
+    half), whatever the skew, and recovers only after it."""
+    lease = timedelta(seconds=2)
+    a = redis.replica(lease=lease, hold=lambda: 3.0, clock=Skewed(holder))
     b = redis.replica(lease=lease, hold=lambda: 0.0, clock=Skewed(retrier))
     pending = await prompt(a, 4)
     assert isinstance(pending, Pending)
