@@ -3,9 +3,10 @@
 Used by tests/test_replicas.py and benchmarks/load_replicas.py:
 
 * ``ReplicaSet(count, ledger_url=..., ...)`` starts ``count`` processes of
-  ``opgate serve replica_app:build_registry --http 127.0.0.1:PORT`` sharing one
-  secret (``OPGATE_SECRET``) and, with ``ledger_url``, one Redis ledger; it can kill
-  one (SIGKILL, mid-handler) and reports each one's RSS.
+  ``opgate serve replica_app:build_registry --http 127.0.0.1:PORT`` (or other
+  ``serve=`` arguments) sharing one secret (``OPGATE_SECRET``) and, with
+  ``ledger_url``, one Redis ledger; it can kill one (SIGKILL, mid-handler) and
+  reports each one's RSS.
 * ``RoundRobinTransport`` — an ``httpx2`` transport that sends each HTTP request to
   the next replica: what a load balancer without affinity does. The 2026-07-28 HTTP
   wire is stateless (no session), so every request may land anywhere.
@@ -71,6 +72,8 @@ class ReplicaSet:
         lease: float | None = None,
         log_dir: Path,
         environment: dict[str, str] | None = None,
+        serve: Sequence[str] = ("replica_app:build_registry",),
+        arguments: Sequence[str] = (),
     ) -> None:
         self.ports = [free_port() for _ in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -79,12 +82,13 @@ class ReplicaSet:
             filter(None, [str(BENCHMARKS), str(ROOT / "src"), environment.get("PYTHONPATH")])
         )
         for index, port in enumerate(self.ports):
-            command = [sys.executable, "-m", "opgate", "serve", "replica_app:build_registry"]
+            command = [sys.executable, "-m", "opgate", "serve", *serve]
             command += ["--http", f"127.0.0.1:{port}"]
             if ledger_url is not None:
                 command += ["--ledger", ledger_url, "--ledger-prefix", prefix]
                 if lease is not None:
                     command += ["--ledger-lease", str(lease)]
+            command += arguments
             log = (log_dir / f"replica-{index}.log").open("ab")
             self.processes.append(
                 subprocess.Popen(
@@ -211,10 +215,12 @@ async def client(
     *,
     elicitation: Callable[..., Any] | None = None,
     timeout: float = 60,
+    bearer: str | None = None,
 ) -> AsyncIterator[Client]:
     """An official MCP client whose HTTP requests go through ``transport``."""
     url = f"http://127.0.0.1:{transport.ports[0]}/mcp"
-    http = httpx2.AsyncClient(transport=transport, timeout=timeout)
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer is not None else None
+    http = httpx2.AsyncClient(transport=transport, timeout=timeout, headers=headers)
     async with (
         http,
         Client(

@@ -68,18 +68,19 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1; ``url`` is its ``redis://`` URL."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, arguments: tuple[str, ...] = ()) -> None:
         self.binary = ensure_redis_server()
         self.directory = directory
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.arguments = arguments  # more redis-server options (``--requirepass PW``)
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         """Start the server (again, on the same port) and wait until it answers."""
         log = (self.directory / "redis.log").open("ab")
         arguments = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        arguments += ["--appendonly", "no", "--dir", str(self.directory)]
+        arguments += ["--appendonly", "no", "--dir", str(self.directory), *self.arguments]
         self._process = subprocess.Popen(
             [self.binary, *arguments],
             stdout=log,
@@ -93,7 +94,7 @@ class RedisServer:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
                     sock.sendall(b"PING\r\n")
-                    if sock.recv(64).startswith(b"+PONG"):
+                    if sock.recv(64).startswith((b"+PONG", b"-NOAUTH")):  # up (auth aside)
                         return
             except OSError:
                 pass

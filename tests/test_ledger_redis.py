@@ -460,19 +460,41 @@ async def test_a_redis_restart_loses_continuations_not_cursors(tmp_path: Path) -
         server.stop()
 
 
-async def test_an_unreachable_redis_is_busy_for_prompts_only() -> None:
+async def test_an_unreachable_redis_refuses_only_what_needs_it() -> None:
+    """Redis down: a first call with input support runs as for a host without it (a
+    request for input is ``confirmation_required``, a plain call completes); an answer
+    to a prompt is ``busy``, said once ("busy: the continuation store ...")."""
     handler = Steps()
+    seen: list[bool] = []
+
+    def plain(inv: Invocation) -> Any:
+        seen.append(inv.supports(InputMode.FORM))
+        return finish(Result([Text("listed")]))
+
+    operations = [*catalog(handler), Operation("notes.list", "List notes", plain)]
     reg = Registry(
-        catalog(handler),
+        operations,
         TeamPolicy(),
         secret=SECRET,
         ledger=RedisLedger(f"redis://127.0.0.1:{free_port()}/0"),
     )
     try:
         outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
-        assert code(outcome) is FailureCode.BUSY
-        assert "unavailable" in outcome.failure.message
-        assert handler.calls == []  # refused before the handler ran
+        assert code(outcome) is FailureCode.CONFIRMATION_REQUIRED
+        assert "prompts are unavailable" in outcome.failure.message
+        assert handler.calls == [None]  # it ran, and asked for input it could not get
+        listed = await reg.invoke(Ctx(), "notes.list", "{}", input_support=FORM_SUPPORT)
+        assert isinstance(listed, Completed), listed
+        assert seen == [False]  # the handler is told that prompts cannot be shown
+        token = "A" * 43
+        answer = (token, InputResponse.accept({"ok": True}))
+        for _ in range(2):  # tried, then failed at once while Redis was just tried
+            resumed = await reg.invoke(
+                Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, resume=answer
+            )
+            assert code(resumed) is FailureCode.BUSY
+            assert str(resumed.failure).startswith("busy: the continuation store is unavailable")
+            assert str(resumed.failure).count("busy") == 1
         # calls that need no continuation do not touch Redis
         assert (
             code(await reg.invoke(Ctx(), "orders.refund", ARGS))

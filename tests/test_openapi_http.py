@@ -134,7 +134,7 @@ async def test_confirmed_change_is_sent_once(shop: tuple[Catalog, Registry]) -> 
     pending, created = await confirm(registry, "items.create", arguments)
     message = pending.prompt.message
     assert message.startswith("Send POST /items (items.create)?")
-    assert '"name": "cup"' in message
+    assert '  {"name":"cup","price":2,"tags":["kitchen"]}\n' in message
     assert LOG.count(("POST", "/api/items", "")) == 1
     assert structured(created)["id"] == 1
     again = await registry.invoke(

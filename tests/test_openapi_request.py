@@ -91,6 +91,16 @@ def test_header_injection_is_refused() -> None:
         prepare(header, {"X-A": "a\r\nEvil: 1"})
 
 
+@pytest.mark.parametrize("value", [" a", "a ", "\ta", "a\t", " "])
+def test_a_header_value_http_would_trim_is_refused(value: str) -> None:
+    """HTTP drops leading and trailing whitespace: the API would get another value
+    than the one shown (and the HTTP client refused it with a misleading failure)."""
+    header = plan("/x", param("X-A", "header", "simple", False))
+    with pytest.raises(ArgumentProblem, match="start or end with whitespace"):
+        prepare(header, {"X-A": value})
+    assert prepare(header, {"X-A": "a \t b"}).headers == (("X-A", "a \t b"),)
+
+
 @pytest.mark.parametrize("value", ["", ".", ".."])
 def test_dot_and_empty_segments_are_refused(value: str) -> None:
     with pytest.raises(ArgumentProblem, match="must not make a path segment"):

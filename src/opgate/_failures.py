@@ -64,7 +64,7 @@ DEFAULT_MESSAGES: dict[FailureCode, str] = {
         "this operation needs confirmation from a person; "
         "use the application's own authorized interface to complete it"
     ),
-    FailureCode.BUSY: "busy: try again shortly",
+    FailureCode.BUSY: "try again shortly",
     FailureCode.INTERACTION_LIMIT: "too many input prompts for one operation",
     FailureCode.EXPIRED: (
         "the continuation expired; use the application's own intent or job key "

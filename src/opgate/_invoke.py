@@ -3,7 +3,8 @@
 ``Invoker.invoke`` checks the request's options, asks ``scope_key`` and whether the
 operation is discoverable, validates the arguments (``_rules``), then either runs a
 first call (``_initial``: authorize, reserve a prompt chain if the host can show
-prompts, dispatch, conclude or commit a prompt) or answers a prompt (``_resume``:
+prompts — while a shared store is down, run as for a host that cannot — dispatch,
+conclude or commit a prompt) or answers a prompt (``_resume``:
 find and claim the record, then ``_answer`` a new answer, ``_replay`` an identical
 one, or ``_recover`` after completion or breakage). The deadline and the serving
 lifetime are checked before every dispatch and before a result is returned
@@ -17,6 +18,7 @@ reaches ``Registry.invoke``, which returns it as a ``Failed`` (real cancellation
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import math
@@ -42,7 +44,15 @@ from ._forms import FormChecks, InputMode, StoredPrompt, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONValue, parsed_canonical_bytes
 from ._keys import ScopeHashes
-from ._ledger import Binding, Event, Ledger, LedgerBackend, LedgerRecord, Lifetime
+from ._ledger import (
+    Binding,
+    Event,
+    Ledger,
+    LedgerBackend,
+    LedgerRecord,
+    LedgerUnavailable,
+    Lifetime,
+)
 from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
@@ -58,6 +68,12 @@ from ._rules import (
 )
 
 __all__ = ["Call", "Invoker"]
+
+#: ``confirmation_required`` for a call that would prompt while the shared store is down.
+PROMPTS_DOWN = (
+    "this operation needs confirmation from a person, and prompts are unavailable "
+    "while the continuation store cannot be reached; try again shortly"
+)
 
 
 @dataclass(slots=True, eq=False)  # internal and never mutated; frozen costs 0.7 µs a call
@@ -201,14 +217,21 @@ class Invoker:
         if not await self._may_execute(call):
             return Failed(unavailable())
         reservation: Any = None
+        refusal = ""  # the default confirmation_required message
         if bound is not None:
-            reservation = await self._ledger.begin(*bound)
+            try:
+                reservation = await self._ledger.begin(*bound)
+            except LedgerUnavailable:
+                # Prompts need the store, the call itself does not: it runs as for a
+                # host that cannot show prompts, and a request for input is refused.
+                call = dataclasses.replace(call, modes=frozenset())
+                refusal = PROMPTS_DOWN
         try:
             await call.checkpoint("before the operation started")
             outcome = await _dispatch(call, None)
             if outcome.kind == "await_input":
                 if reservation is None:
-                    return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED))
+                    return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED, refusal))
                 return await self._commit(call, None, outcome, reservation)
             result = conclude(call.entry, outcome, self._limits)
             await call.checkpoint("before the result was returned", fresh=not call.entry.is_async)

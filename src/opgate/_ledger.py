@@ -33,8 +33,10 @@ chain's ``Limits.chain_bytes``, through reservations taken before a handler runs
 unused reservation is released when the call returns. When a reservation cannot be
 had the request gets ``interaction_limit`` (its chain is full) or ``busy`` (its
 principal's share or the ledger is full) and nothing is evicted. New calls leave the
-last ``Limits.answer_headroom()`` bytes of a principal's share to its answers, so a
-principal whose pending prompts fill its share can still answer them.
+last ``Limits.answer_headroom()`` bytes of a principal's share to its answers, and
+every principal holding data keeps as much of the ledger for its answers
+(``answer_room``), so a principal whose pending prompts fill its share, or whose
+prompts and others' fill the ledger, can still answer them.
 
 Memory follows the accounting: a record that leaves the ledger (expiry, a closed
 lifetime, settling after either) is referenced by nothing the ledger keeps. The
@@ -70,6 +72,7 @@ __all__ = [
     "LedgerRecord",
     "LedgerStateError",
     "LedgerStatistics",
+    "LedgerUnavailable",
     "Lifetime",
     "Record",
     "RecordState",
@@ -81,11 +84,12 @@ __all__ = [
 TOKEN_LENGTH = 43
 _TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
 
-#: Public messages shared by every backend.
+#: Public messages shared by every backend (a client sees them after the code: "busy: ...").
 #: (Answering does not free the share: an answered prompt is kept for replay until it expires.)
-PRINCIPAL_FULL = "busy: you have too many pending inputs; try again once some of them expire"
-LEDGER_FULL = "busy: too many pending inputs; try again later"
-RECORD_BUSY = "busy: this input is being processed; try again"
+PRINCIPAL_FULL = "you have too many pending inputs; try again once some of them expire"
+LEDGER_FULL = "too many pending inputs on this server; try again once some of them expire"
+RECORD_BUSY = "this input is being processed; try again"
+STORE_DOWN = "the continuation store is unavailable; try again shortly"
 ANSWER_DIFFERS = "this prompt was already answered differently; an answer cannot be changed"
 
 #: Stale expiry-heap entries tolerated beyond the live records before a rebuild; the
@@ -148,6 +152,12 @@ TRANSITIONS: dict[RecordState, dict[Event, RecordState]] = {
 }
 
 IN_FLIGHT = frozenset({S.ANSWERING, S.REPLAYING, S.RECOVERING})
+
+
+class LedgerUnavailable(Exception):
+    """A shared store cannot be reached now: what ``begin`` raises then (a first call
+    runs as for a host that cannot show prompts). The other admitting calls return or
+    raise ``Failure(BUSY, STORE_DOWN)``."""
 
 
 class LedgerStateError(RuntimeError):
@@ -291,6 +301,9 @@ class LedgerBackend(Protocol, Generic[R, V]):
     * ``release``: give back what a reservation still holds; idempotent.
     * ``statistics``: a ``LedgerStatistics`` snapshot; ``aclose``: drop connections
       (a later call reconnects).
+
+    A shared store that cannot be reached makes ``begin`` raise ``LedgerUnavailable``,
+    and ``commit``, ``find``, ``claim`` and ``child_of`` raise ``Failure(BUSY, STORE_DOWN)``.
     """
 
     default_lifetime: Lifetime
@@ -322,17 +335,39 @@ class LedgerStatistics:
     principals: int
 
 
+def answer_room(new_call: bool, nbytes: int, kept: int, headroom: int) -> int:
+    """The part of the ledger kept for one principal's answers after it reserves ``nbytes``.
+
+    Every principal holding data keeps up to ``headroom`` (``Limits.answer_headroom()``)
+    of the *ledger* for its answers, as it does of its own share: a new call sets it
+    to ``headroom`` (new calls are admitted only with room for it), an answer's
+    reservation is paid from it first (``kept`` is what is kept now). Others' new calls
+    and answers never use it, so a principal whose pending prompts fill its share can
+    answer them however full the ledger is.
+    """
+    if new_call:
+        return headroom
+    return kept - min(kept, nbytes)
+
+
+def returned_room(kept: int, credit: int, released: int, limits: Limits) -> int:
+    """The principal's answer room after ``released`` bytes of a reservation that took
+    ``credit`` of it come back (what the answer did not retain is kept again)."""
+    return min(limits.answer_headroom(), kept + min(credit, released))
+
+
 class Reservation:
     """Bytes set aside in the ledger, a principal's share (and optionally a chain)
-    until settled or released."""
+    until settled or released; ``credit`` is what it took of the principal's answer room."""
 
-    __slots__ = ("_ledger", "chain", "nbytes", "scope")
+    __slots__ = ("_ledger", "chain", "credit", "nbytes", "scope")
 
     def __init__(self, ledger: Ledger, nbytes: int, chain: Chain | None, scope: bytes) -> None:
         self._ledger = ledger
         self.nbytes = nbytes
         self.chain = chain
         self.scope = scope
+        self.credit = 0
 
 
 class Ledger:
@@ -348,6 +383,8 @@ class Ledger:
         self._lock = threading.Lock()
         self._records: dict[bytes, Record] = {}
         self._by_scope: dict[bytes, int] = {}  # bytes retained or reserved per principal
+        self._rooms: dict[bytes, int] = {}  # the ledger kept for each principal's answers
+        self.rooms = 0  # their sum: used + rooms <= ledger_bytes (see answer_room)
         self._expiry: list[tuple[float, int, bytes]] = []  # (deadline, sequence, record key)
         self._sequence = itertools.count()
         self.default_lifetime = Lifetime(self)
@@ -377,13 +414,19 @@ class Ledger:
             share -= limits.answer_headroom()
         if held + nbytes > share:
             raise Failure(FailureCode.BUSY, PRINCIPAL_FULL)
-        if self.used + nbytes > limits.ledger_bytes:
+        kept = self._rooms.get(scope, 0)
+        room = answer_room(chain is None, nbytes, kept, limits.answer_headroom())
+        if self.used + self.rooms + nbytes + room - kept > limits.ledger_bytes:
             raise Failure(FailureCode.BUSY, LEDGER_FULL)
         self.used += nbytes
         self._by_scope[scope] = held + nbytes
+        self._rooms[scope] = room
+        self.rooms += room - kept
         if chain is not None:
             chain.retained += nbytes
-        return Reservation(self, nbytes, chain, scope)
+        reservation = Reservation(self, nbytes, chain, scope)
+        reservation.credit = max(0, kept - room)
+        return reservation
 
     async def release(self, reservation: Reservation) -> None:
         """Return a reservation's remaining bytes; idempotent."""
@@ -392,6 +435,12 @@ class Ledger:
                 self._release(reservation)
 
     def _release(self, reservation: Reservation) -> None:
+        if reservation.credit and reservation.nbytes:
+            kept = self._rooms.get(reservation.scope, 0)
+            room = returned_room(kept, reservation.credit, reservation.nbytes, self.limits)
+            self._rooms[reservation.scope] = room
+            self.rooms += room - kept
+        reservation.credit = 0
         self._uncharge(reservation.scope, reservation.nbytes)
         if reservation.chain is not None:
             reservation.chain.retained -= reservation.nbytes
@@ -407,6 +456,7 @@ class Ledger:
             self._by_scope[scope] = held
         else:
             del self._by_scope[scope]  # no bookkeeping is kept for principals without data
+            self.rooms -= self._rooms.pop(scope, 0)
 
     @staticmethod
     def initial_charge(arguments_bytes: int, limits: Limits) -> int:

@@ -8,8 +8,9 @@ written to stdout; logs go to stderr.
 
 Several replicas serve one catalog when they share a secret (``OPGATE_SECRET``, or
 ``--secret-file PATH``; never a command-line value, which other users of the
-machine could read) and a continuation ledger (``--ledger redis://HOST:PORT/DB``);
-see docs/deployment.md.
+machine could read) and a continuation ledger (``--ledger redis://HOST:PORT/DB``, or
+the URL in ``OPGATE_LEDGER_URL``; Redis's password in ``OPGATE_LEDGER_PASSWORD`` or
+``--ledger-password-file PATH``, never on the command line); see docs/deployment.md.
 
 ``opgate serve --openapi SPEC --base-url URL [--header NAME=ENVVAR ...]
 [--confirm METHODS]`` serves every operation of an OpenAPI 3.0/3.1 file instead
@@ -38,6 +39,14 @@ LOOPBACK = "127.0.0.1"
 
 #: The environment variable that carries the shared secret (its UTF-8 bytes).
 SECRET_ENV = "OPGATE_SECRET"
+
+#: The environment variables that carry the ledger's URL (it may hold credentials) and
+#: Redis's password: the command line of a process is readable by every local user.
+LEDGER_URL_ENV = "OPGATE_LEDGER_URL"
+LEDGER_PASSWORD_ENV = "OPGATE_LEDGER_PASSWORD"
+
+#: Longest secret or password file read.
+SECRET_FILE_BYTES = 8192
 
 
 class UsageError(Exception):
@@ -156,7 +165,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--ledger",
         metavar="URL",
-        help="a shared continuation ledger, redis://HOST:PORT/DB (needs the shared secret)",
+        help="a shared continuation ledger, redis://HOST:PORT/DB (needs the shared secret; "
+        f"no password here: see --ledger-password-file); default: ${LEDGER_URL_ENV}",
+    )
+    serve.add_argument(
+        "--ledger-password-file",
+        metavar="PATH",
+        help="with a ledger: Redis's password (one trailing newline ignored); "
+        f"default: ${LEDGER_PASSWORD_ENV}",
     )
     serve.add_argument(
         "--ledger-prefix",
@@ -202,38 +218,109 @@ def _load(spec: str, what: str) -> Any:
     return value
 
 
+def _read_secret_file(path: str, option: str) -> bytes:
+    """A secret file's bytes, one trailing newline dropped."""
+    try:
+        with open(path, "rb") as file:
+            secret = file.read(SECRET_FILE_BYTES)
+    except OSError as exc:
+        raise UsageError(f"cannot read {option}: {exc.strerror}") from None
+    return secret[:-1] if secret.endswith(b"\n") else secret
+
+
 def _secret(arguments: argparse.Namespace) -> bytes | None:
     """The shared secret from ``--secret-file`` or ``OPGATE_SECRET``, if any."""
     if arguments.secret_file:
-        try:
-            with open(arguments.secret_file, "rb") as file:
-                secret = file.read(8192)
-        except OSError as exc:
-            raise UsageError(f"cannot read --secret-file: {exc.strerror}") from None
-        return secret[:-1] if secret.endswith(b"\n") else secret
+        return _read_secret_file(arguments.secret_file, "--secret-file")
     value = os.environ.get(SECRET_ENV)
     return value.encode("utf-8") if value else None
 
 
-def _ledger(arguments: argparse.Namespace) -> Any:
-    """The shared ledger ``--ledger`` names, if any."""
+def _ledger_password(arguments: argparse.Namespace) -> str | None:
+    """Redis's password from ``--ledger-password-file`` or ``OPGATE_LEDGER_PASSWORD``."""
+    if arguments.ledger_password_file:
+        data = _read_secret_file(arguments.ledger_password_file, "--ledger-password-file")
+        try:
+            password = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("--ledger-password-file must hold UTF-8 text") from None
+        if not password:
+            raise UsageError("--ledger-password-file is empty")
+        return password
+    return os.environ.get(LEDGER_PASSWORD_ENV) or None
+
+
+def _ledger_url(arguments: argparse.Namespace) -> tuple[str, str] | None:
+    """The ledger URL and where it came from (``--ledger`` or ``OPGATE_LEDGER_URL``)."""
+    from_env = os.environ.get(LEDGER_URL_ENV) or None
     if arguments.ledger is None:
+        return None if from_env is None else (from_env, f"${LEDGER_URL_ENV}")
+    if from_env is not None:
+        raise UsageError(f"give the ledger URL once: --ledger or ${LEDGER_URL_ENV}, not both")
+    return arguments.ledger, "--ledger"
+
+
+def _ledger(arguments: argparse.Namespace) -> Any:
+    """The shared ledger ``--ledger`` (or ``OPGATE_LEDGER_URL``) names, if any."""
+    found = _ledger_url(arguments)
+    if found is None:
         if arguments.ledger_lease is not None:
             raise UsageError("--ledger-lease needs --ledger")
+        if arguments.ledger_password_file:
+            raise UsageError("--ledger-password-file needs --ledger")
         return None
-    if not arguments.ledger.startswith(("redis://", "rediss://", "unix://")):
-        raise UsageError("--ledger must be a redis://HOST:PORT/DB URL")
+    url, source = found
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise UsageError(f"{source} must be a redis://HOST:PORT/DB, rediss:// or unix:// URL")
     try:
+        from redis.asyncio.connection import parse_url
+
         from .redis import RedisLedger
+        from .redis._ledger import url_has_password
     except ImportError:
         raise UsageError("--ledger needs the redis extra: pip install 'opgate[redis]'") from None
     from datetime import timedelta
 
+    try:
+        in_url = url_has_password(url)
+        options_in_url: dict[str, Any] = dict(parse_url(url))
+    except ValueError:
+        raise UsageError(f"{source} is not a Redis URL redis-py can read") from None
+    if url.startswith("rediss://") and options_in_url.get("ssl_cert_reqs") in ("none", "optional"):
+        print(
+            "opgate: warning: the ledger URL turns TLS certificate verification off "
+            "(ssl_cert_reqs): whoever is on the path can pose as Redis and read its password",
+            file=sys.stderr,
+            flush=True,
+        )
+    if in_url and source == "--ledger":
+        # Refused, not warned: the process list shows a command line to every local user.
+        raise UsageError(
+            "the --ledger URL holds a password, which every user of this machine can read "
+            f"in the process list: give it with --ledger-password-file PATH or "
+            f"${LEDGER_PASSWORD_ENV}, or put the whole URL in ${LEDGER_URL_ENV}"
+        )
     options: dict[str, Any] = {"prefix": arguments.ledger_prefix}
     if arguments.ledger_lease is not None:
         options["lease"] = timedelta(seconds=arguments.ledger_lease)
+    password = _ledger_password(arguments)
+    if password is not None:
+        if in_url:
+            raise UsageError(
+                f"{source} already holds a password: drop it there or drop "
+                f"--ledger-password-file/${LEDGER_PASSWORD_ENV}"
+            )
+        options["password"] = password
+    host = options_in_url.get("host", "")
+    if (in_url or password is not None) and url.startswith("redis://") and not _is_loopback(host):
+        print(
+            "opgate: warning: Redis's password travels in clear over redis:// to another "
+            "machine: use rediss:// (TLS)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
-        return RedisLedger(arguments.ledger, **options)
+        return RedisLedger(url, **options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -378,6 +465,7 @@ def _serve(arguments: argparse.Namespace) -> int:
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
+    _check_ledger(gateway)
     if arguments.http is None:
         if arguments.token_verifier:
             raise UsageError("--token-verifier needs --http (stdio has one local principal)")
@@ -386,6 +474,52 @@ def _serve(arguments: argparse.Namespace) -> int:
         anyio.run(gateway.run_stdio)
         return 0
     return _serve_http(gateway, arguments)
+
+
+def _check_ledger(gateway: Any) -> None:
+    """Say on stderr whether the shared ledger answers; refuse one that rejects us.
+
+    An unreachable Redis is an outage, not a mistake: the replica serves (calls that
+    would prompt run without input support) and says so. A Redis that refuses this
+    replica's credentials or rights, or whose TLS certificate fails verification,
+    will not heal by itself: that stops the start.
+    """
+    backend = gateway.registry._ledger
+    check = getattr(backend, "check", None)
+    if check is None:
+        return
+    import anyio
+    from redis.exceptions import AuthenticationError, NoPermissionError
+
+    async def probe() -> BaseException | None:
+        try:
+            result: BaseException | None = await check()
+            return result
+        finally:
+            await backend.aclose()  # its connections belong to this event loop
+
+    error = anyio.run(probe)
+    where = backend.health.where
+    if error is None:
+        print(f"opgate: ledger {where} is reachable", file=sys.stderr, flush=True)
+        return
+    reason = f"{type(error).__name__}: {str(error)[:200]}"
+    if isinstance(error, AuthenticationError | NoPermissionError):
+        raise UsageError(
+            f"the ledger at {where} refused this replica ({reason}): check the password "
+            f"(${LEDGER_PASSWORD_ENV}, --ledger-password-file) and the Redis user's rights"
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in str(error):  # redis-py keeps only the text
+        raise UsageError(
+            f"the ledger at {where} failed TLS certificate verification ({reason}): give "
+            "the CA that signed Redis's certificate with ?ssl_ca_certs=PATH in the URL"
+        )
+    print(
+        f"opgate: the ledger at {where} is unreachable ({reason}); serving anyway: calls "
+        "run without input prompts and answers get busy until it is back",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _serve_http(gateway: Any, arguments: argparse.Namespace) -> int:

@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from dataclasses import replace
 from typing import Any
 
+import httpx2
+
 from opgate import (
     ConfigurationError,
     Execute,
@@ -41,12 +43,21 @@ from opgate import (
     fail,
 )
 
-from ._confirm import SentLog, confirmation
+from ._confirm import (
+    MISMATCH,
+    SentLog,
+    Unshowable,
+    confirmation,
+    hidden_headers,
+    render,
+    request_digest,
+    unshowable,
+)
 from ._document import load_document
-from ._http import Upstream
+from ._http import Upstream, request_headers
 from ._operations import OperationPlan, plan_operations
 from ._report import Report
-from ._request import ArgumentProblem, prepare
+from ._request import ArgumentProblem, PreparedRequest, prepare
 
 __all__ = ["SAFE_METHODS", "UNSAFE_METHODS", "Catalog", "HeaderSource", "build_catalog"]
 
@@ -118,19 +129,22 @@ class _Handler:
             prepared = prepare(plan, inv.arguments)
         except ArgumentProblem as exc:
             return fail(f"not sent: {exc}")
-        if plan.method not in catalog.confirm:
-            reply = await catalog._upstream.send(
-                prepared,
-                await catalog._headers(plan.name),
-                has_output_schema=plan.output_schema is not None,
+        upstream = catalog._upstream
+        has_output_schema = plan.output_schema is not None
+        resume = inv.resume
+        # An answer is checked as an answer even where this method is not confirmed (a
+        # replica configured otherwise): a declined or replayed answer never sends.
+        if plan.method not in catalog.confirm and resume is None:
+            reply = await upstream.send(
+                prepared, await catalog._headers(plan.name), has_output_schema=has_output_schema
             )
             return reply.outcome()
-        resume = inv.resume
         if resume is None:
-            return await_input(confirmation(plan.name, prepared, secrets.token_urlsafe(18)))
+            return await self._ask(prepared)
         state = resume.state
         key = state.get("send") if isinstance(state, dict) else None
-        if not isinstance(key, str):
+        digest = state.get("request") if isinstance(state, dict) else None
+        if not isinstance(key, str) or not isinstance(digest, str):
             return fail("not sent: the confirmation is not recognised")
         if resume.action is not InputAction.ACCEPT or resume.answers != {"confirm": True}:
             return fail(f"not sent: {plan.method} {prepared.path} was not confirmed")
@@ -141,11 +155,37 @@ class _Handler:
         except BaseException:
             catalog._sent.record(key, None, "not sent: the host's headers failed")
             raise
-        reply = await catalog._upstream.send(
-            prepared, headers, has_output_schema=plan.output_schema is not None
+        hidden = hidden_headers(headers, upstream.client())
+
+        def shown(request: httpx2.Request) -> str | None:
+            return None if request_digest(request, hidden) == digest else MISMATCH
+
+        reply = await upstream.send(
+            prepared,
+            headers,
+            has_output_schema=has_output_schema,
+            check=shown,
+            follow_redirects=False,
         )
         catalog._sent.record(key, reply.result, reply.message)
         return reply.outcome()
+
+    async def _ask(self, prepared: PreparedRequest) -> Any:
+        """The confirmation of the exact request ``prepared`` makes (see ``_confirm``)."""
+        catalog, plan = self._catalog, self.plan
+        upstream = catalog._upstream
+        headers = await catalog._headers(plan.name)
+        try:
+            request = upstream.build(prepared, request_headers(prepared, headers))
+        except ValueError:
+            return fail("refused: the request would leave the API's base URL")
+        hidden = hidden_headers(headers, upstream.client())
+        try:
+            message = render(plan.name, plan.path, request, hidden, catalog._form_budget)
+        except Unshowable as exc:
+            return unshowable(str(exc))
+        key = secrets.token_urlsafe(18)
+        return await_input(confirmation(message, key, request_digest(request, hidden)))
 
 
 class Catalog:
@@ -175,6 +215,7 @@ class Catalog:
         self._upstream = upstream
         self._header_source = headers
         self._limits = limits
+        self._form_budget = (limits or Limits()).form_schema_bytes
         self._sent = SentLog()
         self.plans = {plan.name: plan for plan in plans}
         self._names = frozenset(self.plans)
@@ -210,6 +251,7 @@ class Catalog:
         the whole catalog. ``limits`` defaults to the ones given to ``build_catalog``.
         """
         limits = limits if limits is not None else self._limits
+        self._form_budget = (limits or Limits()).form_schema_bytes
         wrapped = self.policy(policy)
         try:
             return Registry(self.operations, wrapped, limits=limits)

@@ -11,12 +11,17 @@ Requests
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header.
 * Redirects are never followed by the client. A redirect of a ``GET``/``HEAD`` to a
-  URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times); any
-  other redirect ends the call with a failure that does not reveal the location.
+  URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times), unless
+  ``send(follow_redirects=False)`` (a confirmed request); any other redirect ends the
+  call with a failure that does not reveal the location.
+* ``build`` makes the exact first request (``request_headers`` composes its
+  headers) without sending it, for the confirmation form; ``send(check=...)`` lets
+  the caller refuse that exact request before anything is sent.
 * ``timeout`` bounds the whole exchange, body included; the client's own connect,
   read, write and pool timeouts use the same value. ``trust_env`` is off: no proxy,
   ``.netrc`` or certificate settings are picked up from the environment behind the
-  host's back (pass your own ``client=`` for those).
+  host's back (pass your own ``client=`` for those). The client keeps no cookies: a
+  ``Set-Cookie`` in one principal's response never rides on another's request.
 
 Responses
 ---------
@@ -39,9 +44,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import anyio
@@ -57,6 +63,7 @@ __all__ = [
     "Reply",
     "Upstream",
     "check_base_url",
+    "request_headers",
 ]
 
 #: Redirects followed within the base URL for GET and HEAD.
@@ -112,6 +119,25 @@ def check_base_url(base_url: str) -> httpx2.URL:
     return url
 
 
+def _no_cookies() -> CookieJar:
+    """A cookie jar that keeps nothing: the shared client serves every principal."""
+    return CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+
+
+def request_headers(prepared: PreparedRequest, host_headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top."""
+    headers: dict[str, str] = {}
+    lowered_host = {name.lower() for name in host_headers}
+    for name, value in prepared.headers:
+        if name.lower() not in lowered_host:
+            headers[name] = value
+    if prepared.content_type is not None:
+        headers["Content-Type"] = prepared.content_type
+    headers.setdefault("Accept", "application/json, */*;q=0.5")
+    headers.update(host_headers)
+    return headers
+
+
 def _media_type(response: httpx2.Response) -> str:
     return response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
@@ -153,6 +179,7 @@ class Upstream:
                 ),
                 follow_redirects=False,
                 trust_env=False,
+                cookies=_no_cookies(),
             )
         return self._client
 
@@ -174,37 +201,52 @@ class Upstream:
         path = url.raw_path.decode("ascii").split("?", 1)[0]
         return path == self._base_path or path.startswith(self._base_path + "/")
 
+    def build(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
+        """The first request for ``prepared`` with ``headers`` (``request_headers``), unsent.
+
+        ``ValueError`` if it would leave the base URL.
+        """
+        return self.client().build_request(
+            prepared.method,
+            self.url(prepared.path),
+            params=list(prepared.query),
+            headers=headers,
+            content=prepared.content,
+        )
+
     async def send(
         self,
         prepared: PreparedRequest,
         host_headers: Mapping[str, str],
         *,
         has_output_schema: bool,
+        check: Callable[[httpx2.Request], str | None] | None = None,
+        follow_redirects: bool = True,
     ) -> Reply:
-        """Send ``prepared`` and return how it ended (never raises for HTTP problems)."""
+        """Send ``prepared`` and return how it ended (never raises for HTTP problems).
+
+        ``check`` sees the exact first request before it is sent; a message it
+        returns is the failure, and nothing is sent. Without ``follow_redirects``
+        only that request is sent (a confirmed one: nothing the person did not see).
+        """
+        headers = request_headers(prepared, host_headers)
         try:
-            url = self.url(prepared.path)
+            request = self.build(prepared, headers)
         except ValueError:
             return _failed("refused: the request would leave the API's base URL")
-        headers: dict[str, str] = {}
-        lowered_host = {name.lower() for name in host_headers}
-        for name, value in prepared.headers:
-            if name.lower() not in lowered_host:
-                headers[name] = value
-        if prepared.content_type is not None:
-            headers["Content-Type"] = prepared.content_type
-        headers.setdefault("Accept", "application/json, */*;q=0.5")
-        headers.update(host_headers)
+        if check is not None:
+            refusal = check(request)
+            if refusal is not None:
+                return _failed(refusal)
         secrets = sorted(
             {v for v in host_headers.values() if len(v) >= 4}
             | {part for v in host_headers.values() for part in v.split() if len(part) >= 8},
             key=len,
             reverse=True,
         )
-        method = prepared.method
         try:
             with anyio.fail_after(self.timeout):
-                response, body, truncated = await self._exchange(method, url, prepared, headers)
+                response, body, truncated = await self._exchange(request, headers, follow_redirects)
         except TimeoutError:
             return _failed(
                 f"the API did not answer within {self.timeout:g} s "
@@ -220,18 +262,12 @@ class Upstream:
         return self._success(response, body, truncated, has_output_schema)
 
     async def _exchange(
-        self, method: str, url: str, prepared: PreparedRequest, headers: dict[str, str]
+        self, request: httpx2.Request, headers: dict[str, str], follow_redirects: bool
     ) -> tuple[httpx2.Response, bytes, bool]:
         client = self.client()
         limit = max(self.result_bytes * 4, 64 * 1024)
+        method = request.method
         for _ in range(MAX_REDIRECTS + 1):
-            request = client.build_request(
-                method,
-                url,
-                params=list(prepared.query),
-                headers=headers,
-                content=prepared.content,
-            )
             response = await client.send(request, stream=True, follow_redirects=False)
             try:
                 chunks: list[bytes] = []
@@ -247,12 +283,15 @@ class Upstream:
                 await response.aclose()
             body = b"".join(chunks)[:limit]
             location = response.headers.get("location")
-            if response.is_redirect and location and method in ("GET", "HEAD"):
+            follow = follow_redirects and method in ("GET", "HEAD")
+            if response.is_redirect and location and follow:
                 target = response.url.join(location)
                 if self._inside(target):
-                    url = str(target.copy_with(query=None))
-                    prepared = PreparedRequest(
-                        method, "", tuple(target.params.multi_items()), (), None, None
+                    request = client.build_request(
+                        method,
+                        str(target.copy_with(query=None)),
+                        params=tuple(target.params.multi_items()),
+                        headers=headers,
                     )
                     continue
             return response, body, truncated
@@ -333,8 +372,8 @@ def _failure(response: httpx2.Response, body: bytes, secrets: list[str]) -> Repl
     head = f"HTTP {status} {response.reason_phrase}".strip()
     if 300 <= status < 400:
         return _failed(
-            f"{head}: the API redirected the request elsewhere; redirects that leave the "
-            "base URL, and redirects of methods other than GET and HEAD, are not followed",
+            f"{head}: the API redirected the request elsewhere; only a GET or HEAD redirect "
+            "within the base URL is followed, and none of a confirmed request",
             diagnostics={"status": status},
         )
     text = body.decode(response.encoding or "utf-8", errors="replace")

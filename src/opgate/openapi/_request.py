@@ -17,13 +17,17 @@ Serialization follows OpenAPI's ``style``/``explode`` rules: path ``simple``,
 JSON ``content`` are sent as compact JSON text. Numbers are written exactly
 (``Decimal`` in positional notation), booleans as ``true``/``false``; a ``null``
 query or header value is left out.
+
+A JSON body is written in printable ASCII: every other character of its strings is
+a JSON escape (``\\u202e``, ``\\n``), so the bytes sent are text a person can read
+exactly as they are (see ``_confirm``); a JSON reader gets the same values.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -31,7 +35,7 @@ from urllib.parse import quote, urlencode
 
 from ._operations import OperationPlan, ParamPlan
 
-__all__ = ["ArgumentProblem", "PreparedRequest", "json_bytes", "prepare"]
+__all__ = ["ArgumentProblem", "PreparedRequest", "json_bytes", "prepare", "quoted"]
 
 _TEMPLATE = re.compile(r"{([^{}]*)}")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
@@ -53,12 +57,33 @@ class PreparedRequest:
     content_type: str | None
 
 
-def json_bytes(value: Any) -> bytes:
-    """Compact JSON with exact numbers (``Decimal`` written as it is)."""
-    return _json(value).encode("utf-8")
+def json_bytes(value: Any, *, ascii: bool = False) -> bytes:
+    """Compact JSON with exact numbers (``Decimal`` written as it is).
+
+    With ``ascii``, strings are written by ``quoted``: the result is printable ASCII.
+    """
+    return _json(value, quoted if ascii else _string).encode("utf-8")
 
 
-def _json(value: Any) -> str:
+def quoted(text: str) -> str:
+    """``text`` as a JSON string of printable ASCII: anything else is a JSON escape.
+
+    ``<``, ``>`` and ``&`` are escapes too: a client that renders the message as
+    HTML or Markdown can then neither hide a span (``<!-- ... -->``) nor turn an
+    entity (``&#x202e;``) into the character it names.
+    """
+    # ensure_ascii escapes DEL too
+    return json.dumps(text).translate(_MARKUP)
+
+
+_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def _string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _json(value: Any, string: Callable[[str], str] = _string) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -72,17 +97,12 @@ def _json(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return string(value)
     if isinstance(value, Mapping):
-        return (
-            "{"
-            + ",".join(
-                f"{json.dumps(str(k), ensure_ascii=False)}:{_json(v)}" for k, v in value.items()
-            )
-            + "}"
-        )
+        members = (f"{string(str(k))}:{_json(v, string)}" for k, v in value.items())
+        return "{" + ",".join(members) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ",".join(_json(v) for v in value) + "]"
+        return "[" + ",".join(_json(v, string) for v in value) + "]"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
@@ -129,7 +149,7 @@ def prepare(plan: OperationPlan, arguments: Mapping[str, Any]) -> PreparedReques
                 raise ArgumentProblem("a form-encoded body must be an object")
             content = urlencode(_form_pairs(body)).encode("ascii")
         else:
-            content = json_bytes(body)
+            content = json_bytes(body, ascii=True)
     return PreparedRequest(plan.method, path, tuple(query), tuple(headers), content, content_type)
 
 
@@ -225,6 +245,9 @@ def _header_value(param: ParamPlan, value: Any) -> str:
         raise ArgumentProblem(
             f"header {param.name[:60]!r} may hold only printable ASCII characters"
         )
+    if text != text.strip(" \t"):
+        # HTTP trims such whitespace (RFC 9110, 5.5): the API would get another value.
+        raise ArgumentProblem(f"header {param.name[:60]!r} may not start or end with whitespace")
     return text
 
 

@@ -46,9 +46,13 @@ and who may run a transition:
   lifetime (see ``Lifetime``): a prompt issued on one replica is answerable on all
   of them, and a replica's shutdown expires nothing. Direct ``Registry.invoke``
   calls without ``lifetime=`` share a second, ``direct`` lifetime.
-* When Redis cannot be reached, admissions (``begin``, ``find``, ``claim``,
-  ``commit``) answer ``busy``; settling calls are logged and left to the lease,
-  except the give-backs above, which the keeper delivers.
+* When Redis cannot be reached, admissions (``find``, ``claim``, ``commit``,
+  ``child_of``) answer ``busy``, and ``begin`` raises ``LedgerUnavailable`` (a first
+  call then runs without input support); settling calls are logged and left to the
+  lease, except the give-backs above, which the keeper delivers.
+  ``_Health`` says so in the log when it starts and ends (and every
+  ``HEALTH_REMINDER`` while it lasts); while it lasts, one call per
+  ``RETRY_INTERVAL`` tries Redis and the others do not wait for it.
 * Round trips: a prompt is ``begin`` + ``commit``; a resume on the replica that
   issued the prompt is ``claim`` + ``settle`` (``find`` answers from ``_Known``),
   on another replica ``find`` + ``claim`` + ``settle``. Scripts go through
@@ -87,10 +91,12 @@ from .._ledger import (
     LEDGER_FULL,
     PRINCIPAL_FULL,
     RECORD_BUSY,
+    STORE_DOWN,
     Binding,
     Event,
     Ledger,
     LedgerStatistics,
+    LedgerUnavailable,
     Lifetime,
     RecordState,
     token_hash,
@@ -119,7 +125,11 @@ RETENTION_GRACE = timedelta(seconds=60)
 #: script that Redis runs later than half of it after it was sent does nothing.
 CALL_TIMEOUT = timedelta(seconds=10)
 
-STORE_DOWN = "busy: the continuation store is unavailable; try again shortly"
+#: While Redis is unreachable, how often a call tries it again (the others fail at once).
+RETRY_INTERVAL = 1.0
+
+#: While Redis is unreachable, how often the log says it still is.
+HEALTH_REMINDER = 60.0
 
 _PROMPT_AAD = b"opgate/ledger/prompt/v1"
 _TOKEN_AAD = b"opgate/ledger/child-token/v1"
@@ -135,15 +145,16 @@ class RedisLedger:
     """A continuation ledger in Redis: ``Registry(..., secret=..., ledger=RedisLedger(url))``.
 
     ``url`` is a ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``) URL;
-    ``prefix`` names the deployment's keys (one hash tag, so one cluster slot;
-    deployments sharing a Redis need different prefixes); ``lease`` is how long a
-    transition survives its replica (default 15 s), measured by Redis; ``timeout``
-    how long a call may wait for Redis before it answers ``busy`` (default 10 s).
-    Every replica must use the same URL, prefix, lease, secret, definitions and
-    ``Limits``. Needs the ``redis`` extra.
+    ``password`` is Redis's password when the URL holds none (give it once: in the
+    URL or here, not both); ``prefix`` names the deployment's keys (one hash tag, so
+    one cluster slot; deployments sharing a Redis need different prefixes);
+    ``lease`` is how long a transition survives its replica (default 15 s), measured
+    by Redis; ``timeout`` how long a call may wait for Redis before it answers
+    ``busy`` (default 10 s). Every replica must use the same URL, prefix, lease,
+    secret, definitions and ``Limits``. Needs the ``redis`` extra.
     """
 
-    __slots__ = ("_lease", "_prefix", "_timeout", "_url")
+    __slots__ = ("_lease", "_password", "_prefix", "_timeout", "_url")
 
     def __init__(
         self,
@@ -151,24 +162,43 @@ class RedisLedger:
         *,
         prefix: str = "opgate",
         lease: timedelta = DEFAULT_LEASE,
+        password: str | None = None,
         timeout: timedelta = CALL_TIMEOUT,
     ) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ValueError("RedisLedger needs a redis://HOST:PORT/DB URL")
+        try:
+            holds_password = url_has_password(url)
+        except ValueError:
+            raise ValueError(
+                "RedisLedger needs a redis://HOST:PORT/DB, rediss:// or unix:// URL"
+            ) from None
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{} "):
             raise ValueError("RedisLedger prefix must be a nonempty name without braces or spaces")
         if not isinstance(lease, timedelta) or lease < MIN_LEASE:
             raise ValueError(f"RedisLedger lease must be a timedelta of at least {MIN_LEASE}")
         if not isinstance(timeout, timedelta) or timeout < MIN_LEASE:
             raise ValueError(f"RedisLedger timeout must be a timedelta of at least {MIN_LEASE}")
+        if password is not None:
+            if not isinstance(password, str) or not password:
+                raise ValueError("RedisLedger password must be a nonempty str")
+            if holds_password:
+                raise ValueError(
+                    "RedisLedger got a password twice: in the URL and as password=; give one"
+                )
         self._url = url
         self._prefix = prefix
         self._lease = lease
         self._timeout = timeout
+        self._password = password
 
     def __repr__(self) -> str:
         # no URL: it may hold a password
         return f"RedisLedger(prefix={self._prefix!r}, lease={self._lease!r})"
+
+    def __reduce__(self) -> NoReturn:
+        # a pickle or copy would carry the URL and the password
+        raise TypeError("a RedisLedger cannot be pickled (it holds Redis's credentials)")
 
     def bind(
         self,
@@ -181,8 +211,32 @@ class RedisLedger:
         """The backend one registry uses."""
         return RedisBackend(
             self._url, self._prefix, self._lease, limits=limits, clock=clock, keys=keys,
-            revision=revision, timeout=self._timeout,
+            revision=revision, timeout=self._timeout, password=self._password,
         )  # fmt: skip
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a Redis URL carries a password (``:PASS@`` or a ``password=`` query
+    option, as redis-py reads it); ``ValueError`` for a URL redis-py cannot read."""
+    from redis.asyncio.connection import parse_url
+
+    return any("password" in name for name in parse_url(url))
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its credentials and query options, fit for a log line."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<an unreadable Redis URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    user = "***@" if parts.username or parts.password else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
 
 
 @dataclass(slots=True, eq=False)
@@ -268,6 +322,70 @@ class _Known:
         return len(self._entries)
 
 
+class _Health:
+    """Whether this replica reaches Redis; a change is said once in the log.
+
+    ``where`` is the URL without credentials. While Redis is down, ``skip()`` lets
+    one call per ``RETRY_INTERVAL`` try it and fails the others at once, so that an
+    outage does not make every call wait for a connection attempt.
+    """
+
+    __slots__ = ("_last_said", "_last_try", "down_since", "probing", "where")
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.down_since: float | None = None
+        self.probing = False  # a call is trying Redis while it is down
+        self._last_try = 0.0
+        self._last_said = 0.0
+
+    def skip(self) -> bool:
+        """Whether to fail this call without trying Redis: it is down, and another call
+        is trying it or just did. (A call let through must end with ``done()``.)"""
+        if self.down_since is None:
+            return False
+        now = time.monotonic()
+        if self.probing or now - self._last_try < RETRY_INTERVAL:
+            return True
+        self._last_try = now
+        self.probing = True
+        return False
+
+    def done(self) -> None:
+        """The call ``skip()`` let through has its answer (whatever it was)."""
+        self.probing = False
+
+    def failed(self, op: str, exc: BaseException, *, quiet: bool = False) -> None:
+        """Redis failed ``op``: say so if it was up (or a reminder is due)."""
+        now = time.monotonic()
+        self._last_try = now
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if self.down_since is None:
+            self.down_since = now
+            self._last_said = now
+            if not quiet:
+                logger.warning(
+                    "ledger %s: the continuation store at %s is unavailable (%s); calls run "
+                    "without input prompts and answers get busy until it is back",
+                    op, self.where, reason,
+                )  # fmt: skip
+        elif now - self._last_said >= HEALTH_REMINDER:
+            self._last_said = now
+            logger.warning(
+                "ledger: the continuation store at %s is still unavailable after %.0f s (%s)",
+                self.where, now - self.down_since, reason,
+            )  # fmt: skip
+
+    def ok(self) -> None:
+        """Redis answered: say so if it was down."""
+        if self.down_since is not None:
+            logger.warning(
+                "ledger: the continuation store at %s is available again after %.0f s",
+                self.where, time.monotonic() - self.down_since,
+            )  # fmt: skip
+            self.down_since = None
+
+
 #: Give-backs a replica keeps for delivery at most; beyond, the oldest is dropped (its
 #: record, if the claim did run, breaks when its lease runs out).
 MAX_OWED = 4096
@@ -294,8 +412,10 @@ class _Keeper:
         lease_ms: int,
         timeout: float,
         argv: Callable[[str, tuple[str | int | bytes, ...]], tuple[str | int | bytes, ...]],
+        password: str | None = None,
     ) -> None:
         self._url = url
+        self._password = password
         self._key = key
         self._interval = lease_ms / 4000
         self._timeout = timeout
@@ -361,7 +481,10 @@ class _Keeper:
 
     def _run(self, stop: threading.Event) -> None:
         client = Redis.from_url(
-            self._url, socket_timeout=self._timeout, socket_connect_timeout=CONNECT_TIMEOUT
+            self._url,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            password=self._password,
         )
         try:
             while True:
@@ -437,8 +560,11 @@ class RedisBackend:
         keys: RegistryKeys,
         revision: str,
         timeout: timedelta = CALL_TIMEOUT,
+        password: str | None = None,
     ) -> None:
         self._url = url
+        self._password = password
+        self.health = _Health(redacted_url(url))
         self._key_prefix = f"{{{prefix}}}:"
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._grace_ms = self._lease_ms + int(RETENTION_GRACE.total_seconds() * 1000)
@@ -462,13 +588,18 @@ class RedisBackend:
         self._known = _Known()
         # Redis's clock as last seen: (its time in ms, time.monotonic() when the reply came)
         self._redis_time: tuple[int, float] | None = None
-        self._keeper = _Keeper(url, self._key, self._lease_ms, self._timeout, self._keeper_argv)
+        self._keeper = _Keeper(
+            url, self._key, self._lease_ms, self._timeout, self._keeper_argv, password
+        )
         #: Records refused because they failed authentication (diagnostics and tests).
         self.forged = 0
         self.default_lifetime = Lifetime(self, DIRECT)
 
     def __repr__(self) -> str:
         return f"<RedisBackend {self._key_prefix!r}>"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a RedisBackend cannot be pickled (it holds keys and credentials)")
 
     # -- lifetimes ------------------------------------------------------------------
 
@@ -486,7 +617,7 @@ class RedisBackend:
         loop = asyncio.get_running_loop()
         if self._wire is None or self._loop is not loop:
             # connections belong to the event loop that opened them
-            self._wire = ScriptWire(self._url, SCRIPT)
+            self._wire = ScriptWire(self._url, SCRIPT, password=self._password)
             self._loop = loop
         return self._wire
 
@@ -546,11 +677,22 @@ class RedisBackend:
     async def _admit(
         self, op: str, now_ms: int, *args: str | int | bytes, late: bool = False
     ) -> list[Any]:
-        """``_run`` for a call that admits work: an unreachable store is ``busy``."""
+        """``_run`` for a call that admits work: an unreachable store (or a script Redis
+        ran too late) is ``busy`` (``LedgerUnavailable`` for ``begin``)."""
+        if self.health.skip():
+            raise LedgerUnavailable() if op == "begin" else Failure(FailureCode.BUSY, STORE_DOWN)
+        probe = self.health.probing  # set by skip() for this call only (no await between)
         try:
             reply = await self._run(op, now_ms, *args, late=late)
         except _STORE_ERRORS as exc:
-            _unavailable(op, exc)
+            self.health.failed(op, exc)
+            if op == "begin":
+                raise LedgerUnavailable() from None
+            raise Failure(FailureCode.BUSY, STORE_DOWN) from None
+        finally:
+            if probe:
+                self.health.done()
+        self.health.ok()
         if reply[0] == "late":
             logger.warning("ledger %s: Redis ran it too late; nothing was done", op)
             raise Failure(FailureCode.BUSY, STORE_DOWN)
@@ -559,12 +701,25 @@ class RedisBackend:
     async def _settle_run(self, op: str, *args: str | int | bytes) -> list[Any] | None:
         """``_run`` for a settling call: failures are logged (``None``) and left to the lease."""
         try:
-            return await self._run(op, self._now_ms(), *args)
+            reply = await self._run(op, self._now_ms(), *args)
         except _STORE_ERRORS as exc:
+            self.health.failed(op, exc)
             logger.warning(
                 "ledger %s not recorded (%s); the lease expires it", op, type(exc).__name__
             )
             return None
+        self.health.ok()
+        return reply
+
+    async def check(self) -> BaseException | None:
+        """Try Redis once (no log line): ``None`` when it answers, else the error."""
+        try:
+            await self._run("stats", self._now_ms())
+        except _STORE_ERRORS as exc:
+            self.health.failed("check", exc, quiet=True)
+            return exc
+        self.health.ok()
+        return None
 
     # -- sealing and authentication -----------------------------------------------------
 
@@ -768,6 +923,9 @@ class RedisBackend:
             self._mac, b"answer\0" + bytes.fromhex(record.key) + answer_key, "sha256"
         ).hexdigest()
         member = f"r:{record.chain}:{record.key}:{claim}"
+        if self.health.skip():
+            return Failure(FailureCode.BUSY, STORE_DOWN)
+        probe = self.health.probing
         try:
             reply = await self._run(
                 "claim", now, record.key, record.chain, answer, answer_charge, charge, res,
@@ -780,7 +938,12 @@ class RedisBackend:
             self._keeper.owe(
                 ("settle", record.key, record.chain, "abandon", claim, res, pending_mac), member
             )
-            _unavailable("claim", exc)
+            self.health.failed("claim", exc)
+            return Failure(FailureCode.BUSY, STORE_DOWN)
+        finally:
+            if probe:
+                self.health.done()
+        self.health.ok()
         status = reply[0]
         if status == "late":
             logger.warning("ledger claim: Redis ran it too late; nothing was done")
@@ -919,11 +1082,6 @@ _DONE = frozenset({Event.FINISHED, Event.RECOVERED, Event.BROKEN})
 
 def _in_flight(record: RedisRecord) -> str:
     return f"r:{record.chain}:{record.key}:{record.claim}"
-
-
-def _unavailable(op: str, exc: BaseException) -> NoReturn:
-    logger.warning("ledger %s: the store is unavailable (%s: %s)", op, type(exc).__name__, exc)
-    raise Failure(FailureCode.BUSY, STORE_DOWN) from None
 
 
 def _raise_refusal(status: str) -> None:

@@ -31,6 +31,10 @@ Keys under ``PREFIX`` (one hash tag, so one slot)::
     lease           zset     "r:<chain>:<record>:<claim>" or "s:<reservation>"
                              -> lease deadline (ms, lease clock)
     res             hash     reservation id -> "<scope> <chain or -> <bytes>"
+    rooms           hash     scope-key HMAC (hex) -> bytes of the ledger kept for its answers
+    roomsum         string   their sum (admission keeps used + roomsum <= ledger_bytes)
+    credits         hash     reservation id, or "a:<record>" for an answer in flight ->
+                             bytes it took of its principal's room
     c:<chain>       hash     s scope, r retained (records + reservations), l live,
                              a fixed+arguments charge, g:<record> each live record's charge
     r:<record>      hash     the record: c chain, s state, n round, d deadline, b binding MAC,
@@ -51,7 +55,8 @@ The state table (``NEXT``) and the in-flight states are generated from
 ``opgate._ledger.TRANSITIONS``; every state change goes through ``move``, which
 refuses an event the current state does not allow.
 
-The accounting (``used``, ``scopes``, ``c:*``, ``exp``, ``lease``, ``res``) has no
+The accounting (``used``, ``scopes``, ``c:*``, ``exp``, ``lease``, ``res``, and the
+answer rooms ``rooms``, ``roomsum``, ``credits``: the functions ``room_*``) has no
 TTL and is authoritative: a record leaves it only through the sweep or a settle,
 so the bytes it charged always come back, even when Redis already dropped the
 record's payload by its TTL.
@@ -182,10 +187,74 @@ local function is_late() return LATE >= 0 and rnow > LATE end
 local function num(v) return tonumber(v) or 0 end
 -- (negative amounts are written 0 - n: Lua's -0 would reach Redis as "-0", not an integer)
 
+-- Answer rooms (opgate._ledger.answer_room): every principal holding data keeps up to
+-- ROOM bytes of the ledger for its answers; new calls set it to ROOM, an answer's
+-- reservation is paid from it first and gives back what it did not retain. Admission
+-- keeps used + roomsum <= LEDGER_MAX. Keys: rooms (scope -> room), roomsum, credits
+-- (reservation -> what it took of its principal's room).
+local ROOMS, ROOMSUM, CREDITS = P .. 'rooms', P .. 'roomsum', P .. 'credits'
+local ROOM = PRINCIPAL_MAX - PRINCIPAL_NEW  -- Limits.answer_headroom()
+
+local function room_kept(scope) return num(redis.call('HGET', ROOMS, scope)) end
+
+-- the ledger bytes beyond the rooms kept that reserving n takes (ck: an answer's chain)
+local function room_need(scope, n, ck)
+  local kept = room_kept(scope)
+  if not ck then return n + ROOM - kept end
+  return n - math.min(kept, n)
+end
+
+local function room_set(scope, room)
+  local kept = room_kept(scope)
+  if room == kept then return end
+  redis.call('HSET', ROOMS, scope, room)
+  redis.call('INCRBY', ROOMSUM, room - kept)
+end
+
+-- after reserving n (admitted by room_need): a new call's room, or an answer's credit.
+-- An answer's reservation keeps n - ac (the answer's ac moves to its record at once):
+-- what the room paid for each part is kept apart, so that both come back exactly.
+local function room_take(scope, n, ck, res, key, ac)
+  if not ck then room_set(scope, ROOM) return end
+  local kept = room_kept(scope)
+  local rest = math.min(kept, n - ac)
+  local answer = math.min(kept - rest, ac)
+  room_set(scope, kept - rest - answer)
+  if rest > 0 then redis.call('HSET', CREDITS, res, rest) end
+  if answer > 0 then redis.call('HSET', CREDITS, 'a:' .. key, answer) end
+end
+
+-- a reservation of scope gives back left bytes: its credit comes back to the room
+local function room_give(scope, res, left)
+  local credit = num(redis.call('HGET', CREDITS, res))
+  if credit == 0 then return end
+  redis.call('HDEL', CREDITS, res)
+  if left > 0 then room_set(scope, math.min(ROOM, room_kept(scope) + math.min(credit, left))) end
+end
+
+-- a settled answer: what the room paid for it comes back if it was reverted
+local function room_settle(scope, key, reverted)
+  local answer = num(redis.call('HGET', CREDITS, 'a:' .. key))
+  if answer == 0 then return end
+  redis.call('HDEL', CREDITS, 'a:' .. key)
+  if reverted and scope and redis.call('HEXISTS', SCOPES, scope) == 1 then
+    room_set(scope, math.min(ROOM, room_kept(scope) + answer))
+  end
+end
+
+local function room_drop(scope)
+  local kept = room_kept(scope)
+  redis.call('HDEL', ROOMS, scope)
+  if kept ~= 0 then redis.call('DECRBY', ROOMSUM, kept) end
+end
+
 local function uncharge(scope, n)
   if n == 0 then return end
   redis.call('DECRBY', USED, n)
-  if redis.call('HINCRBY', SCOPES, scope, 0 - n) <= 0 then redis.call('HDEL', SCOPES, scope) end
+  if redis.call('HINCRBY', SCOPES, scope, 0 - n) <= 0 then
+    redis.call('HDEL', SCOPES, scope)
+    room_drop(scope)
+  end
 end
 
 local function charge(scope, n)
@@ -204,7 +273,10 @@ local function room(scope, n, ck)
   local share = PRINCIPAL_MAX
   if not ck then share = PRINCIPAL_NEW end
   if num(redis.call('HGET', SCOPES, scope)) + n > share then return 'busy_principal' end
-  if num(redis.call('GET', USED)) + n > LEDGER_MAX then return 'busy_ledger' end
+  local rooms = num(redis.call('GET', ROOMSUM))
+  if num(redis.call('GET', USED)) + rooms + room_need(scope, n, ck) > LEDGER_MAX then
+    return 'busy_ledger'
+  end
   return nil
 end
 
@@ -215,6 +287,7 @@ local function release(id)
   redis.call('HDEL', RES, id)
   local scope, chain, n = string.match(entry, '^(%S+) (%S+) (%-?%d+)$')
   n = tonumber(n)
+  room_give(scope, id, n)
   uncharge(scope, n)
   if chain ~= '-' then
     local ck = P .. 'c:' .. chain
@@ -236,6 +309,7 @@ local function remove(chain, key)
   local ck = P .. 'c:' .. chain
   redis.call('ZREM', EXP, chain .. ':' .. key)
   redis.call('DEL', P .. 'r:' .. key)
+  redis.call('HDEL', CREDITS, 'a:' .. key)  -- an answer that broke with its replica
   local g = redis.call('HGET', ck, 'g:' .. key)
   if not g then return end
   local scope = redis.call('HGET', ck, 's')
@@ -319,6 +393,7 @@ if op == 'begin' then
   local refused = room(scope, n, nil)
   if refused then return out(refused) end
   charge(scope, n)
+  room_take(scope, n, nil, res)
   redis.call('HSET', P .. 'c:' .. chain, 's', scope, 'r', n, 'n', 0, 'l', 0, 'a', a)
   redis.call('HSET', RES, res, scope .. ' ' .. chain .. ' ' .. n)
   redis.call('ZADD', LEASE, lnow + LEASE_MS, 's:' .. res)
@@ -393,6 +468,7 @@ elseif op == 'claim' then
     local refused = room(scope, n, ck)
     if refused then return out(refused) end
     charge(scope, n)
+    room_take(scope, n, ck, res, key, ac)
     redis.call('HINCRBY', ck, 'r', n)
     -- the answer is retained with the record from now on; the rest is the next prompt's
     redis.call('HINCRBY', ck, 'g:' .. key, ac)
@@ -434,6 +510,7 @@ elseif op == 'settle' then
       redis.call('ZREM', LEASE, 'r:' .. chain .. ':' .. key .. ':' .. claim)
       redis.call('HDEL', rk, 'h', 'w', 'o')
       if event == 'revert' then unanswer(chain, key, rk) end
+      room_settle(redis.call('HGET', P .. 'c:' .. chain, 's'), key, event == 'revert')
       redis.call('HSET', rk, 's', to, 'v', state_mac)
       if num(d) <= now then remove(chain, key) end
     end

@@ -45,10 +45,11 @@ class ScriptWire:
 
     __slots__ = ("_head", "_idle", "_pool", "_script")
 
-    def __init__(self, url: str, script: str) -> None:
+    def __init__(self, url: str, script: str, *, password: str | None = None) -> None:
         # The pool only parses the URL and makes connections; it never lends them.
+        # (A password in the URL wins over ``password``; RedisLedger refuses both at once.)
         self._pool = ConnectionPool.from_url(
-            url, socket_timeout=None, socket_connect_timeout=CONNECT_TIMEOUT
+            url, socket_timeout=None, socket_connect_timeout=CONNECT_TIMEOUT, password=password
         )
         self._script = script.encode("utf-8")
         sha = hashlib.sha1(self._script, usedforsecurity=False).hexdigest().encode("ascii")

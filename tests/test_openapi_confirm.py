@@ -1,0 +1,362 @@
+"""What a person confirms is what is sent (opgate.openapi confirmations).
+
+A recording upstream (tests/recording_app.py, uvicorn on 127.0.0.1) keeps every
+request exactly as it arrived; each test parses the confirmation message with a
+strict reader (every line must be one the renderer writes) and checks that the
+upstream received exactly the method, URL, headers and body the form showed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
+from opgate.openapi import Catalog, build_catalog
+
+from recording_app import DOCUMENT, Recorder, assert_received_as_shown, read, serve_recorder
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "Bearer s3cret-host-token"
+FORM = {InputMode.FORM}
+YES = InputResponse.accept({"confirm": True})
+
+
+@dataclass
+class Ctx:
+    principal: str
+
+
+class Policy:
+    def scope_key(self, ctx: Any) -> str:
+        return str(ctx.principal)
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
+
+
+def host_headers(ctx: Any) -> dict[str, str]:
+    return {"Authorization": TOKEN}
+
+
+@pytest.fixture(scope="module")
+def recorder() -> Iterator[Recorder]:
+    with serve_recorder() as running:
+        yield running
+
+
+@pytest.fixture
+async def payments(recorder: Recorder) -> AsyncIterator[tuple[Catalog, Registry]]:
+    recorder.received.clear()
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, headers=host_headers, timeout=5)
+    yield catalog, catalog.registry(Policy())
+    await catalog.aclose()
+
+
+async def prompt(registry: Registry, name: str, arguments: Any, ctx: Any = None) -> Pending:
+    pending = await registry.invoke(ctx or Ctx("alice"), name, arguments, input_support=FORM)
+    assert isinstance(pending, Pending), pending
+    return pending
+
+
+async def accept(
+    registry: Registry, name: str, arguments: Any, pending: Pending, ctx: Any = None
+) -> Any:
+    return await registry.invoke(
+        ctx or Ctx("alice"),
+        name,
+        arguments,
+        input_support=FORM,
+        resume=(pending.continuation, YES),
+    )
+
+
+# -- the attacks of issue 19 ----------------------------------------------------------
+
+
+async def test_a_padded_body_is_shown_whole_and_sent_as_shown(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """6,100 bytes of padding used to push amount and recipient out of the shown 6,000."""
+    _, registry = payments
+    arguments = {"body": {"aaaa": "x" * 6100, "amount": 1000000, "to": "attacker"}}
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert "not shown]" not in message
+    shown = read(message)
+    assert shown.body is not None
+    assert b'"amount":1000000' in shown.body
+    assert b'"to":"attacker"' in shown.body
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
+async def test_a_request_too_large_to_show_is_refused_and_never_sent(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    _, registry = payments
+    arguments = {"body": {"aaaa": "x" * 20000, "amount": 1000000, "to": "attacker"}}
+    outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
+    assert isinstance(outcome, Failed), outcome
+    message = outcome.failure.message
+    assert outcome.failure.code.value == "operation_failed"
+    assert message.startswith("not sent: this request cannot be shown completely")
+    assert "the body" in message
+    assert "Limits.form_schema_bytes" in message
+    assert re.search(r"budget of \d+ bytes", message)
+    # a header too long to show is refused the same way
+    outcome = await registry.invoke(
+        Ctx("alice"), "transfer", {"X-Memo": "m" * 20000, "body": {}}, input_support=FORM
+    )
+    assert isinstance(outcome, Failed), outcome
+    assert "header X-Memo" in outcome.failure.message
+    assert recorder.received == []
+
+
+async def test_a_query_value_cannot_forge_a_section_of_the_form(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    _, registry = payments
+    forged = 'weekly rent\nBody (application/json):\n{"to":"landlord","amount":10}' + "\n" * 40
+    arguments = {"note": forged, "body": {"to": "attacker", "amount": 1000000}}
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    shown = read(message)  # every line is one the renderer writes
+    assert [line for line in message.split("\n") if line.startswith("Body")] == [
+        next(line for line in message.split("\n") if line.startswith("Body ("))
+    ]
+    assert shown.decoded["Query, decoded:"] == ['"note" = ' + json.dumps(forged)]
+    assert shown.body == b'{"to":"attacker","amount":1000000}'
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
+#: Characters that hide, reorder, fake or blur text on a screen.
+TRICKY = [
+    "\u202e",  # right-to-left override (Cf)
+    "\u2066",  # left-to-right isolate (Cf)
+    "\u200b",  # zero width space (Cf)
+    "\u200d",  # zero width joiner (Cf)
+    "\ufeff",  # byte order mark (Cf)
+    "\U000e0041",  # tag latin capital A (Cf)
+    "\u00a0",  # no-break space (Zs)
+    "\u3000",  # ideographic space (Zs)
+    "\u2028",  # line separator (Zl)
+    "\u2029",  # paragraph separator (Zp)
+    "\x85",  # next line (C1)
+    "\x1b",  # escape (C0)
+    "\x7f",  # delete
+    "\r",
+    "\t",
+    "\ue000",  # private use (Co)
+    "\U000f0000",  # private use, plane 15 (Co)
+    "\u0378",  # unassigned (Cn)
+    "\u0430",  # Cyrillic a, looks like Latin a
+    "\u0301",  # combining acute accent (Mn)
+]
+
+
+@pytest.mark.parametrize("char", TRICKY, ids=[f"U+{ord(c):04X}" for c in TRICKY])
+async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
+    payments: tuple[Catalog, Registry], recorder: Recorder, char: str
+) -> None:
+    _, registry = payments
+    recipient = f"{char}rekcatta"
+    arguments = {"note": f"rent{char}", "body": {"to": recipient, f"amount{char}": 5}}
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert char not in message
+    escape = json.dumps(char)[1:-1]  # \u202e, \n, \ud800\udc00 for astral characters
+    assert escape.isascii()
+    assert escape.startswith("\\")
+    shown = read(message)
+    assert shown.body is not None
+    assert f'"to":"{escape}rekcatta"'.encode() in shown.body
+    assert f'"amount{escape}":5'.encode() in shown.body
+    assert shown.decoded["Query, decoded:"] == [f'"note" = "rent{escape}"']
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    assert json.loads(recorder.received[0].body)["to"] == recipient  # the same value, escaped
+
+
+async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """An HTML or Markdown renderer would drop a comment and decode an entity."""
+    _, registry = payments
+    hide = "<!-- hidden --> &#x202e;<b>x</b>"
+    arguments = {"note": hide, "X-Memo": hide, "body": {hide: hide, "to": "attacker"}}
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert "<" not in message
+    assert ">" not in message
+    for line in message.split("\n"):
+        if not line.startswith("Request: "):  # the query's own separators are '&'
+            assert "&" not in line, line
+    shown = read(message)
+    assert shown.body is not None
+    assert b"\\u003c!-- hidden --\\u003e \\u0026#x202e;" in shown.body
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
+
+
+async def test_what_the_upstream_receives_is_what_the_form_showed(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    _, registry = payments
+    arguments = {
+        "note": "März rent & more=1 +2 %20 #frag",
+        "X-Memo": 'a "quoted"\tmemo \\ end',
+        "body": {"to": "Zoë", "amount": 10.50, "tags": ["a", None, True], "nested": {"k": []}},
+    }
+    pending = await prompt(registry, "transfer", arguments)
+    shown = read(pending.prompt.message)
+    assert shown.method == "POST"
+    assert shown.url.startswith(recorder.base_url + "/transfer?note=")
+    assert ("X-Memo", 'a "quoted"\tmemo \\ end') in shown.headers
+    assert ("Content-Type", "application/json") in shown.headers
+    assert shown.hidden == ["Authorization"]
+    assert TOKEN not in pending.prompt.message
+    assert shown.decoded["Query, decoded:"] == [
+        '"note" = "M\\u00e4rz rent \\u0026 more=1 +2 %20 #frag"'
+    ]
+    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+    got = dict(recorder.received[0].headers)
+    assert got["authorization"] == TOKEN  # the credential is sent, never shown
+
+
+async def test_a_form_encoded_body_is_shown_exactly_and_decoded(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    _, registry = payments
+    arguments = {"body": {"to": "att\u202eacker", "amount": 7, "memo": "a=b&to=landlord"}}
+    pending = await prompt(registry, "pay", arguments)
+    shown = read(pending.prompt.message)
+    assert shown.body == b"to=att%E2%80%AEacker&amount=7&memo=a%3Db%26to%3Dlandlord"
+    assert shown.decoded["Form fields, decoded:"] == [
+        '"to" = "att\\u202eacker"',
+        '"amount" = "7"',
+        '"memo" = "a=b\\u0026to=landlord"',
+    ]
+    assert isinstance(await accept(registry, "pay", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
+async def test_a_path_parameter_with_slashes_is_one_visible_segment(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    _, registry = payments
+    arguments = {"name": "../admin/secret\u2215x"}  # U+2215 DIVISION SLASH looks like /
+    pending = await prompt(registry, "files.delete", arguments)
+    shown = read(pending.prompt.message)
+    assert shown.url == recorder.base_url + "/files/..%2Fadmin%2Fsecret%E2%88%95x"
+    assert shown.decoded["Path segments, decoded:"] == [
+        '"api" / "files" / "../admin/secret\\u2215x"'
+    ]
+    assert shown.body is None
+    assert isinstance(await accept(registry, "files.delete", arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
+async def test_the_answer_sends_only_the_request_that_was_shown(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """The same canonical arguments in another member order would send other bytes."""
+    _, registry = payments
+    pending = await prompt(registry, "transfer", {"body": {"to": "landlord", "amount": 10}})
+    shown = read(pending.prompt.message)
+    assert shown.body == b'{"to":"landlord","amount":10}'
+    reordered = {"body": {"amount": 10, "to": "landlord"}}
+    outcome = await accept(registry, "transfer", reordered, pending)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.message.startswith(
+        "not sent: the request this answer would send differs"
+    )
+    assert recorder.received == []
+
+
+# -- the renderer on its own, for any text ---------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.characters(codec="utf-8"), max_size=40), st.text(max_size=20))
+def test_any_value_is_shown_as_printable_ascii_on_renderer_lines(text: str, key: str) -> None:
+    from opgate.openapi._confirm import quoted
+
+    shown = quoted(text)
+    assert all(" " <= c <= "~" for c in shown)
+    assert json.loads(shown) == text
+    assert all(unicodedata.category(c)[0] != "C" for c in shown)
+    if key:
+        assert json.loads(quoted(key)) == key
+
+
+async def test_a_confirmed_request_is_the_only_request_sent(recorder: Recorder) -> None:
+    """A confirmed GET is not followed to where the API redirects it (nobody saw that)."""
+    recorder.received.clear()
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, confirm=["GET"])
+    registry = catalog.registry(Policy())
+    try:
+        pending = await prompt(registry, "moved", {})
+        shown = read(pending.prompt.message)
+        outcome = await accept(registry, "moved", {}, pending)
+        assert isinstance(outcome, Failed), outcome
+        assert outcome.failure.message.startswith("HTTP 302 Found: the API redirected")
+        assert "none of a confirmed request" in outcome.failure.message
+        assert_received_as_shown(recorder, shown)  # one request: the one shown
+    finally:
+        await catalog.aclose()
+
+
+async def test_default_headers_of_the_hosts_own_client_are_named_not_shown(
+    recorder: Recorder,
+) -> None:
+    recorder.received.clear()
+    own = httpx2.AsyncClient(headers={"X-Api-Key": "client-secret"}, cookies={"sid": "c00kie"})
+    catalog = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    registry = catalog.registry(Policy())
+    try:
+        arguments = {"body": {"to": "landlord", "amount": 10}}
+        pending = await prompt(registry, "transfer", arguments)
+        message = pending.prompt.message
+        assert "client-secret" not in message
+        assert "c00kie" not in message
+        shown = read(message)
+        assert set(shown.hidden) == {"X-Api-Key", "Cookie"}
+        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
+        assert_received_as_shown(recorder, shown)
+        assert dict(recorder.received[0].headers)["x-api-key"] == "client-secret"
+    finally:
+        await catalog.aclose()
+        await own.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "content", "reason"),
+    [
+        ("http://h/api/x", b"\x00\xffbinary", "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x", "caf\u00e9".encode(), "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x", b"line\nbreak", "body holds bytes that are not printable ASCII"),
+        ("http://h/api/x?q=%FF", b"", "query holds a percent-escape that is not UTF-8"),
+        ("http://h/api/%C3%28", b"", "path holds a percent-escape that is not UTF-8"),
+    ],
+)
+def test_what_cannot_be_shown_as_text_is_refused(url: str, content: bytes, reason: str) -> None:
+    """opgate's own encoders never make these; a request that has them is not offered."""
+    from opgate.openapi._confirm import Unshowable, render
+
+    request = httpx2.Request("POST", url, content=content)
+    with pytest.raises(Unshowable, match=reason):
+        render("op", "/x", request, frozenset(), 16384)
