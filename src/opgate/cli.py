@@ -25,11 +25,13 @@ the upstream credentials only the rights the agents may use.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import ipaddress
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -157,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow --http on a non-loopback address without --token-verifier",
     )
+    for flag, kind, metavar, text in _HTTP_LIMIT_OPTIONS:
+        serve.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
     serve.add_argument(
         "--secret-file",
         metavar="PATH",
@@ -190,12 +194,76 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level",
         default=os.environ.get("OPGATE_LOG_LEVEL", "WARNING"),
-        help="Python logging level for stderr (default WARNING)",
+        help="Python logging level of opgate's loggers on stderr (default WARNING)",
+    )
+    serve.add_argument(
+        "--log-logger",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also log this third-party logger (and its children) at --log-level "
+        "(repeatable); the others stay at WARNING: at DEBUG some log message content",
     )
     demo = commands.add_parser("demo", help="run the bundled support-desk demo over MCP")
     demo.add_argument("--serve", action="store_true", help="only serve the demo on stdio")
     demo.add_argument("--database", metavar="PATH", help="the SQLite file (default: data dir)")
     return parser
+
+
+#: ``opgate serve --http`` options for ``opgate.mcp.HTTPLimits`` fields (defaults there).
+_HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
+    ("--max-sessions", int, "N", "with --http: open 2025-11-25 sessions (default 1000)"),
+    (
+        "--principal-sessions",
+        int,
+        "N",
+        "with --http: open sessions of one principal (default 32)",
+    ),
+    (
+        "--session-idle-timeout",
+        float,
+        "SECONDS",
+        "with --http: close a session idle this long (default 600)",
+    ),
+    (
+        "--max-connections",
+        int,
+        "N",
+        "with --http: open connections; beyond it the oldest idle one is closed (default 2048)",
+    ),
+    (
+        "--header-timeout",
+        float,
+        "SECONDS",
+        "with --http: time to receive a request's head (default 10)",
+    ),
+    (
+        "--body-timeout",
+        float,
+        "SECONDS",
+        "with --http: time to receive a request's body after its head (default 30)",
+    ),
+    (
+        "--keep-alive-timeout",
+        float,
+        "SECONDS",
+        "with --http: idle time between requests on one connection (default 5)",
+    ),
+)
+
+
+def _http_limits(arguments: argparse.Namespace) -> Any:
+    """The ``HTTPLimits`` the ``--http`` limit options give (None without any)."""
+    given = {
+        flag[2:].replace("-", "_"): getattr(arguments, flag[2:].replace("-", "_"))
+        for flag, *_ in _HTTP_LIMIT_OPTIONS
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if given and arguments.http is None:
+        raise UsageError(f"--{next(iter(given)).replace('_', '-')} needs --http")
+    from .mcp import HTTPLimits
+
+    return HTTPLimits(**given)
 
 
 def _load(spec: str, what: str) -> Any:
@@ -415,7 +483,9 @@ def _served(
             target = target._with_state(secret=secret, ledger=ledger)
         if ranking is not None:
             target = target._with_ranking(ranking)
-        return GatewayServer(target, name=arguments.name, pinned=arguments.pin)
+        return GatewayServer(
+            target, name=arguments.name, pinned=arguments.pin, on_failure=log_cause
+        )
     if isinstance(target, GatewayServer):
         if arguments.pin:
             raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
@@ -423,6 +493,7 @@ def _served(
             target._registry = target.registry._with_state(secret=secret, ledger=ledger)
         if ranking is not None:
             target._registry = target.registry._with_ranking(ranking)
+        target._on_failure = _with_cause_log(target._on_failure)
         return target
     raise UsageError(
         f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "
@@ -453,15 +524,109 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _serve(arguments: argparse.Namespace) -> int:
+#: Loggers that follow ``--log-level``; every other logger stays at WARNING or above.
+OWN_LOGGERS = ("opgate",)
+
+#: The logger of ``opgate serve``'s own lines, private causes among them.
+serve_logger = logging.getLogger("opgate.serve")
+
+
+def _configure_logging(level_name: str, opened: Sequence[str]) -> int:
+    """Log to stderr: opgate's loggers and ``opened`` at ``level_name``, the rest at WARNING.
+
+    Third-party loggers at DEBUG write message content (``sse_starlette`` logs every
+    SSE chunk: results, prompt text, cursors), so they are opened only by name.
+    Returns the level.
+    """
+    level = logging.getLevelName(level_name.upper())
+    if not isinstance(level, int):
+        raise UsageError(f"--log-level {level_name!r} is not a logging level (DEBUG, INFO, ...)")
     logging.basicConfig(
         stream=sys.stderr,
-        level=arguments.log_level.upper(),
+        level=max(level, logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for name in (*OWN_LOGGERS, *opened):
+        logging.getLogger(name).setLevel(level)
+    return level
+
+
+def log_cause(ctx: Any, tool: str, failure: Any) -> None:
+    """``opgate serve``'s failure hook: the private cause, with its traceback, to the log.
+
+    An ``internal`` failure's cause is a bug in a handler, a policy or the server: it
+    is logged at ERROR on ``opgate.serve`` (stderr), never sent to the client. Other
+    failures' causes (a schema violation, an upstream error) are logged at DEBUG.
+    """
+    cause = failure.cause
+    if cause is None:
+        return
+    level = logging.ERROR if failure.code.value == "internal" else logging.DEBUG
+    if not serve_logger.isEnabledFor(level):
+        return
+    try:
+        text = "".join(traceback.format_exception(cause)).rstrip()
+    except Exception:  # a hostile exception's __str__; its class still says a lot
+        text = f"{type(cause).__name__} (its text could not be formatted)"
+    serve_logger.log(
+        level,
+        "%s: %s; private cause (not sent to the client):\n%s",
+        tool,
+        failure.code.value,
+        _continuation_lines(text),
+    )
+
+
+#: Characters of a private cause written to the log; the rest is counted.
+CAUSE_LOG_CHARACTERS = 32_768
+
+
+def _continuation_lines(text: str) -> str:
+    """``text`` as indented log lines with every unprintable character escaped.
+
+    A cause's text may carry an agent's argument: indentation and escapes keep it
+    from forging a log line of its own or sending terminal control sequences.
+    """
+    shown = text[:CAUSE_LOG_CHARACTERS]
+    lines = ["    " + "".join(map(_visible, line)) for line in shown.splitlines()]
+    if len(text) > len(shown):
+        lines.append(f"    … [{len(text) - len(shown)} more characters]")
+    return "\n".join(lines)
+
+
+def _visible(character: str) -> str:
+    if character.isprintable() or character == "\t":
+        return character
+    code = ord(character)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+def _with_cause_log(hook: Any) -> Any:
+    """``hook`` (a host's own ``on_failure``, or None) followed by ``log_cause``."""
+    if hook is None:
+        return log_cause
+
+    def both(ctx: Any, tool: str, failure: Any) -> None:
+        try:
+            hook(ctx, tool, failure)
+        finally:
+            log_cause(ctx, tool, failure)
+
+    return both
+
+
+def _serve(arguments: argparse.Namespace) -> int:
+    arguments.level = _configure_logging(arguments.log_level, arguments.log_logger)
     from . import ConfigurationError
 
     try:
+        limits = _http_limits(arguments)
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
@@ -473,7 +638,7 @@ def _serve(arguments: argparse.Namespace) -> int:
 
         anyio.run(gateway.run_stdio)
         return 0
-    return _serve_http(gateway, arguments)
+    return _serve_http(gateway, arguments, limits)
 
 
 def _check_ledger(gateway: Any) -> None:
@@ -522,10 +687,12 @@ def _check_ledger(gateway: Any) -> None:
     )
 
 
-def _serve_http(gateway: Any, arguments: argparse.Namespace) -> int:
-    import uvicorn
+def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int:
+    import anyio
     from mcp.server.auth.settings import AuthSettings
     from pydantic import AnyHttpUrl
+
+    from .mcp import serve_http
 
     host, port = _address(arguments.http)
     verifier = None
@@ -556,13 +723,18 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace) -> int:
         auth=auth,
         allowed_hosts=arguments.allowed_host,
         allowed_origins=arguments.allowed_origin,
+        limits=limits,
     )
     print(
         f"opgate: serving {len(gateway.registry)} operations at http://{host}:{port}/mcp",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level=arguments.log_level.lower())
+    opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
+    level = arguments.level if opened else max(arguments.level, logging.WARNING)
+    anyio.run(
+        functools.partial(serve_http, app, host=host, port=port, limits=limits, log_level=level)
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ scope key. See ``docs/mcp.md``.
 """
 
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
+from ._http import HTTPLimits, serve_http, uvicorn_config
 from ._server import FailureHook, GatewayServer, principal_from_token
 
 __all__ = [
@@ -15,6 +16,9 @@ __all__ = [
     "CallContext",
     "FailureHook",
     "GatewayServer",
+    "HTTPLimits",
     "Principal",
     "principal_from_token",
+    "serve_http",
+    "uvicorn_config",
 ]

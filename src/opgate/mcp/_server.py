@@ -14,6 +14,10 @@ One low-level ``mcp.server.Server`` with two handlers, ``tools/list`` and
    (2026-07-28) — until the operation finishes;
 5. translate the outcome (``_wire``) and check its size as sent.
 
+Over ``run_stdio`` and ``http_app`` the transports are exact (``_exact``): the
+operation's arguments and the person's answers reach the registry as the JSON text
+the client sent, and numbers go out in their canonical spelling.
+
 Operation-level failures are ``isError`` results, never JSON-RPC errors. Private
 causes and diagnostics go to the ``opgate.mcp`` logger (and, when the client asked
 for them, to MCP log notifications) as sanitized lines: never a token, an
@@ -22,6 +26,7 @@ argument, or an exception's text.
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 import weakref
@@ -39,7 +44,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier, principal_components
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecuritySettings,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
@@ -47,7 +55,7 @@ from starlette.applications import Starlette
 from .. import __version__
 from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from .._forms import FormPrompt, InputMode
-from .._json import JSONValue, canonical_bytes
+from .._json import JSONValue, canonical_bytes, parse
 from .._ledger import Lifetime, is_token_shaped
 from .._limits import PAGE_BYTES
 from .._operation import OperationSpec, SearchPage
@@ -56,6 +64,16 @@ from .._progress import ProgressUpdate
 from .._registry import Registry
 from .._responses import InputResponse
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
+from ._exact import (
+    Answers,
+    ExactHTTP,
+    UnreadableMessage,
+    current_message,
+    member_bytes,
+    stdio_streams,
+)
+from ._http import HTTPLimits, guard_sessions
+from ._profile import form_problem
 from ._tools import (
     GATEWAY_TOOLS,
     INSPECT,
@@ -103,6 +121,10 @@ _LOG_LEVELS: tuple[types.LoggingLevel, ...] = (
 )
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+#: Revisions without elicitation, and the one with forms only (and its own profile).
+_BEFORE_ELICITATION = frozenset({"2024-11-05", "2025-03-26"})
+_FORMS_ONLY = frozenset({"2025-06-18"})
 
 
 def principal_from_token(token: AccessToken) -> Principal:
@@ -173,6 +195,7 @@ class GatewayServer:
         self._on_failure = on_failure
         self._log_levels: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
         self._servings = 0  # serving runs open now
+        self._answers = Answers()  # answers to the elicitations this server sent
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from 2026-07-28 but is how 2025-11-25
             # clients ask for log notifications.
@@ -209,9 +232,7 @@ class GatewayServer:
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes."""
-        from mcp.server.stdio import stdio_server
-
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams(self._answers) as (read_stream, write_stream):
             await self._server.run(
                 read_stream, write_stream, self._server.create_initialization_options()
             )
@@ -226,6 +247,7 @@ class GatewayServer:
         allowed_hosts: Iterable[str] = (),
         allowed_origins: Iterable[str] = (),
         stateless: bool = False,
+        limits: HTTPLimits | None = None,
     ) -> Starlette:
         """A streamable-HTTP ASGI app (run it with uvicorn on ``host``).
 
@@ -235,8 +257,12 @@ class GatewayServer:
         ``allowed_hosts`` (``"name:port"``, ``"name:*"``) and ``allowed_origins``
         for a public name. With ``token_verifier`` every request needs a valid
         bearer token and the principal comes from it; ``auth`` then defaults to
-        settings whose issuer and resource are this server's own URL.
+        settings whose issuer and resource are this server's own URL. ``limits``
+        bounds the sessions one principal and the whole app may hold (``HTTPLimits``;
+        serve the app with ``serve_http`` or ``uvicorn_config`` for its connection
+        bounds).
         """
+        limits = HTTPLimits() if limits is None else limits
         hosts = list(allowed_hosts)
         origins = list(allowed_origins)
         if not hosts:
@@ -251,14 +277,21 @@ class GatewayServer:
                 issuer_url=pydantic.AnyHttpUrl(f"http://{host}"),
                 resource_server_url=None,
             )
-        return self._server.streamable_http_app(
+        app = self._server.streamable_http_app(
             streamable_http_path=path,
             stateless_http=stateless,
             transport_security=security,
             host=host,
             auth=auth,
             token_verifier=token_verifier,
+            max_sessions=limits.max_sessions,
+            session_idle_timeout=limits.session_idle_timeout,
         )
+        if not stateless:
+            guard_sessions(self._server.session_manager, limits)
+
+        app.add_middleware(ExactHTTP, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
+        return app
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[_Serving]) -> AsyncIterator[_Serving]:
@@ -297,10 +330,12 @@ class GatewayServer:
             and not ctx.session.can_send_request
         ):
             return frozenset()  # no back-channel for elicitation/create on this request
+        if ctx.protocol_version in _BEFORE_ELICITATION:
+            return frozenset()
         modes = set()
         if elicitation.form is not None or elicitation.url is None:
             modes.add(InputMode.FORM)
-        if elicitation.url is not None:
+        if elicitation.url is not None and ctx.protocol_version not in _FORMS_ONLY:
             modes.add(InputMode.URL)
         return frozenset(modes)
 
@@ -337,10 +372,10 @@ class GatewayServer:
                 return await self._inspect(ctx, call_ctx, params.arguments)
             if name == INVOKE:
                 request = invoke_arguments(params.arguments)
-                return await self._invoke(
-                    ctx, call_ctx, name, request.name, request.arguments, params
-                )
-            return await self._invoke(ctx, call_ctx, name, name, params.arguments or {}, params)
+                arguments = _exact(ctx, ("params", "arguments", "arguments"), request.arguments)
+                return await self._invoke(ctx, call_ctx, name, request.name, arguments, params)
+            arguments = _exact(ctx, ("params", "arguments"), params.arguments or {})
+            return await self._invoke(ctx, call_ctx, name, name, arguments, params)
         except ToolArgumentError as exc:
             return await self._failed(
                 ctx, call_ctx, name, Failure(FailureCode.INVALID_REQUEST, str(exc))
@@ -403,11 +438,16 @@ class GatewayServer:
         call_ctx: CallContext,
         tool: str,
         operation: str,
-        arguments: Mapping[str, Any],
+        arguments: Mapping[str, Any] | bytes,
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """Run an operation to its end, asking the person in the era's way."""
+        """Run an operation to its end, asking the person in the era's way.
+
+        Every prompt is checked before it is shown: against the form profile of the
+        negotiated revision, and for its size as sent.
+        """
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        budget = self._registry.limits.result_bytes
         invoke = _Invoker(
             registry=self._registry,
             ctx=call_ctx,
@@ -419,12 +459,15 @@ class GatewayServer:
         )
         if modern:
             key = self._input_keys.get(operation, INPUT_KEY)
-            resume = _modern_resume(params, key)
+            resume = _modern_resume(ctx, params, key)
             outcome = await invoke(resume)
             if resume is not None and isinstance(outcome, Failed):
                 _refuse_unresolved_state(outcome.failure)
             if isinstance(outcome, Pending):
-                return _input_required(outcome, key)
+                _check_profile(outcome, ctx.protocol_version)
+                reply = _input_required(outcome, key)
+                _check_prompt_size(wire_size(reply), budget)
+                return reply
         else:
             if params.request_state is not None or params.input_responses:
                 raise Failure(
@@ -433,7 +476,8 @@ class GatewayServer:
                 )
             outcome = await invoke(None)
             while isinstance(outcome, Pending):
-                response = await _ask(ctx, outcome)
+                _check_profile(outcome, ctx.protocol_version)
+                response = await _ask(ctx, outcome, self._answers, budget)
                 outcome = await invoke((outcome.continuation, response))
         self._log_diagnostics(operation, outcome.diagnostics)
         if isinstance(outcome, Failed):
@@ -441,7 +485,6 @@ class GatewayServer:
         assert isinstance(outcome, Completed)
         result = tool_result(outcome.result, objects_only=not modern)
         size = wire_size(result)
-        budget = self._registry.limits.result_bytes
         if size > budget:
             message = f"the result is {size} bytes as sent, over the result budget of {budget}"
             return await self._failed(
@@ -514,7 +557,7 @@ class _Invoker:
     registry: Registry
     ctx: CallContext
     operation: str
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, Any] | bytes
     modes: frozenset[InputMode]
     lifetime: Lifetime
     progress: Callable[[ProgressUpdate], Any] | None
@@ -550,30 +593,29 @@ def _progress_sink(ctx: ServerRequestContext[Any, Any]) -> Callable[[ProgressUpd
     return sink
 
 
-async def _ask(ctx: ServerRequestContext[Any, Any], pending: Pending) -> InputResponse:
+async def _ask(
+    ctx: ServerRequestContext[Any, Any], pending: Pending, answers: Answers, budget: int
+) -> InputResponse:
     """Show a prompt with ``elicitation/create`` inside this call (2025-11-25).
 
-    The wait ends when the prompt expires: a client that never answers gets
-    ``expired`` rather than a call that hangs.
+    The request goes out under an id of opgate's own, so an exact transport can hand
+    this call the raw text of the answer. The wait ends when the prompt expires: a
+    client that never answers gets ``expired`` rather than a call that hangs.
     """
     prompt = pending.prompt
-    params = elicitation_params(prompt, modern=False)
+    request = types.ElicitRequest(params=elicitation_params(prompt, modern=False))
+    _check_prompt_size(wire_size(request), budget)
     mode = InputMode.FORM if isinstance(prompt, FormPrompt) else InputMode.URL
     seconds = max(0.0, (pending.expires_at - datetime.now(UTC)).total_seconds())
     try:
-        with anyio.fail_after(seconds):
-            if isinstance(params, types.ElicitRequestFormParams):
-                answer = await ctx.session.elicit_form(
-                    params.message, params.requested_schema, related_request_id=ctx.request_id
+        with answers.expect(_session_id(ctx)) as expected, anyio.fail_after(seconds):
+            raw = await _send_request(ctx, request, expected.id)
+            answer = types.ElicitResult.model_validate(raw, by_name=False)
+            if expected.unreadable:
+                raise Failure(
+                    FailureCode.INVALID_REQUEST, "the client's answer nests too deep to be read"
                 )
-            else:
-                assert params.elicitation_id is not None
-                answer = await ctx.session.elicit_url(
-                    params.message,
-                    params.url,
-                    params.elicitation_id,
-                    related_request_id=ctx.request_id,
-                )
+            exact = expected.content if expected.arrived else None
     except TimeoutError:
         raise Failure(
             FailureCode.EXPIRED, "the prompt expired before the person answered"
@@ -585,11 +627,81 @@ async def _ask(ctx: ServerRequestContext[Any, Any], pending: Pending) -> InputRe
     except MCPError:
         # The client refused to show the prompt: the handler learns it as a cancel.
         return InputResponse.cancel()
-    return input_response(mode, answer)
+    return input_response(mode, answer, exact)
+
+
+async def _send_request(
+    ctx: ServerRequestContext[Any, Any], request: types.ElicitRequest, request_id: str
+) -> dict[str, Any]:
+    """Send a request to the client on this call's back-channel, under ``request_id``.
+
+    SDK 2.3 offers the request-scoped channel (a ``DispatchContext``, which takes a
+    caller's id through ``CallOptions``) only as ``ServerSession._request_outbound``;
+    its public ``send_request`` mints ids itself, and opgate needs the id to match the
+    client's response to this call (``_exact.Answers``).
+    """
+    channel = ctx.session._request_outbound
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    result: dict[str, Any] = await channel.send_raw_request(
+        data["method"], data.get("params"), {"request_id": request_id}
+    )
+    return result
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    headers = getattr(ctx.request, "headers", None)
+    return None if headers is None else headers.get("mcp-session-id")
+
+
+def _exact(ctx: ServerRequestContext[Any, Any], path: tuple[str, ...], parsed: Any) -> Any:
+    """The raw text of the request's object at ``path`` when the transport kept the
+    request, else ``parsed`` (the SDK's value of it, also when it is no object).
+
+    The raw message must be this request's (its id): anything else is a bug, refused
+    rather than served with another message's values.
+    """
+    raw = current_message()
+    if raw is None or not isinstance(parsed, Mapping):
+        return parsed
+    try:
+        ident = member_bytes(raw, ("id",))
+        if ident is None or json.loads(ident) != ctx.request_id:
+            raise Failure(FailureCode.INTERNAL, "the request's raw text was not at hand")
+        text = member_bytes(raw, path)
+    except UnreadableMessage:
+        raise Failure(
+            FailureCode.INVALID_REQUEST,
+            "the request could not be read exactly: send it as UTF-8 JSON with less nesting",
+        ) from None
+    # ``parsed`` may stand for an absent or null member (``{}``): only an object is taken.
+    return text if text is not None and text.startswith(b"{") else parsed
+
+
+def _check_profile(pending: Pending, version: str) -> None:
+    """A form the negotiated revision cannot show is ``confirmation_required``."""
+    prompt = pending.prompt
+    if not isinstance(prompt, FormPrompt):
+        return
+    problem = form_problem(parse(prompt.schema_bytes), version)
+    if problem is not None:
+        raise Failure(
+            FailureCode.CONFIRMATION_REQUIRED,
+            f"this operation needs a form that MCP {version} clients cannot show "
+            f"({problem}); use a client that supports MCP 2025-11-25 elicitation, or "
+            "the application's own authorized interface",
+        )
+
+
+def _check_prompt_size(size: int, budget: int) -> None:
+    if size > budget:
+        raise Failure(
+            FailureCode.INVALID_RESULT,
+            f"the prompt is {size} bytes as sent, over the result budget of {budget}",
+        )
 
 
 def _modern_resume(
-    params: types.CallToolRequestParams, key: str
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams, key: str
 ) -> tuple[str, InputResponse] | None:
     """The continuation and answer a 2026-07-28 retry carries, if it is one.
 
@@ -610,7 +722,8 @@ def _modern_resume(
             FailureCode.INVALID_REQUEST,
             f"input_responses must answer the {key!r} elicitation request",
         )
-    return state[2:], input_response(mode, answer)
+    exact = _exact(ctx, ("params", "inputResponses", key, "content"), answer.content)
+    return state[2:], input_response(mode, answer, exact if isinstance(exact, bytes) else None)
 
 
 def _refuse_unresolved_state(failure: Failure) -> None:

@@ -4,15 +4,19 @@
   text copy of structured content when the operation gave no text, structured
   content, ``_meta``); ``failure_result`` turns a ``Failure`` into an ``isError``
   result carrying the code and public message in text and in structured content.
-* ``wire_size`` measures a complete result exactly as the SDK encodes it
-  (``model_dump_json``) plus the JSON-RPC envelope, so budgets hold on the wire.
+* ``wire_size`` measures a complete result exactly as the transport writes it
+  (``model_dump_json``, placeholders restored, ``\\uXXXX`` escapes where the SDK's
+  encoder writes ASCII only) plus the JSON-RPC envelope, so budgets hold on the wire.
 * ``elicitation_params`` turns a prompt into ``elicitation/create`` parameters;
   ``input_response`` turns the client's ``ElicitResult`` back into an
   ``InputResponse``.
 
-Numbers: the SDK's encoder writes Python ``int`` and ``float``. Integral numbers
-go out as ``int`` (exact at any size); other numbers as the nearest ``float`` in
-structured content, while the text copy is opgate's exact canonical JSON.
+Numbers (``wire_value``): over opgate's exact transports (``_exact``) every number
+the SDK's encoders cannot write in its canonical spelling travels as a placeholder
+that the transport writes as that spelling, so structured content, metadata, form
+schemas and pinned schemas are exactly the values opgate validated. Without them (an
+in-process client) integral numbers go out as ``int`` and others as the nearest
+``float``. The text copy of structured content is opgate's canonical JSON either way.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import mcp.types as types
+import pydantic
 
 from .._failures import ConfigurationError, Failure, FailureCode
 from .._forms import FormPrompt, InputMode, URLPrompt
-from .._json import JSONValue, parse
+from .._json import JSONValue, number_text, parse
 from .._responses import InputResponse
 from .._results import Audio, EmbeddedResource, Image, NoStructured, ResourceLink, Result, Text
+from ._exact import current_message, placeholder, sent_size
 
 __all__ = [
     "ENVELOPE_BYTES",
@@ -49,16 +55,40 @@ ENVELOPE_BYTES = 128
 INPUT_KEY = "opgate"
 
 
+#: ints inside this bound are written by every encoder as their canonical text.
+_PLAIN_INT = 10**21
+
+
 def wire_value(value: JSONValue) -> Any:
-    """A JSON value with ``Decimal`` numbers as ``int`` (integral) or ``float``."""
+    """A JSON value as the SDK's encoders should write it (see the module docstring).
+
+    Over an exact transport a ``Decimal``, or an ``int`` of 22 digits or more, becomes
+    a placeholder for its canonical text; otherwise a ``Decimal`` becomes an ``int``
+    (integral) or the nearest ``float``.
+    """
+    return _exact_value(value) if current_message() is not None else _sdk_value(value)
+
+
+def _exact_value(value: JSONValue) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _exact_value(member) for key, member in value.items()}  # type: ignore[union-attr]
+    if kind is list:
+        return [_exact_value(member) for member in value]  # type: ignore[union-attr]
+    if kind is Decimal or (kind is int and not -_PLAIN_INT < value < _PLAIN_INT):  # type: ignore[operator]
+        return placeholder(number_text(value))  # type: ignore[arg-type]
+    return value
+
+
+def _sdk_value(value: JSONValue) -> Any:
     if isinstance(value, Decimal):
         if value == value.to_integral_value():
             return int(value)
         return float(value)
     if isinstance(value, dict):
-        return {key: wire_value(member) for key, member in value.items()}
+        return {key: _sdk_value(member) for key, member in value.items()}
     if isinstance(value, list):
-        return [wire_value(member) for member in value]
+        return [_sdk_value(member) for member in value]
     return value
 
 
@@ -142,10 +172,12 @@ def failure_result(failure: Failure) -> types.CallToolResult:
     )
 
 
-def wire_size(result: types.CallToolResult) -> int:
-    """UTF-8 bytes of ``result`` as the SDK sends it, envelope included."""
-    encoded = result.model_dump_json(by_alias=True, exclude_none=True)
-    return len(encoded.encode("utf-8", "surrogatepass")) + ENVELOPE_BYTES
+def wire_size(message: pydantic.BaseModel) -> int:
+    """Bytes of a result or request's parameters as the transport sends them (numbers
+    restored, non-ASCII escaped where the encoder escapes it), plus the JSON-RPC
+    envelope."""
+    encoded = message.model_dump_json(by_alias=True, exclude_none=True)
+    return sent_size(encoded.encode("utf-8", "surrogatepass")) + ENVELOPE_BYTES
 
 
 def elicitation_params(
@@ -172,16 +204,22 @@ def elicitation_params(
 ElicitAction = Literal["accept", "decline", "cancel"]
 
 
-def input_response(mode: InputMode, result: types.ElicitResult) -> InputResponse:
+def input_response(
+    mode: InputMode, result: types.ElicitResult, exact: bytes | None = None
+) -> InputResponse:
     """The ``InputResponse`` for the client's answer; ``Failure`` when it is not one.
 
-    A form acceptance without content means an empty answer object (the form's
-    own checks then decide); a URL acceptance carries no answers.
+    ``exact`` is the answer's ``content`` as the client wrote it, when the transport
+    kept it: the registry then parses that text itself. A form acceptance without
+    content means an empty answer object (the form's own checks then decide); a URL
+    acceptance carries no answers.
     """
     try:
         if result.action == "accept":
             if mode is InputMode.URL:
                 return InputResponse.accept()
+            if exact is not None and result.content is not None:
+                return InputResponse.accept(exact)
             return InputResponse.accept({} if result.content is None else result.content)
         if result.action == "decline":
             return InputResponse.decline()

@@ -1,0 +1,532 @@
+"""Serving over HTTP: what one client may hold, and the uvicorn server that enforces it.
+
+Two layers, both bounded by ``HTTPLimits``:
+
+* **Sessions** (the ASGI app, ``GatewayServer.http_app``): a 2025-11-25 client opens a
+  session with ``initialize`` and the server keeps it until the client ends it
+  (``DELETE``) or it stays idle for ``session_idle_timeout``. ``SessionGuard`` caps
+  the sessions one principal may hold (``principal_sessions``) as well as the whole
+  server's (``max_sessions``), and the size of the request that opens one
+  (``session_open_bytes``), because the SDK keeps that request's parameters for the
+  session's life. 2026-07-28 requests hold no session and pass untouched.
+* **Connections** (the server, ``uvicorn_config`` and ``serve_http``): uvicorn has no
+  timeout for receiving a request, so a client that sends one byte every few seconds
+  holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
+  connection whose request head is not complete within ``header_timeout`` or whose
+  body is not complete within ``body_timeout``, and keeps at most
+  ``max_connections`` open: a new connection beyond that closes the one whose
+  request has been arriving longest, so slow connections cannot lock out prompt ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+import h11
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import principal_components
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .._failures import ConfigurationError
+
+__all__ = [
+    "HTTPLimits",
+    "SessionGuard",
+    "fit_descriptors",
+    "guard_sessions",
+    "guarded_protocol",
+    "serve_http",
+    "uvicorn_config",
+]
+
+logger = logging.getLogger("opgate.mcp.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: The listening socket's queue of connections not yet accepted. asyncio accepts up
+#: to this many at once, before any protocol sees them.
+LISTEN_BACKLOG = 128
+
+#: Descriptors kept beyond ``max_connections``: two accept bursts (a connection
+#: closed to make room frees its descriptor a loop iteration later) and 64 for
+#: everything else (the listening socket, logs, a shared ledger's connections, files
+#: a handler opens).
+DESCRIPTOR_RESERVE = 2 * LISTEN_BACKLOG + 64
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPLimits:
+    """What HTTP clients may hold on one server process.
+
+    Sessions (2025-11-25 clients; 2026-07-28 holds none):
+
+    * ``max_sessions`` (1,000): open sessions on the server.
+    * ``principal_sessions`` (32): open sessions of one principal (the verified
+      token's client, issuer and subject; without a token verifier every caller is
+      the one local principal). A principal at its cap gets HTTP 429 saying how to
+      free one; other principals are unaffected.
+    * ``session_idle_timeout`` (600 s): a session with no request in flight (and no
+      open ``GET`` stream) for this long is closed; its id then answers 404.
+    * ``session_open_bytes`` (16 KiB): largest body of a request that opens a
+      session (its ``initialize``), whose parameters the session keeps.
+
+    Connections (``uvicorn_config``, ``serve_http``):
+
+    * ``max_connections`` (2,048): open client connections. Beyond it the
+      connection whose request (head or body) has been arriving longest is closed,
+      or else the one idle longest between requests; when every one is being
+      served, the new one.
+      ``serve_http`` raises the process's descriptor limit to fit, or lowers this to
+      fit a hard limit it cannot raise (and says so).
+    * ``header_timeout`` (10 s): time to receive a request's head, from the
+      connection's start or from the first byte of a following request.
+    * ``body_timeout`` (30 s): time to receive a request's body after its head.
+    * ``keep_alive_timeout`` (5 s): idle time between requests on one connection.
+    * ``max_header_bytes`` (16 KiB): largest request head (a larger one gets 400).
+    """
+
+    max_sessions: int = 1000
+    principal_sessions: int = 32
+    session_idle_timeout: float = 600.0
+    session_open_bytes: int = 16 * 1024
+    max_connections: int = 2048
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive_timeout: float = 5.0
+    max_header_bytes: int = 16 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_sessions", "principal_sessions", "session_open_bytes"):
+            _positive_int(self, name)
+        _positive_int(self, "max_connections")
+        _positive_int(self, "max_header_bytes")
+        for name in ("session_idle_timeout", "header_timeout", "body_timeout"):
+            _positive_seconds(self, name)
+        _positive_seconds(self, "keep_alive_timeout")
+        if self.principal_sessions > self.max_sessions:
+            raise ConfigurationError(
+                f"HTTPLimits.principal_sessions ({self.principal_sessions}) cannot exceed "
+                f"max_sessions ({self.max_sessions})"
+            )
+        if self.session_open_bytes < 1024:
+            raise ConfigurationError(
+                "HTTPLimits.session_open_bytes must be at least 1024 (an initialize request)"
+            )
+
+
+def _positive_int(limits: HTTPLimits, name: str) -> None:
+    value = getattr(limits, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(f"HTTPLimits.{name} must be a positive int, got {value!r}")
+
+
+def _positive_seconds(limits: HTTPLimits, name: str) -> None:
+    value = getattr(limits, name)
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(
+            f"HTTPLimits.{name} must be a positive, finite number of seconds, got {value!r}"
+        )
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+class SessionGuard:
+    """ASGI wrapper of a stateful session manager's app: session caps per principal.
+
+    Every request that would open a session (a legacy-era request without
+    ``Mcp-Session-Id``) is admitted only while its principal holds fewer than
+    ``principal_sessions`` sessions (counting openings in flight) and the server
+    fewer than ``max_sessions``; its body is then limited to ``session_open_bytes``.
+    A session counts from the response that gave out its id until the session
+    manager forgets it (``DELETE``, idle timeout, crash). Requests for an existing
+    session and 2026-07-28 requests pass untouched.
+    """
+
+    def __init__(
+        self, app: ASGIApp, manager: StreamableHTTPSessionManager, limits: HTTPLimits
+    ) -> None:
+        self._app = app
+        self._manager = manager
+        self._limits = limits
+        self._open_app = RequestBodyLimitMiddleware(app, limits.session_open_bytes)
+        self._held: dict[Hashable, set[str]] = {}
+        self._opening: dict[Hashable, int] = {}
+        self._refused = 0
+        self._logged_at = -math.inf
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _opens_session(scope):
+            await self._app(scope, receive, send)
+            return
+        if _declared_length(scope) > self._limits.session_open_bytes:
+            limit = self._limits.session_open_bytes
+            message = f"the request that opens a session is limited to {limit} bytes"
+            await _json_rpc_error(send, 413, message)
+            return
+        key = _principal_key(scope)
+        refusal = self._refusal(key)
+        if refusal is not None:
+            status, message = refusal
+            self._log_refusal(message)
+            await _json_rpc_error(send, status, message)
+            return
+        self._opening[key] = self._opening.get(key, 0) + 1
+        opened: list[str] = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        opened.append(value.decode("latin-1"))
+            await send(message)
+
+        try:
+            await self._open_app(scope, receive, watch)
+        finally:
+            left = self._opening[key] - 1
+            if left:
+                self._opening[key] = left
+            else:
+                del self._opening[key]
+            if opened and _is_open(self._manager, opened[0]):
+                self._held.setdefault(key, set()).add(opened[0])
+
+    def _log_refusal(self, message: str) -> None:
+        """A warning for the first refusal, then at most one every ten seconds with a count."""
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._logged_at >= 10:
+            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
+            logger.warning("refused a new session: %s%s", message, more)
+            self._logged_at = now
+            self._refused = 0
+
+    def _refusal(self, key: Hashable) -> tuple[int, str] | None:
+        """``(status, message)`` refusing a new session for ``key``, or None to admit it."""
+        self._forget_closed()
+        limits = self._limits
+        idle = f"{limits.session_idle_timeout:g} s"
+        if len(self._held.get(key, ())) + self._opening.get(key, 0) >= limits.principal_sessions:
+            return 429, (
+                f"too many open sessions for this principal (its limit is "
+                f"{limits.principal_sessions}): end one (HTTP DELETE with its Mcp-Session-Id) "
+                f"or let one stay idle for {idle}; protocol 2026-07-28 needs no session"
+            )
+        total = sum(map(len, self._held.values())) + sum(self._opening.values())
+        if total >= limits.max_sessions:
+            return 503, (
+                f"the server holds its limit of {limits.max_sessions} open sessions: "
+                f"try again later (sessions idle for {idle} are closed)"
+            )
+        return None
+
+    def _forget_closed(self) -> None:
+        for key, sessions in list(self._held.items()):
+            still = {sid for sid in sessions if _is_open(self._manager, sid)}
+            if still:
+                self._held[key] = still
+            else:
+                del self._held[key]
+
+
+def guard_sessions(manager: StreamableHTTPSessionManager, limits: HTTPLimits) -> None:
+    """Put a ``SessionGuard`` in front of a stateful session manager's requests."""
+    manager.asgi_app = SessionGuard(manager.asgi_app, manager, limits)  # type: ignore[assignment]
+
+
+def _opens_session(scope: Scope) -> bool:
+    """Whether the stateful session manager would open a session for this request."""
+    version = None
+    for name, value in scope["headers"]:
+        if name == b"mcp-session-id":
+            return False
+        if name == b"mcp-protocol-version" and version is None:  # the SDK reads the first
+            version = value.decode("latin-1")
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _declared_length(scope: Scope) -> int:
+    """The request's ``Content-Length`` (0 when absent or unreadable; bodies are counted too)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def _principal_key(scope: Scope) -> Hashable:
+    """The session owner: the token's (client, issuer, subject), or None (local)."""
+    user = scope.get("user")
+    if isinstance(user, AuthenticatedUser):
+        return principal_components(user.access_token)
+    return None
+
+
+def _is_open(manager: StreamableHTTPSessionManager, session_id: str) -> bool:
+    # The SDK 2.3 manager's table of open sessions, which it updates on DELETE, idle
+    # timeout and crash alike; it has no public view of it.
+    return session_id in manager._server_instances
+
+
+async def _json_rpc_error(send: Send, status: int, message: str) -> None:
+    """A JSON-RPC error without a request id (the official client shows its message)."""
+    code = -32603 if status >= 500 else -32600  # internal error / invalid request
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    body = json.dumps(error).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode("ascii")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- connections ------------------------------------------------------------------------
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol with request receipt deadlines and a connection cap.
+
+    A connection is in one of four phases, read from h11's view of the client:
+    ``idle`` between requests (uvicorn's keep-alive timeout), ``head`` while a
+    request head arrives (``header_timeout``, from the connection's start or from
+    the request's first byte), ``body`` while its body arrives (``body_timeout``
+    after the head), and ``served`` (the app's business). Connections whose request
+    is arriving (head or body) and idle ones are kept oldest first, so that a new
+    connection beyond ``max_connections`` closes the one whose request has been
+    arriving longest (a client that sends its request at once is never that one),
+    or else the one idle longest: closing an idle connection races with the
+    client's next request on it.
+    """
+
+    _limits: ClassVar[HTTPLimits]
+    _arriving: ClassVar[dict[_GuardedH11, None]]
+    _idle: ClassVar[dict[_GuardedH11, None]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._phase = ""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        if len(self.connections) > self._limits.max_connections and not self._make_room():
+            _warn_at_capacity(len(self.connections) - 1)
+            self.transport.close()
+            return
+        self._start_request(arm=True)
+
+    def data_received(self, data: bytes) -> None:
+        if self._phase == "idle":
+            self._start_request(arm=True)  # a kept-alive connection's next request begins
+        super().data_received(data)
+        self._follow()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._follow()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._forget()
+        self._cancel()
+        self._phase = "closed"
+        super().connection_lost(exc)
+
+    def _make_room(self) -> bool:
+        """Close the oldest arriving, or else idle, connection; False if there is none."""
+        for table in (self._arriving, self._idle):
+            while table:
+                oldest = next(iter(table))
+                del table[oldest]
+                if not oldest.transport.is_closing():
+                    oldest._close("closed to make room for a new connection")
+                    return True
+        return False
+
+    def _forget(self) -> None:
+        self._arriving.pop(self, None)
+        self._idle.pop(self, None)
+
+    def _follow(self) -> None:
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            if self._phase not in ("head", "idle"):
+                self._start_request(arm=False)  # uvicorn's keep-alive timeout runs first
+        elif state is h11.SEND_BODY:
+            if self._phase != "body":
+                self._arm("body", self._limits.body_timeout)
+        else:
+            self._forget()
+            self._cancel()
+            self._phase = "served"
+
+    def _start_request(self, *, arm: bool) -> None:
+        self._forget()
+        if arm:
+            self._arriving[self] = None
+            self._arm("head", self._limits.header_timeout)
+        else:
+            self._idle[self] = None
+            self._cancel()
+            self._phase = "idle"
+
+    def _arm(self, phase: str, seconds: float) -> None:
+        self._cancel()
+        self._phase = phase
+        self._deadline = self.loop.call_later(seconds, self._expire, phase)
+
+    def _cancel(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self, phase: str) -> None:
+        self._deadline = None
+        if self._phase == phase:
+            seconds = self._limits.header_timeout if phase == "head" else self._limits.body_timeout
+            self._close(f"request {phase} not received within {seconds:g} s")
+
+    def _close(self, why: str) -> None:
+        self._forget()
+        self._cancel()
+        self._phase = "closed"
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        logger.info("closed the connection of %s: %s", client, why)
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+_last_capacity_warning = [-math.inf]
+
+
+def _warn_at_capacity(open_connections: int) -> None:
+    """Say (at most every ten seconds) that new connections are being refused."""
+    now = asyncio.get_running_loop().time()
+    if now - _last_capacity_warning[0] >= 10:
+        _last_capacity_warning[0] = now
+        logger.warning(
+            "refusing new connections: %d are open, all busy with requests "
+            "(raise --max-connections if this is legitimate load)",
+            open_connections,
+        )
+
+
+def guarded_protocol(limits: HTTPLimits) -> type[H11Protocol]:
+    """A uvicorn ``http`` protocol class enforcing ``limits``' connection bounds.
+
+    Each call makes a class with its own table of connections: give one to one
+    ``uvicorn.Config``.
+    """
+    return type(
+        "GuardedH11Protocol",
+        (_GuardedH11,),
+        {"_limits": limits, "_arriving": {}, "_idle": {}, "__module__": __name__},
+    )
+
+
+def uvicorn_config(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    limits: HTTPLimits | None = None,
+    log_level: str | int = "warning",
+) -> uvicorn.Config:
+    """A ``uvicorn.Config`` serving ``app`` with ``limits``' connection bounds.
+
+    The h11 protocol is always used (``guarded_protocol``); WebSockets are off.
+    """
+    limits = HTTPLimits() if limits is None else limits
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_protocol(limits),
+        ws="none",
+        lifespan="on",
+        log_level=log_level,
+        # uvicorn types it as int but only hands it to loop.call_later.
+        timeout_keep_alive=cast(int, limits.keep_alive_timeout),
+        backlog=LISTEN_BACKLOG,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        server_header=False,
+    )
+
+
+def fit_descriptors(limits: HTTPLimits) -> HTTPLimits:
+    """``limits`` with ``max_connections`` fitting the process's descriptor limit.
+
+    The soft limit is raised (up to the hard one) to ``max_connections`` plus a
+    reserve; if the hard limit is lower, ``max_connections`` is lowered to fit it
+    and a warning says so.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return limits
+    needed = limits.max_connections + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return limits
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if soft >= needed:
+        return limits
+    fitted = max(1, soft - DESCRIPTOR_RESERVE)
+    logger.warning(
+        "the descriptor limit is %d: serving at most %d connections instead of %d "
+        "(raise it with ulimit -n)",
+        soft,
+        fitted,
+        limits.max_connections,
+    )
+    return dataclasses.replace(limits, max_connections=fitted)
+
+
+async def serve_http(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    limits: HTTPLimits | None = None,
+    log_level: str | int = "warning",
+) -> None:
+    """Serve ``app`` (an ``http_app``) with uvicorn until the process is told to stop."""
+    limits = fit_descriptors(HTTPLimits() if limits is None else limits)
+    config = uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level)
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,543 @@
+"""``opgate serve --http`` under hostile clients, and what its stderr shows.
+
+Every test runs ``opgate serve`` as a subprocess on loopback and drives it with the
+official ``mcp.Client`` over real HTTP (uvicorn); the hostile clients are plain
+sockets and ``httpx2`` requests, bounded in count and time.
+
+* Sessions: one principal at its session cap is refused with a message saying how
+  to free one, while another principal still initializes and calls tools; idle
+  sessions are reclaimed after the configured timeout; the request that opens a
+  session is bounded in size (the session keeps its parameters).
+* Slow clients: connections that drip a request head or body are closed after the
+  header and body timeouts, and hundreds of them, beyond the process's descriptor
+  limit, do not keep an authenticated client from being served.
+* Logs: a handler's private cause reaches stderr with its traceback, never the
+  client; third-party loggers stay at WARNING under ``--log-level DEBUG``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+from serving_catalog import FORGED_LINE, INSECURE_URL
+
+from conftest import ROOT, free_port, serve_environment
+
+pytestmark = pytest.mark.anyio
+
+SERVE = ["-m", "opgate", "serve", "tests.serving_catalog:build_registry"]
+VERIFIER = ["--token-verifier", "tests.mcp_catalog:TokenVerifier"]
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+RAW_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}
+
+
+@dataclass
+class Served:
+    url: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+
+@contextmanager
+def serving(tmp_path: Path, *options: str, descriptors: int | None = None) -> Iterator[Served]:
+    """``opgate serve --http`` on a free loopback port with ``options``; stderr to a file."""
+    import sys
+
+    port = free_port()
+    log = tmp_path / f"serve-{port}.log"
+
+    def limit_descriptors() -> None:
+        if descriptors is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, *SERVE, "--http", f"127.0.0.1:{port}", *options],
+            cwd=ROOT,
+            env=serve_environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=limit_descriptors,
+        )
+    served = Served(f"http://127.0.0.1:{port}/mcp", port, process, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"server exited: {served.stderr()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("server did not start in 30 s") from None
+                time.sleep(0.1)
+        yield served
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@asynccontextmanager
+async def client(
+    url: str, token: str | None = None, era: str = "legacy", timeout: float = 30
+) -> AsyncIterator[Client]:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=timeout)
+    async with http, Client(streamable_http_client(url, http_client=http), mode=era) as session:
+        yield session
+
+
+async def refusal(url: str, token: str) -> str:
+    """The message of the ``MCPError`` that opening a client raises (through its groups)."""
+    try:
+        async with client(url, token):
+            pass
+    except BaseException as exc:  # the client raises its error inside exception groups
+        todo: list[BaseException] = [exc]
+        while todo:
+            found = todo.pop()
+            if isinstance(found, MCPError):
+                return str(found)
+            if isinstance(found, BaseExceptionGroup):
+                todo.extend(found.exceptions)
+        raise
+    raise AssertionError("the client opened a session")
+
+
+# -- sessions -------------------------------------------------------------------------
+
+
+async def test_a_principal_at_its_session_cap_is_refused_and_another_is_served(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "3", "--max-sessions", "8") as s:
+        with anyio.fail_after(60):
+            async with AsyncExitStack() as stack:
+                held = [
+                    await stack.enter_async_context(client(s.url, "alice-token")) for _ in range(3)
+                ]
+                message = await refusal(s.url, "alice-token")
+                assert "too many open sessions for this principal" in message
+                assert "its limit is 3" in message
+                assert "DELETE" in message
+                # Another principal is not affected, and the held sessions still work.
+                async with client(s.url, "bob-token") as bob:
+                    page = await bob.call_tool("search", {"query": "confirm"})
+                    assert page.structured_content["items"][0]["name"] == "orders.confirm"
+                page = await held[0].call_tool("search", {"query": "confirm"})
+                assert not page.is_error
+            # Closing the clients ends their sessions (DELETE): alice may open again.
+            async with client(s.url, "alice-token") as again:
+                assert not (await again.call_tool("search", {"query": "echo"})).is_error
+        assert "refused a new session: too many open sessions" in s.stderr()
+
+
+async def test_a_session_flood_is_refused_past_the_cap_with_memory_bounded(
+    tmp_path: Path,
+) -> None:
+    """Raw initialize-only sessions, as in the report: the cap holds and memory stays flat."""
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "20") as s:
+        statuses: dict[int, int] = {}
+        async with httpx2.AsyncClient(
+            headers={**RAW_HEADERS, "Authorization": "Bearer alice-token"}, timeout=30
+        ) as http:
+            await http.post(s.url, content=json.dumps(INITIALIZE))  # warm up
+            before = s.rss_mib()
+            with anyio.fail_after(120):
+                for _ in range(400):
+                    response = await http.post(s.url, content=json.dumps(INITIALIZE))
+                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            after = s.rss_mib()
+        assert statuses == {200: 19, 429: 381}  # 20 with the warm-up session
+        assert after - before < 16, (before, after)
+        # 381 refusals are not 381 log lines.
+        assert 1 <= s.stderr().count("refused a new session") <= 3
+        with anyio.fail_after(30):
+            async with client(s.url, "bob-token") as bob:
+                assert not (await bob.call_tool("search", {"query": "confirm"})).is_error
+
+
+async def test_the_request_that_opens_a_session_is_bounded(tmp_path: Path) -> None:
+    """The session keeps its initialize parameters: a large one opens nothing."""
+    big = json.loads(json.dumps(INITIALIZE))
+    big["params"]["capabilities"]["experimental"] = {"x": {f"k{i}": i for i in range(5000)}}
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "2") as s:
+        async with httpx2.AsyncClient(
+            headers={**RAW_HEADERS, "Authorization": "Bearer alice-token"}, timeout=30
+        ) as http:
+            with anyio.fail_after(60):
+                for _ in range(4):
+                    response = await http.post(s.url, content=json.dumps(big))
+                    assert response.status_code == 413
+                    error = response.json()["error"]["message"]
+                    assert error == "the request that opens a session is limited to 16384 bytes"
+
+                async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted
+                    yield json.dumps(big).encode()
+
+                response = await http.post(s.url, content=chunks())
+                assert response.status_code == 413
+                # None of them holds a session: the cap of two is still free.
+                for _ in range(2):
+                    response = await http.post(s.url, content=json.dumps(INITIALIZE))
+                    assert response.status_code == 200
+
+
+async def test_a_repeated_protocol_version_header_opens_no_uncounted_session(
+    tmp_path: Path,
+) -> None:
+    """The SDK reads the first ``Mcp-Protocol-Version``; so does the session count."""
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "1") as s:
+        headers = [
+            *RAW_HEADERS.items(),
+            ("Authorization", "Bearer alice-token"),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+            ("Mcp-Protocol-Version", "2026-07-28"),
+        ]
+        async with httpx2.AsyncClient(timeout=30) as http:
+            with anyio.fail_after(60):
+                first = await http.post(s.url, content=json.dumps(INITIALIZE), headers=headers)
+                assert first.status_code == 200
+                assert "mcp-session-id" in first.headers
+                second = await http.post(s.url, content=json.dumps(INITIALIZE), headers=headers)
+                assert second.status_code == 429
+
+
+async def test_idle_sessions_are_reclaimed_after_the_configured_timeout(tmp_path: Path) -> None:
+    """Initialize-only sessions (the flood's) are; a connected client's session is not."""
+    options = (*VERIFIER, "--principal-sessions", "2", "--session-idle-timeout", "1.5")
+    with serving(tmp_path, *options) as s:
+        headers = {**RAW_HEADERS, "Authorization": "Bearer alice-token"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            client(s.url, "bob-token") as bob,
+        ):
+            with anyio.fail_after(60):
+                opened = []
+                for _ in range(2):
+                    response = await http.post(s.url, content=json.dumps(INITIALIZE))
+                    assert response.status_code == 200
+                    opened.append(response.headers["mcp-session-id"])
+                refused = await http.post(s.url, content=json.dumps(INITIALIZE))
+                assert refused.status_code == 429
+                await anyio.sleep(3)
+                # Reclaimed: their ids are unknown now, and the principal may open again.
+                ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+                gone = await http.post(
+                    s.url,
+                    content=json.dumps(ping),
+                    headers={"mcp-session-id": opened[0], "mcp-protocol-version": "2025-11-25"},
+                )
+                assert gone.status_code == 404
+                again = await http.post(s.url, content=json.dumps(INITIALIZE))
+                assert again.status_code == 200
+                # A connected official client keeps its GET stream open: not idle.
+                assert not (await bob.call_tool("search", {"query": "echo"})).is_error
+
+
+# -- slow clients -----------------------------------------------------------------------
+
+
+class Drippers:
+    """``count`` connections that send a request one byte per ``interval``, and reconnect.
+
+    ``body=False`` drips the request head; ``body=True`` sends a complete head with a
+    ``Content-Length`` and drips the body. Each reconnects when the server closes it
+    (until ``stop``), as an attacker keeping the connections full would.
+    """
+
+    def __init__(self, port: int, count: int, interval: float, *, body: bool = False) -> None:
+        self.port = port
+        self.count = count
+        self.interval = interval
+        self.body = body
+        self.closed_after: list[float] = []  # how long each closed connection lived
+        self.stopped = anyio.Event()
+
+    def _opening(self) -> bytes:
+        head = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+        if self.body:
+            head += "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+        return head.encode("ascii")
+
+    async def _one(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", self.port)
+            except OSError:
+                await anyio.sleep(self.interval)
+                continue
+            started = time.monotonic()
+            async with stream:
+                try:
+                    await stream.send(self._opening())
+                    while not self.stopped.is_set():
+                        with anyio.move_on_after(self.interval):
+                            if await stream.receive(65536) == b"":
+                                break
+                            continue  # a response (408/400): wait for the close
+                        await stream.send(b"a")
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    pass
+            if not self.stopped.is_set():
+                self.closed_after.append(time.monotonic() - started)
+                await anyio.sleep(self.interval)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Drippers]:
+        async with anyio.create_task_group() as group:
+            for _ in range(self.count):
+                group.start_soon(self._one)
+            try:
+                yield self
+            finally:
+                self.stopped.set()
+                group.cancel_scope.cancel()
+
+
+async def test_a_dripped_head_or_body_is_closed_after_its_timeout(tmp_path: Path) -> None:
+    options = (*VERIFIER, "--header-timeout", "1", "--body-timeout", "2")
+    with serving(tmp_path, *options) as s:
+        with anyio.fail_after(30):
+            heads = Drippers(s.port, 3, 0.2)
+            async with heads.running():
+                while len(heads.closed_after) < 3:
+                    await anyio.sleep(0.1)
+            bodies = Drippers(s.port, 3, 0.2, body=True)
+            async with bodies.running():
+                while len(bodies.closed_after) < 3:
+                    await anyio.sleep(0.1)
+    # Each lived about its timeout (it sent a byte every 0.2 s all along).
+    assert all(0.8 < seconds < 4 for seconds in heads.closed_after), heads.closed_after
+    assert all(1.8 < seconds < 5 for seconds in bodies.closed_after), bodies.closed_after
+
+
+async def timed_calls(url: str, token: str) -> list[float]:
+    """Seconds taken by: opening a session, a search, an invoke (each must succeed)."""
+    taken = []
+    started = time.monotonic()
+    async with client(url, token, timeout=20) as session:
+        taken.append(time.monotonic() - started)
+        for name, arguments in (
+            ("search", {"query": "confirm"}),
+            ("invoke", {"name": "util.echo", "arguments": {"text": "hi"}}),
+        ):
+            started = time.monotonic()
+            result = await session.call_tool(name, arguments)
+            assert not result.is_error, result
+            taken.append(time.monotonic() - started)
+    return taken
+
+
+async def test_slow_connections_past_the_descriptor_limit_leave_a_client_served(
+    tmp_path: Path,
+) -> None:
+    """More dripping connections than the server has descriptors (512), before any
+    authentication: the authenticated client is still served, promptly."""
+    with serving(tmp_path, *VERIFIER, descriptors=512) as s:
+        baseline = await timed_calls(s.url, "alice-token")
+        drippers = Drippers(s.port, 600, 1.0)
+        with anyio.fail_after(90):
+            async with drippers.running():
+                await anyio.sleep(4)  # every dripper connected (or evicted and back)
+                under_attack = [await timed_calls(s.url, "bob-token") for _ in range(3)]
+        stderr = s.stderr()
+    assert "serving at most 192 connections instead of 2048" in stderr
+    assert "out of system resource" not in stderr  # never out of descriptors
+    assert drippers.closed_after, "the server closed no dripping connection"
+    worst = max(max(calls) for calls in under_attack)
+    print(f"baseline {baseline}, under attack {under_attack}")
+    assert worst < 5, under_attack
+
+
+@pytest.mark.parametrize("body", [False, True], ids=["head", "body"])
+async def test_slow_connections_beyond_max_connections_are_evicted(
+    tmp_path: Path, body: bool
+) -> None:
+    """Dripped heads, or complete heads with dripped bodies (which unauthenticated
+    requests may send after their 401), are closed to make room for a prompt client."""
+    with serving(tmp_path, *VERIFIER, "--max-connections", "50") as s:
+        drippers = Drippers(s.port, 120, 1.0, body=body)
+        with anyio.fail_after(60):
+            async with drippers.running():
+                await anyio.sleep(3)
+                calls = [await timed_calls(s.url, "alice-token") for _ in range(2)]
+        assert max(max(round_) for round_ in calls) < 5, calls
+        # Far sooner than the header and body timeouts: closed to make room.
+        assert sum(1 for seconds in drippers.closed_after if seconds < 8) >= 50
+
+
+# -- what stderr shows ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_serve_logs_a_handlers_private_cause_with_its_traceback(
+    tmp_path: Path, era: str
+) -> None:
+    with serving(tmp_path) as s:
+        with anyio.fail_after(60):
+            async with client(s.url, era=era) as session:
+                result = await session.call_tool(
+                    "invoke", {"name": "orders.checkout", "arguments": {}}
+                )
+        await anyio.sleep(0.3)  # let the log line reach the file
+        stderr = s.stderr()
+    assert result.is_error
+    assert result.structured_content["error"] == {"code": "internal", "message": "internal error"}
+    reply = result.model_dump_json()
+    for private in ("https", INSECURE_URL, "ConfigurationError", "Traceback", "checkout"):
+        assert private not in reply
+    # The cause, at ERROR, with where it was raised.
+    assert "ERROR opgate.serve: invoke: internal; private cause" in stderr
+    assert "ConfigurationError: URLInput url" in stderr
+    assert "the URL must use https (plain http is never accepted)" in stderr
+    assert "Traceback (most recent call last):" in stderr
+    assert "serving_catalog.py" in stderr
+    assert "in checkout" in stderr
+
+
+async def test_a_cause_cannot_forge_log_lines_or_drive_the_terminal(tmp_path: Path) -> None:
+    text = f"boom\n{FORGED_LINE}\r{FORGED_LINE}\u2028{FORGED_LINE}\x1b[2J\u202egnp.exe"
+    with serving(tmp_path) as s:
+        with anyio.fail_after(60):
+            async with client(s.url) as session:
+                result = await session.call_tool(
+                    "invoke", {"name": "util.forge", "arguments": {"text": text}}
+                )
+        await anyio.sleep(0.3)
+        stderr = s.stderr()
+    assert result.is_error
+    assert "RuntimeError: boom" in stderr
+    lines = stderr.split("\n")
+    assert not [line for line in lines if line.startswith(FORGED_LINE)]
+    assert f"    {FORGED_LINE}" in lines
+    assert "\x1b" not in stderr
+    assert "\u202e" not in stderr
+    assert "\\x1b[2J\\u202egnp.exe" in stderr
+
+
+async def test_third_party_loggers_stay_at_warning_at_debug(tmp_path: Path) -> None:
+    async def calls(url: str) -> str:
+        async with client(url) as session:
+            page = await session.call_tool("search", {"query": "item", "limit": 2})
+            cursor = page.structured_content["next_cursor"]
+            assert cursor
+            await session.call_tool("search", {"query": "item", "limit": 2, "cursor": cursor})
+            result = await session.call_tool(
+                "invoke", {"name": "util.echo", "arguments": {"text": "private-echo-text"}}
+            )
+            assert not result.is_error
+        return str(cursor)
+
+    with anyio.fail_after(90):
+        with serving(tmp_path, "--log-level", "DEBUG") as s:
+            cursor = await calls(s.url)
+            await anyio.sleep(0.3)
+            closed = s.stderr()
+        with serving(tmp_path, "--log-level", "DEBUG", "--log-logger", "sse_starlette") as s:
+            await calls(s.url)
+            await anyio.sleep(0.3)
+            opened = s.stderr()
+    assert "sse_starlette" not in closed
+    assert cursor not in closed
+    assert "private-echo-text" not in closed
+    assert " DEBUG mcp" not in closed
+    assert " INFO mcp" not in closed
+    # Named, the logger is open: what it writes at DEBUG is why it stays closed.
+    assert "DEBUG sse_starlette" in opened
+    assert "private-echo-text" in opened
+
+
+def test_http_limit_options_need_http_and_valid_values() -> None:
+    import sys
+
+    for options, expected in (
+        (["--principal-sessions", "3"], "--principal-sessions needs --http"),
+        (
+            ["--http", "0", "--principal-sessions", "9", "--max-sessions", "4"],
+            "principal_sessions (9) cannot exceed max_sessions (4)",
+        ),
+        (["--http", "0", "--header-timeout", "0"], "header_timeout must be a positive"),
+        (["--log-level", "LOUD"], "is not a logging level"),
+    ):
+        completed = subprocess.run(
+            [sys.executable, *SERVE, *options],
+            cwd=ROOT,
+            env=serve_environment(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert completed.returncode == 2, completed.stderr
+        assert expected in completed.stderr
+
+
+def test_a_session_refusal_is_json_rpc(tmp_path: Path) -> None:
+    """Raw clients get a JSON-RPC error body (the official client shows its message)."""
+    with (
+        serving(tmp_path, "--principal-sessions", "1") as s,
+        httpx2.Client(headers=RAW_HEADERS, timeout=30) as http,
+    ):
+        assert http.post(s.url, content=json.dumps(INITIALIZE)).status_code == 200
+        refused = http.post(s.url, content=json.dumps(INITIALIZE))
+    assert refused.status_code == 429
+    body: Any = refused.json()
+    assert body["jsonrpc"] == "2.0"
+    assert body["id"] is None
+    assert "its limit is 1" in body["error"]["message"]
+
+
+async def test_the_server_wide_session_cap_says_so(tmp_path: Path) -> None:
+    options = (*VERIFIER, "--principal-sessions", "2", "--max-sessions", "3")
+    with serving(tmp_path, *options) as s, anyio.fail_after(60):
+        async with AsyncExitStack() as stack:
+            for token in ("alice-token", "alice-token", "bob-token"):
+                await stack.enter_async_context(client(s.url, token))
+            message = await refusal(s.url, "bob-token")
+            assert "the server holds its limit of 3 open sessions: try again later" in message
+            # 2026-07-28 holds no session: bob is still served.
+            async with client(s.url, "bob-token", era="2026-07-28") as modern:
+                assert not (await modern.call_tool("search", {"query": "echo"})).is_error

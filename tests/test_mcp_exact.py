@@ -1,0 +1,105 @@
+"""``opgate.mcp._exact`` and ``_profile`` on their own: raw members, answers, placeholders."""
+
+from __future__ import annotations
+
+import json
+
+import pydantic_core
+import pytest
+
+from opgate._json import number_text, parse
+from opgate.mcp._exact import (
+    Answers,
+    UnreadableMessage,
+    member_bytes,
+    placeholder,
+    restore,
+)
+from opgate.mcp._profile import form_problem
+
+ARGS = ("params", "arguments", "arguments")
+
+
+@pytest.mark.parametrize(
+    ("message", "path", "expected"),
+    [
+        (b'{"params":{"arguments":{"arguments":{"a":1,"a":2}}}}', ARGS, b'{"a":1,"a":2}'),
+        # the last occurrence at every level, as the SDK's decoders choose
+        (b'{"params":{"arguments":{"arguments":1}},"params":{"x":0}}', ARGS, None),
+        (b'{"params":{"x":0},"params":{"arguments":{"arguments":[1e400]}}}', ARGS, b"[1e400]"),
+        (b'{"params":{"arguments":{"arguments":{"a":1},"arguments":{"b":2}}}}', ARGS, b'{"b":2}'),
+        # names compare after their escapes, values keep their spelling and whitespace
+        (
+            b'{ "par\\u0061ms" : { "arguments" : {"arguments" : { "n" : 0.30 } } } }',
+            ARGS,
+            b'{ "n" : 0.30 }',
+        ),
+        (b'{"params":{"arguments":"text"}}', ARGS, None),
+        (b'{"params":{}}', ARGS, None),
+        (b'{"id":"opgate-1","result":{}}', ("id",), b'"opgate-1"'),
+        (b'\xef\xbb\xbf {"id":7}', ("id",), b"7"),  # after a byte order mark, as json.loads
+        # invalid UTF-8 comes back byte for byte, for the strict parser to name
+        (b'{"params":{"arguments":"\xff\xfe"}}', ("params", "arguments"), b'"\xff\xfe"'),
+    ],
+)
+def test_member_bytes_is_the_text_as_sent(
+    message: bytes, path: tuple[str, ...], expected: bytes | None
+) -> None:
+    assert member_bytes(message, path) == expected
+
+
+@pytest.mark.parametrize(
+    "message", [b'{"params":', b'{"params" 1}', b'{"a":1 "b":2}', b"[" * 5000 + b"]" * 5000]
+)
+def test_member_bytes_refuses_what_it_cannot_read(message: bytes) -> None:
+    with pytest.raises(UnreadableMessage):
+        member_bytes(message if message.startswith(b"{") else b'{"a":' + message + b"}", ("b",))
+
+
+def test_placeholders_are_written_as_their_numbers() -> None:
+    values = {"huge": number_text(10**400), "tiny": "1e-400", "plain": "#opgate-#1"}
+    encoded = pydantic_core.to_json(
+        {"huge": placeholder(values["huge"]), "tiny": placeholder("1e-400"), "s": values["plain"]}
+    )
+    restored = restore(encoded)
+    assert parse(restored) == parse('{"huge":1e+400,"tiny":1e-400,"s":"#opgate-#1"}')
+    assert restore(b'{"a":"x"}') == b'{"a":"x"}'
+
+
+def test_answers_go_to_the_awaited_id_of_the_same_session_first_come() -> None:
+    answers = Answers()
+    with answers.expect("s1") as expected:
+        ident = json.dumps(expected.id).encode()
+        answers.offer(b'{"jsonrpc":"2.0","id":' + ident + b',"result":{"content":{"n":1}}}', "s2")
+        assert not expected.arrived  # another session's response
+        answers.offer(b'{"jsonrpc":"2.0","id":' + ident + b',"method":"x","result":{}}', "s1")
+        assert not expected.arrived  # a request, not a response
+        answers.offer(b'{"id":' + ident + b',"result":{"content":{"n":0.10}}}', "s1")
+        answers.offer(b'{"id":' + ident + b',"result":{"content":{"n":2}}}', "s1")
+        assert expected.arrived
+        assert expected.content == b'{"n":0.10}'
+    answers.offer(b'{"id":' + ident + b',"result":{}}', "s1")  # no longer awaited: ignored
+
+
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean", "default": True}}}
+
+
+@pytest.mark.parametrize(
+    ("prop", "problem"),
+    [
+        ({"type": "boolean", "title": "Ok", "default": False}, None),
+        ({"type": "string", "enum": ["a"], "enumNames": ["A"]}, None),
+        ({"type": "number", "minimum": 0, "maximum": 1, "description": "d"}, None),
+        ({"type": "string", "format": "email", "maxLength": 9}, None),
+        ({"type": "array", "maxItems": 1, "items": {"enum": ["a"]}}, "'p' is a multiselect"),
+        ({"type": "string", "oneOf": [{"const": "a", "title": "A"}]}, "'p' is a titled choice"),
+        ({"type": "string", "default": "x"}, "'p' uses default"),
+        ({"type": "integer", "default": 1}, "'p' uses default"),
+    ],
+)
+def test_the_2025_06_18_form_profile(prop: dict[str, object], problem: str | None) -> None:
+    schema = {"type": "object", "properties": {"p": prop}}
+    found = form_problem(schema, "2025-06-18")  # type: ignore[arg-type]
+    assert found == (None if problem is None else f"property {problem}")
+    assert form_problem(schema, "2025-11-25") is None  # type: ignore[arg-type]
+    assert form_problem(schema, "2026-07-28") is None  # type: ignore[arg-type]
