@@ -14,19 +14,18 @@ leaving the base URL is observable).
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-import uvicorn
 from fastapi import APIRouter, FastAPI, Form, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 from starlette.routing import Mount
+
+from asgi_thread import serve_asgi
 
 __all__ = ["ITEMS", "LOG", "app", "document", "serve_app"]
 
@@ -99,8 +98,12 @@ async def get_file(name: str, request: Request) -> dict[str, Any]:
 async def headers(
     request: Request, x_mode: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
+    authorization = request.headers.get("authorization")
     return {
-        "authorization": request.headers.get("authorization"),
+        "authorization": authorization,
+        # what opgate redacts from the answer, as a digest a test can compare
+        "authorization_sha256": authorization
+        and hashlib.sha256(authorization.encode()).hexdigest(),
         "x_mode": x_mode,
         "host": request.headers.get("host"),
     }
@@ -171,27 +174,8 @@ def document() -> dict[str, Any]:
     return shop.openapi()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def serve_app() -> Iterator[str]:
     """Run the app with uvicorn in a thread; yield ``http://127.0.0.1:PORT/api``."""
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test app did not start")
-        time.sleep(0.05)
-    try:
+    with serve_asgi(app, "the test app") as port:
         yield f"http://127.0.0.1:{port}/api"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

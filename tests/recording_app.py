@@ -9,6 +9,9 @@ as they came, the body bytes). It answers ``200 {"ok": true}`` with a ``Set-Cook
 ``DOCUMENT`` describes what the confirmation tests send: a JSON body with a query
 and a header parameter, a form-encoded body, and a path parameter.
 
+``Ctx`` and ``Policy`` are the tests' caller and policy (allow all, one scope per
+principal).
+
 ``read(message)`` parses a confirmation message strictly (every line must be one the
 renderer writes); ``assert_received_as_shown`` checks that the one request received
 is exactly the method, URL, headers and body it showed.
@@ -18,18 +21,17 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from asgi_thread import serve_asgi
 
 __all__ = [
     "DOCUMENT",
+    "Ctx",
+    "Policy",
     "Received",
     "Recorder",
     "Shown",
@@ -52,6 +54,21 @@ class Recorder:
     base_url: str
     origin: str  # http://127.0.0.1:PORT
     received: list[Received] = field(default_factory=list)
+
+
+@dataclass
+class Ctx:
+    principal: str
+
+
+class Policy:
+    """Allows everything; each principal is a scope of its own."""
+
+    def scope_key(self, ctx: Any) -> str:
+        return str(ctx.principal)
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
 
 
 _ANY = {"type": "object"}
@@ -100,12 +117,6 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _app(recorder: Recorder) -> Any:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -144,25 +155,11 @@ def _app(recorder: Recorder) -> Any:
 @contextmanager
 def serve_recorder() -> Iterator[Recorder]:
     """Run the recording app with uvicorn in a thread; yield its ``Recorder``."""
-    port = _free_port()
-    origin = f"http://127.0.0.1:{port}"
-    recorder = Recorder(f"{origin}/api", origin)
-    config = uvicorn.Config(
-        _app(recorder), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the recording app did not start")
-        time.sleep(0.05)
-    try:
+    recorder = Recorder("", "")
+    with serve_asgi(_app(recorder), "the recording app") as port:
+        recorder.origin = f"http://127.0.0.1:{port}"
+        recorder.base_url = f"{recorder.origin}/api"
         yield recorder
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -63,7 +64,9 @@ async def test_stdio(shop: tuple[str, Path]) -> None:
             page = await client.call_tool("search", {"query": "headers"})
             assert page.structured_content["items"][0]["name"] == "meta.headers"
             got = await client.call_tool("invoke", {"name": "meta.headers", "arguments": {}})
-            assert got.structured_content["authorization"] == "Bearer from-the-environment"
+            sent = hashlib.sha256(b"Bearer from-the-environment").hexdigest()
+            assert got.structured_content["authorization_sha256"] == sent
+            assert got.structured_content["authorization"] == "[redacted]"
             made = await client.call_tool(
                 "invoke",
                 {"name": "items.create", "arguments": {"body": {"name": "mug", "price": 3}}},
@@ -125,6 +128,9 @@ def socket_to(port: int) -> Any:
         (["--openapi", "missing.json", "--base-url", "http://h"], "cannot read"),
         (["--openapi", "SPEC", "--base-url", "http://h", "--header", "A=NOPE_UNSET"], "NOPE_UNSET"),
         (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", "FETCH"], "confirm"),
+        # a blank list (an unset variable in a script) must not turn the human gate off
+        (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", ""], "'none'"),
+        (["--openapi", "SPEC", "--base-url", "http://h", "--confirm", " , "], "'none'"),
         (["--openapi", "SPEC", "--base-url", "ftp://h"], "base_url"),
     ],
 )

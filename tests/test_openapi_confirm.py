@@ -12,7 +12,6 @@ import json
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -23,26 +22,22 @@ from hypothesis import strategies as st
 from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
 from opgate.openapi import Catalog, build_catalog
 
-from recording_app import DOCUMENT, Recorder, assert_received_as_shown, read, serve_recorder
+from recording_app import (
+    DOCUMENT,
+    Ctx,
+    Policy,
+    Recorder,
+    Shown,
+    assert_received_as_shown,
+    read,
+    serve_recorder,
+)
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "Bearer s3cret-host-token"
 FORM = {InputMode.FORM}
 YES = InputResponse.accept({"confirm": True})
-
-
-@dataclass
-class Ctx:
-    principal: str
-
-
-class Policy:
-    def scope_key(self, ctx: Any) -> str:
-        return str(ctx.principal)
-
-    def authorize(self, ctx: Any, request: Any) -> None:
-        return None
 
 
 def host_headers(ctx: Any) -> dict[str, str]:
@@ -81,6 +76,19 @@ async def accept(
     )
 
 
+async def sent_as_shown(
+    registry: Registry,
+    recorder: Recorder,
+    name: str,
+    arguments: Any,
+    pending: Pending,
+    shown: Shown,
+) -> None:
+    """Accept ``pending``: the one request the upstream receives is exactly ``shown``."""
+    assert isinstance(await accept(registry, name, arguments, pending), Completed)
+    assert_received_as_shown(recorder, shown)
+
+
 # -- the attacks of issue 19 ----------------------------------------------------------
 
 
@@ -97,8 +105,7 @@ async def test_a_padded_body_is_shown_whole_and_sent_as_shown(
     assert shown.body is not None
     assert b'"amount":1000000' in shown.body
     assert b'"to":"attacker"' in shown.body
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
 
 
 async def test_a_request_too_large_to_show_is_refused_and_never_sent(
@@ -135,10 +142,11 @@ async def test_a_query_value_cannot_forge_a_section_of_the_form(
     assert [line for line in message.split("\n") if line.startswith("Body")] == [
         next(line for line in message.split("\n") if line.startswith("Body ("))
     ]
-    assert shown.decoded["Query, decoded:"] == ['"note" = ' + json.dumps(forged)]
+    [pair] = shown.decoded["Query, decoded:"]
+    name, value = pair.split(" = ")
+    assert (json.loads(name), json.loads(value)) == ("note", forged)
     assert shown.body == b'{"to":"attacker","amount":1000000}'
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
 
 
 #: Characters that hide, reorder, fake or blur text on a screen.
@@ -184,9 +192,32 @@ async def test_invisible_bidi_and_lookalike_characters_are_escaped_visibly(
     assert f'"to":"{escape}rekcatta"'.encode() in shown.body
     assert f'"amount{escape}":5'.encode() in shown.body
     assert shown.decoded["Query, decoded:"] == [f'"note" = "rent{escape}"']
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body)["to"] == recipient  # the same value, escaped
+
+
+async def test_a_run_of_spaces_is_visible_and_cannot_push_text_out_of_sight(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """Two spaces look like one, and a long run wraps into blank lines after a forged end."""
+    _, registry = payments
+    gap = " " * 2000
+    arguments = {
+        "note": "John  Smith",
+        "X-Memo": "a   b",
+        "body": {"memo": f"rent 10. End of the request.{gap}", "to": "John  Smith"},
+    }
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    for line in message.split("\n"):
+        assert "  " not in line.removeprefix("  "), line[:80]
+    shown = read(message)
+    assert shown.body is not None
+    assert b'"to":"John \\u0020Smith"' in shown.body
+    assert ("X-Memo", "a   b") in shown.headers
+    assert shown.decoded["Query, decoded:"] == ['"note" = "John \\u0020Smith"']
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
 
 
 async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
@@ -206,8 +237,36 @@ async def test_markup_cannot_hide_or_forge_text_in_a_rendering_client(
     shown = read(message)
     assert shown.body is not None
     assert b"\\u003c!-- hidden --\\u003e \\u0026#x202e;" in shown.body
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
+    assert json.loads(recorder.received[0].body) == arguments["body"]
+
+
+async def test_markdown_can_neither_hide_text_in_a_link_nor_unescape_a_quote(
+    payments: tuple[Catalog, Registry], recorder: Recorder
+) -> None:
+    """CommonMark drops a backslash before punctuation and shows a link's text only.
+
+    ``\\"`` rendered as ``"`` made ``{"amount":1000000,"to":"x\\",\\"amount\\":10}`` read as
+    a later ``"amount":10``; ``[see](...)`` hid everything up to ``)`` as a link target.
+    """
+    _, registry = payments
+    forged = 'x","amount":10,"n":"'
+    arguments = {
+        "note": "a\\b",
+        "X-Memo": '"quoted"',
+        "body": {"amount": 1000000, "to": forged, "memo": "[see](", "x": ")"},
+    }
+    pending = await prompt(registry, "transfer", arguments)
+    message = pending.prompt.message
+    assert re.search(r"\\[!-/:-@[-`{-~]", message) is None  # no backslash before punctuation
+    assert "[" not in message
+    assert "]" not in message
+    shown = read(message)
+    assert shown.body is not None
+    assert b'"to":"x\\u0022,\\u0022amount\\u0022:10,\\u0022n\\u0022:\\u0022"' in shown.body
+    assert ("X-Memo", '"quoted"') in shown.headers
+    assert shown.decoded["Query, decoded:"] == ['"note" = "a\\u005cb"']
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     assert json.loads(recorder.received[0].body) == arguments["body"]
 
 
@@ -231,8 +290,7 @@ async def test_what_the_upstream_receives_is_what_the_form_showed(
     assert shown.decoded["Query, decoded:"] == [
         '"note" = "M\\u00e4rz rent \\u0026 more=1 +2 %20 #frag"'
     ]
-    assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
     got = dict(recorder.received[0].headers)
     assert got["authorization"] == TOKEN  # the credential is sent, never shown
 
@@ -250,24 +308,26 @@ async def test_a_form_encoded_body_is_shown_exactly_and_decoded(
         '"amount" = "7"',
         '"memo" = "a=b\\u0026to=landlord"',
     ]
-    assert isinstance(await accept(registry, "pay", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "pay", arguments, pending, shown)
 
 
 async def test_a_path_parameter_with_slashes_is_one_visible_segment(
     payments: tuple[Catalog, Registry], recorder: Recorder
 ) -> None:
     _, registry = payments
-    arguments = {"name": "../admin/secret\u2215x"}  # U+2215 DIVISION SLASH looks like /
+    arguments = {"name": "admin/secret\u2215x"}  # U+2215 DIVISION SLASH looks like /
     pending = await prompt(registry, "files.delete", arguments)
     shown = read(pending.prompt.message)
-    assert shown.url == recorder.base_url + "/files/..%2Fadmin%2Fsecret%E2%88%95x"
-    assert shown.decoded["Path segments, decoded:"] == [
-        '"api" / "files" / "../admin/secret\\u2215x"'
-    ]
+    assert shown.url == recorder.base_url + "/files/admin%2Fsecret%E2%88%95x"
+    assert shown.decoded["Path segments, decoded:"] == ['"api" / "files" / "admin/secret\\u2215x"']
     assert shown.body is None
-    assert isinstance(await accept(registry, "files.delete", arguments, pending), Completed)
-    assert_received_as_shown(recorder, shown)
+    await sent_as_shown(registry, recorder, "files.delete", arguments, pending, shown)
+    # Decoded as a permissive server would (%2F as /), "../admin" climbs: never offered.
+    refused = await registry.invoke(
+        Ctx("alice"), "files.delete", {"name": "../admin/secret"}, input_support=FORM
+    )
+    assert isinstance(refused, Failed), refused
+    assert refused.failure.message == "refused: the request would leave the API's base URL"
 
 
 async def test_the_answer_sends_only_the_request_that_was_shown(
@@ -335,8 +395,7 @@ async def test_default_headers_of_the_hosts_own_client_are_named_not_shown(
         assert "c00kie" not in message
         shown = read(message)
         assert set(shown.hidden) == {"X-Api-Key", "Cookie"}
-        assert isinstance(await accept(registry, "transfer", arguments, pending), Completed)
-        assert_received_as_shown(recorder, shown)
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
         assert dict(recorder.received[0].headers)["x-api-key"] == "client-secret"
     finally:
         await catalog.aclose()
@@ -360,3 +419,43 @@ def test_what_cannot_be_shown_as_text_is_refused(url: str, content: bytes, reaso
     request = httpx2.Request("POST", url, content=content)
     with pytest.raises(Unshowable, match=reason):
         render("op", "/x", request, frozenset(), 16384)
+
+
+async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
+    recorder: Recorder,
+) -> None:
+    """The form names such a header as set by the host: an agent's value must not ride there."""
+    recorder.received.clear()
+    own = httpx2.AsyncClient(headers={"X-Memo": "host-tenant-key"})
+    confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
+    arguments = {"X-Memo": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
+    try:
+        registry = confirmed.registry(Policy())
+        pending = await prompt(registry, "transfer", arguments)
+        shown = read(pending.prompt.message)
+        assert shown.hidden == ["X-Memo"]
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
+        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
+        recorder.received.clear()
+        registry = unconfirmed.registry(Policy())
+        outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
+        assert isinstance(outcome, Completed), outcome
+        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
+    finally:
+        await confirmed.aclose()
+        await unconfirmed.aclose()
+        await own.aclose()
+
+
+async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
+    """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
+    document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}
+    catalog = build_catalog(document, base_url=recorder.base_url)
+    try:
+        assert "transfer" not in catalog.plans
+        [skipped] = catalog.report.skipped
+        assert skipped.kind == "invalid path"
+        assert "fragment" in skipped.reason
+    finally:
+        await catalog.aclose()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,7 +20,15 @@ from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registr
 from opgate.openapi import Catalog, build_catalog
 
 from conftest import SECRET
-from recording_app import DOCUMENT, Recorder, assert_received_as_shown, read, serve_recorder
+from recording_app import (
+    DOCUMENT,
+    Ctx,
+    Policy,
+    Recorder,
+    assert_received_as_shown,
+    read,
+    serve_recorder,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -29,19 +36,6 @@ FORM = {InputMode.FORM}
 YES = InputResponse.accept({"confirm": True})
 TRANSFER = {"body": {"to": "landlord", "amount": 10}}
 _prefixes = itertools.count()
-
-
-@dataclass
-class Ctx:
-    principal: str
-
-
-class Policy:
-    def scope_key(self, ctx: Any) -> str:
-        return str(ctx.principal)
-
-    def authorize(self, ctx: Any, request: Any) -> None:
-        return None
 
 
 @pytest.fixture(scope="module")

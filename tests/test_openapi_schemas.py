@@ -390,3 +390,12 @@ def test_hostile_documents_never_raise() -> None:
         built = catalog(document)
         assert len(built.report.operations) + len(built.report.skipped) <= 1
     assert Registry(catalog(doc({})).operations, AllowAll()) is not None
+
+
+def test_a_header_parameter_whose_name_is_not_an_http_token_is_dropped() -> None:
+    """'X-Mémo' or 'X-A B' could never be sent; calls failed with a misleading message."""
+    names = ["X-M\u00e9mo", "X-A B", "X-A:B", "X-Ok"]
+    parameters = [{"name": n, "in": "header", "schema": {"type": "string"}} for n in names]
+    built = catalog(doc({"/q": {"get": op(operationId="q", parameters=parameters)}}))
+    assert list(built.plans["q"].input_schema["properties"]) == ["X-Ok"]
+    assert built.report.warnings_by_kind() == {"header parameter": 3}

@@ -423,6 +423,9 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
         headers[name] = os.environ[variable]
     confirm = arguments.confirm.strip()
     methods = [] if confirm.lower() == "none" else [m for m in confirm.split(",") if m.strip()]
+    if not methods and confirm.lower() != "none":
+        # an unset variable in a script must not turn the human gate off unnoticed
+        raise UsageError("--confirm needs methods (such as POST,DELETE) or 'none'; it was blank")
     try:
         catalog = build_catalog(
             Path(arguments.openapi),

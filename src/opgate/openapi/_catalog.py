@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from dataclasses import replace
 from typing import Any
 
+import anyio
 import httpx2
 
 from opgate import (
@@ -39,6 +40,7 @@ from opgate import (
     Operation,
     Policy,
     Registry,
+    Resume,
     await_input,
     fail,
 )
@@ -54,7 +56,7 @@ from ._confirm import (
     unshowable,
 )
 from ._document import load_document
-from ._http import Upstream, request_headers
+from ._http import Upstream
 from ._operations import OperationPlan, plan_operations
 from ._report import Report
 from ._request import ArgumentProblem, PreparedRequest, prepare
@@ -129,21 +131,26 @@ class _Handler:
             prepared = prepare(plan, inv.arguments)
         except ArgumentProblem as exc:
             return fail(f"not sent: {exc}")
-        upstream = catalog._upstream
-        has_output_schema = plan.output_schema is not None
         resume = inv.resume
-        # An answer is checked as an answer even where this method is not confirmed (a
-        # replica configured otherwise): a declined or replayed answer never sends.
-        if plan.method not in catalog.confirm and resume is None:
-            reply = await upstream.send(
-                prepared, await catalog._headers(plan.name), has_output_schema=has_output_schema
-            )
-            return reply.outcome()
-        if resume is None:
+        if resume is not None:
+            # An answer is checked as an answer even where this method is not confirmed
+            # (a replica configured otherwise): a declined or replayed answer never sends.
+            return await self._answer(prepared, resume)
+        if plan.method in catalog.confirm:
             return await self._ask(prepared)
-        state = resume.state
-        key = state.get("send") if isinstance(state, dict) else None
-        digest = state.get("request") if isinstance(state, dict) else None
+        reply = await catalog._upstream.send(
+            prepared,
+            await catalog._headers(plan.name),
+            has_output_schema=plan.output_schema is not None,
+        )
+        return reply.outcome()
+
+    async def _answer(self, prepared: PreparedRequest, resume: Resume) -> Any:
+        """Send ``prepared`` once for an accepted confirmation, if it is the request shown."""
+        catalog, plan = self._catalog, self.plan
+        upstream = catalog._upstream
+        state = resume.state if isinstance(resume.state, dict) else {}
+        key, digest = state.get("send"), state.get("request")
         if not isinstance(key, str) or not isinstance(digest, str):
             return fail("not sent: the confirmation is not recognised")
         if resume.action is not InputAction.ACCEPT or resume.answers != {"confirm": True}:
@@ -155,18 +162,32 @@ class _Handler:
         except BaseException:
             catalog._sent.record(key, None, "not sent: the host's headers failed")
             raise
-        hidden = hidden_headers(headers, upstream.client())
+        hidden = hidden_headers(headers, upstream.client_headers())
 
         def shown(request: httpx2.Request) -> str | None:
             return None if request_digest(request, hidden) == digest else MISMATCH
 
-        reply = await upstream.send(
-            prepared,
-            headers,
-            has_output_schema=has_output_schema,
-            check=shown,
-            follow_redirects=False,
-        )
+        try:
+            reply = await upstream.send(
+                prepared,
+                headers,
+                has_output_schema=plan.output_schema is not None,
+                check=shown,
+                follow_redirects=False,
+            )
+        except BaseException as exc:
+            ended = (
+                "was cancelled"
+                if isinstance(exc, anyio.get_cancelled_exc_class())
+                else "ended with an internal error"
+            )
+            catalog._sent.record(
+                key,
+                None,
+                f"{plan.method} {prepared.path} may have reached the API: the call {ended} "
+                "before its response was read (check the API before asking again)",
+            )
+            raise
         catalog._sent.record(key, reply.result, reply.message)
         return reply.outcome()
 
@@ -176,10 +197,10 @@ class _Handler:
         upstream = catalog._upstream
         headers = await catalog._headers(plan.name)
         try:
-            request = upstream.build(prepared, request_headers(prepared, headers))
+            request = upstream.build(prepared, headers)
         except ValueError:
             return fail("refused: the request would leave the API's base URL")
-        hidden = hidden_headers(headers, upstream.client())
+        hidden = hidden_headers(headers, upstream.client_headers())
         try:
             message = render(plan.name, plan.path, request, hidden, catalog._form_budget)
         except Unshowable as exc:

@@ -11,7 +11,9 @@ whose message is ``render(...)`` of that request:
   holding percent-escapes (one item per segment) and of a form-encoded body;
 * everything is printable ASCII. Values (header values, decoded parts) are JSON
   strings written by ``quoted``: a control, bidi, invisible, private-use,
-  unassigned or non-ASCII character is an escape such as ``\\n`` or ``\\u202e``.
+  unassigned or non-ASCII character, a space after a space, and the printable
+  characters an HTML or Markdown renderer acts on, is an escape such as ``\\n``,
+  ``\\u202e`` or ``\\u0020``.
   The body is printable ASCII by construction (``_request`` writes JSON bodies
   with such escapes; form bodies are percent-encoded), so it is shown as it is;
 * a value never holds a line break, and every line starts with the renderer's own
@@ -63,25 +65,27 @@ import httpx2
 
 from opgate import FormInput, Result, Text, fail, finish
 
+from ._operations import HEADER_NAME
 from ._request import quoted
 
 __all__ = [
     "CONFIRM_SCHEMA",
     "MAX_RECORDS",
+    "MISMATCH",
     "SentLog",
     "Unshowable",
+    "confirmation",
     "hidden_headers",
     "quoted",
     "render",
     "request_digest",
+    "unshowable",
 ]
 
 #: Outcomes of confirmed sends kept for replays.
 MAX_RECORDS = 256
 #: Headers that carry credentials whoever sets them: never shown.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-#: The default headers of opgate's own HTTP client (shown: they hold no credential).
-CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -95,13 +99,12 @@ CONFIRM_SCHEMA: dict[str, Any] = {
     "required": ["confirm"],
 }
 _SCHEMA_BYTES = len(json.dumps(CONFIRM_SCHEMA, separators=(",", ":"), ensure_ascii=False))
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PRINTABLE = re.compile(rb"[\x20-\x7e]*")
 _FORM = "application/x-www-form-urlencoded"
 _INTRO = (
     "Shown below: the whole request, exactly as it will be sent. Quoted values are JSON "
-    "strings: every character that is not printable ASCII is written as an escape "
-    "(such as \\n or \\u202e)."
+    "strings: every character that is not printable ASCII, and every space after a space, "
+    "is written as an escape (such as \\n, \\u202e or \\u0020)."
 )
 
 #: Why the answer is refused when the request to send is not the one shown.
@@ -116,11 +119,15 @@ class Unshowable(Exception):
     """A request that cannot be shown completely and unambiguously (the text says why)."""
 
 
-def hidden_headers(host_headers: Mapping[str, str], client: httpx2.AsyncClient) -> frozenset[str]:
-    """Lower-case names of the headers named but not shown (see the module docstring)."""
+def hidden_headers(
+    host_headers: Mapping[str, str], client_headers: Collection[str]
+) -> frozenset[str]:
+    """Lower-case names of the headers named but not shown (see the module docstring).
+
+    ``client_headers``: ``Upstream.client_headers()``.
+    """
     names = {name.lower() for name in host_headers} | CREDENTIAL_HEADERS
-    names |= {name.lower() for name in client.headers if name.lower() not in CLIENT_HEADERS}
-    return frozenset(names)
+    return frozenset(names | set(client_headers))
 
 
 def request_digest(request: httpx2.Request, hidden: Collection[str]) -> str:
@@ -165,7 +172,7 @@ def render(
         lines.append("  " + " / ".join(quoted(segment) for segment in segments))
     for raw_name, raw_value in request.headers.raw:
         header = raw_name.decode("latin-1")
-        if _TOKEN.fullmatch(header) is None:
+        if HEADER_NAME.fullmatch(header) is None:
             raise Unshowable("a header name is not an HTTP token")
         if header.lower() in hidden:
             lines.append(f"Header: {header}: not shown (set by the host)")

@@ -12,7 +12,12 @@ NaN and infinities are refused. YAML needs the ``openapi`` extra (PyYAML); it is
 read with the safe loader, and what YAML has beyond JSON is normalised: mapping
 keys become strings (``200:`` is the response ``"200"``), dates and times become
 ISO 8601 strings, floats become ``Decimal`` by their shortest repr, and non-finite
-floats are refused.
+floats are refused. YAML aliases (``*name``) are copied where they are used, within a
+budget: the document may expand to at most one value per byte of its text, or
+``MIN_YAML_VALUES``, whichever is more; a document of aliases of aliases that would
+expand further is refused with a ``DocumentError`` as soon as it passes the budget.
+A mapping is taken as it is (like what ``json.loads`` returns, it should be a tree;
+schemas are bounded per operation either way, see ``_schemas``).
 
 ``Document.resolve(value)`` follows ``$ref`` chains inside the document
 (``#/components/parameters/...`` and any other internal JSON pointer). References to
@@ -38,6 +43,8 @@ __all__ = ["Document", "DocumentError", "RefError", "load_document", "split_poin
 
 #: Longest ``$ref`` chain followed (a chain of references to references).
 MAX_REF_CHAIN = 32
+#: Values a YAML document may always expand to through its aliases (and one per byte beyond).
+MIN_YAML_VALUES = 100_000
 
 
 _MISSING = object()
@@ -176,10 +183,12 @@ def _parse(raw: bytes) -> Any:
             raise DocumentError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
         except RecursionError:
             raise DocumentError("the JSON document is nested too deeply") from None
-    return _parse_yaml(text)
+        except ValueError as exc:  # an integer beyond Python's digit limit
+            raise DocumentError(f"the JSON document holds an unreadable number: {exc}") from None
+    return _parse_yaml(text, max(MIN_YAML_VALUES, len(raw)))
 
 
-def _parse_yaml(text: str) -> Any:
+def _parse_yaml(text: str, budget: int) -> Any:
     try:
         yaml: Any = importlib.import_module("yaml")
     except ImportError:
@@ -195,17 +204,45 @@ def _parse_yaml(text: str) -> Any:
         raise DocumentError(f"invalid YAML{where}") from None
     except RecursionError:
         raise DocumentError("the YAML document is nested too deeply") from None
-    return _normalise(data, 0)
+    except ValueError as exc:  # an integer beyond Python's digit limit, a bad timestamp
+        raise DocumentError(f"the YAML document holds an unreadable value: {exc}") from None
+    return _Normaliser(budget).value(data, 0)
 
 
-def _normalise(value: Any, depth: int) -> Any:
-    """YAML values as JSON values (see the module docstring)."""
-    if depth > 512:
-        raise DocumentError("the YAML document is nested too deeply")
-    if isinstance(value, dict):
-        return {_key(k): _normalise(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v, depth + 1) for v in value]
+class _Normaliser:
+    """YAML values as JSON values (see the module docstring), at most ``budget`` of them.
+
+    PyYAML builds an alias as the very object its anchor names, so the loaded graph is
+    as small as the text; copying it into a tree is where aliases of aliases would
+    multiply, hence the count of every value copied.
+    """
+
+    __slots__ = ("budget", "left")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.left = budget
+
+    def value(self, value: Any, depth: int) -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise DocumentError(
+                f"the YAML document expands to more than {self.budget:,} values through its "
+                f"aliases (*name): the budget is one value per byte of the document, at least "
+                f"{MIN_YAML_VALUES:,}; write repeated parts once and share them with $ref"
+            )
+        if depth > 512:
+            raise DocumentError("the YAML document is nested too deeply")
+        if isinstance(value, dict):
+            return {_key(k): self.value(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):  # tuples: !!pairs and !!omap entries
+            return [self.value(v, depth + 1) for v in value]
+        if isinstance(value, set | frozenset):  # !!set: its members are scalars
+            return [self.value(v, depth + 1) for v in sorted(value, key=repr)]
+        return _scalar(value)
+
+
+def _scalar(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, int | str):
         return value
     if isinstance(value, float):

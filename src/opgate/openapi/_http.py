@@ -6,17 +6,26 @@ use, closed by ``Catalog.aclose()``), the base URL, the timeouts and the budgets
 Requests
 --------
 * The URL is the host's base URL followed by the operation's percent-encoded path;
-  the final URL is checked to have the base URL's scheme, host and port and to lie
-  under its path before anything is sent. Arguments never hold a URL.
+  the final URL is checked to have the base URL's scheme, host and port, no userinfo,
+  and to lie under its path before anything is sent. Paths are compared as the most
+  permissive server would read them: percent-decoded until nothing changes (``%2e``,
+  ``%2f``, ``%252e`` ...), ``\\`` read as ``/``; a path with a ``.`` or ``..``
+  segment once decoded (``;`` parameters ignored, so ``..;`` counts) is refused
+  outright. Arguments never hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
-  parameter can never replace a host header.
+  parameter can never replace a host header, nor a default header of a client the
+  host passed in (``client_headers``: the form names those as set by the host).
+* Cookies: the catalog's own client keeps none (see below); a host's own ``client=``
+  keeps its own cookie policy, so one that serves several principals should be given
+  a jar that keeps nothing.
 * Redirects are never followed by the client. A redirect of a ``GET``/``HEAD`` to a
-  URL under the same base URL is followed (at most ``MAX_REDIRECTS`` times), unless
-  ``send(follow_redirects=False)`` (a confirmed request); any other redirect ends the
-  call with a failure that does not reveal the location.
-* ``build`` makes the exact first request (``request_headers`` composes its
-  headers) without sending it, for the confirmation form; ``send(check=...)`` lets
-  the caller refuse that exact request before anything is sent.
+  URL that passes the same check is followed, with the host's headers (at most
+  ``MAX_REDIRECTS`` times), unless ``send(follow_redirects=False)`` (a confirmed
+  request); any other redirect ends the call with a failure that does not reveal the
+  location, so credentials never go anywhere but under the base URL.
+* ``build`` makes the exact first request without sending it, for the confirmation
+  form; ``send(check=...)`` lets the caller refuse that exact request before
+  anything is sent.
 * ``timeout`` bounds the whole exchange, body included; the client's own connect,
   read, write and pool timeouts use the same value. ``trust_env`` is off: no proxy,
   ``.netrc`` or certificate settings are picked up from the environment behind the
@@ -25,6 +34,15 @@ Requests
 
 Responses
 ---------
+Every host header value (and its words, and Basic credentials decoded) is redacted
+from everything a response becomes, in any encoding ``_redact`` recognises, before
+it is serialised: parsed JSON is redacted value by value and its text copy made
+from the redacted value; texts, failure messages, the status reason and link
+addresses are redacted as text. JSON is read with opgate's strict parser (no
+``RecursionError``, nesting at most 128, duplicate names and lone surrogates refused):
+what it refuses falls back to text. Text is decoded with the declared charset when
+it is a text encoding (else UTF-8), invalid bytes and lone surrogates replaced.
+
 * 2xx with a JSON media type: structured content (exact numbers) plus a compact
   JSON text copy when both fit the result budget; the structured content alone with
   a short note when only it fits; otherwise the beginning of the text with a note
@@ -36,25 +54,33 @@ Responses
   with its media type and size, plus a one-line text.
 * 4xx/5xx (and unfollowed 3xx): ``fail("HTTP <status> <reason>: <excerpt>")`` with
   ``diagnostics={"status": status}``; the excerpt is at most ``MAX_ERROR_EXCERPT``
-  characters of the body with control characters removed, whitespace collapsed and
-  every host header value replaced by ``[redacted]``.
+  characters of the body (JSON compacted) with control characters removed and
+  whitespace collapsed.
+* A status line or header that is not valid HTTP (the client refuses a header
+  section beyond 100 KiB), or a ``Content-Encoding`` the request's
+  ``Accept-Encoding`` did not ask for, ends the call with a failure that says so. Bodies are read
+  to at most four times the result budget, counted after decompression (in bounded
+  pieces), within the one ``timeout``.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import httpx2
 
 from opgate import Image, ResourceLink, Result, Text, fail, finish
+from opgate._json import JSONError, parse
 
+from ._redact import Redactor
 from ._request import PreparedRequest, json_bytes
 
 __all__ = [
@@ -65,6 +91,9 @@ __all__ = [
     "check_base_url",
     "request_headers",
 ]
+
+#: The default headers of opgate's own HTTP client: they hold no credential.
+CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
 #: Redirects followed within the base URL for GET and HEAD.
 MAX_REDIRECTS = 5
@@ -80,6 +109,9 @@ _TEXTUAL = re.compile(
     r"problem\+xml|graphql|sql|csv))$"
 )
 _IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Rounds of percent-decoding a path is given before it is refused as evasive.
+_DECODE_ROUNDS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +156,18 @@ def _no_cookies() -> CookieJar:
     return CookieJar(DefaultCookiePolicy(allowed_domains=[]))
 
 
-def request_headers(prepared: PreparedRequest, host_headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top."""
+def request_headers(
+    prepared: PreparedRequest, host_headers: Mapping[str, str], reserved: Collection[str] = ()
+) -> dict[str, str]:
+    """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top.
+
+    A parameter named like a host header or like one of ``reserved`` (lower-case
+    names) is left out.
+    """
     headers: dict[str, str] = {}
-    lowered_host = {name.lower() for name in host_headers}
+    taken = {name.lower() for name in host_headers} | set(reserved)
     for name, value in prepared.headers:
-        if name.lower() not in lowered_host:
+        if name.lower() not in taken:
             headers[name] = value
     if prepared.content_type is not None:
         headers["Content-Type"] = prepared.content_type
@@ -146,6 +184,48 @@ def _is_json(media_type: str) -> bool:
     return media_type.endswith(("/json", "+json"))
 
 
+def _plain_path(raw_path: str) -> str | None:
+    """``raw_path`` as the most permissive server would read it, or ``None`` if any
+    reading of it has a ``.`` or ``..`` segment (see the module docstring)."""
+    path = raw_path
+    for _ in range(_DECODE_ROUNDS):
+        decoded = unquote(path, errors="replace")
+        if decoded == path:
+            break
+        path = decoded
+    else:
+        return None
+    path = path.replace("\\", "/")
+    if any(segment.split(";", 1)[0] in (".", "..") for segment in path.split("/")):
+        return None
+    return path
+
+
+def _text_of(body: bytes, response: httpx2.Response) -> str:
+    """The body as text: its declared charset when that is a text encoding, else UTF-8;
+    invalid bytes and lone surrogates become U+FFFD."""
+    encoding = response.encoding or "utf-8"
+    try:
+        if not codecs.lookup(encoding)._is_text_encoding:
+            encoding = "utf-8"
+        text = body.decode(encoding, errors="replace")
+    except (LookupError, UnicodeError, ValueError, TypeError):
+        text = body.decode("utf-8", errors="replace")
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _undecodable(response: httpx2.Response) -> str | None:
+    """A ``Content-Encoding`` of ``response`` its request did not ask for (the client
+    decodes what it asks for, and passes anything else through undecoded)."""
+    asked = response.request.headers.get("accept-encoding", "")
+    accepted = {part.split(";", 1)[0].strip().lower() for part in asked.split(",")}
+    for value in response.headers.get_list("content-encoding", split_commas=True):
+        coding = value.strip().lower()
+        if coding and coding != "identity" and coding not in accepted:
+            return coding
+    return None
+
+
 class Upstream:
     """The shared client, base URL, timeout and budgets of one catalog."""
 
@@ -160,7 +240,10 @@ class Upstream:
     ) -> None:
         self.base = check_base_url(base_url)
         self._base_text = str(self.base).rstrip("/")
-        self._base_path = self.base.raw_path.decode("ascii").split("?", 1)[0].rstrip("/")
+        base_path = _plain_path(self.base.raw_path.decode("latin-1").split("?", 1)[0])
+        if base_path is None:
+            raise ValueError("base_url's path must not have '.' or '..' segments")
+        self._base_path = base_path.rstrip("/")
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         self.timeout = float(timeout)
@@ -198,14 +281,35 @@ class Upstream:
     def _inside(self, url: httpx2.URL) -> bool:
         if (url.scheme, url.host, url.port) != (self.base.scheme, self.base.host, self.base.port):
             return False
-        path = url.raw_path.decode("ascii").split("?", 1)[0]
+        if url.userinfo:
+            return False
+        path = _plain_path(url.raw_path.decode("latin-1").split("?", 1)[0])
+        if path is None:
+            return False
         return path == self._base_path or path.startswith(self._base_path + "/")
 
-    def build(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
-        """The first request for ``prepared`` with ``headers`` (``request_headers``), unsent.
+    def client_headers(self) -> frozenset[str]:
+        """Lower-case names of the client's default headers, opgate's own defaults aside.
+
+        Empty for the catalog's own client; a client the host passed in may carry
+        credentials there.
+        """
+        names = (name.lower() for name in self.client().headers)
+        return frozenset(name for name in names if name not in CLIENT_HEADERS)
+
+    def build(self, prepared: PreparedRequest, host_headers: Mapping[str, str]) -> httpx2.Request:
+        """The first request ``send`` makes for ``prepared``, unsent.
 
         ``ValueError`` if it would leave the base URL.
         """
+        return self._request(prepared, self._headers(prepared, host_headers))
+
+    def _headers(
+        self, prepared: PreparedRequest, host_headers: Mapping[str, str]
+    ) -> dict[str, str]:
+        return request_headers(prepared, host_headers, self.client_headers())
+
+    def _request(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
         return self.client().build_request(
             prepared.method,
             self.url(prepared.path),
@@ -213,6 +317,17 @@ class Upstream:
             headers=headers,
             content=prepared.content,
         )
+
+    def _redirect_target(self, response: httpx2.Response) -> httpx2.URL | None:
+        """Where a redirect of ``response`` may be followed to, or ``None`` (not followed)."""
+        location = response.headers.get("location")
+        if not response.is_redirect or not location:
+            return None
+        try:
+            target = response.url.join(location)
+        except Exception:  # an unparseable Location is not followed
+            return None
+        return target if self._inside(target) else None
 
     async def send(
         self,
@@ -229,24 +344,19 @@ class Upstream:
         returns is the failure, and nothing is sent. Without ``follow_redirects``
         only that request is sent (a confirmed one: nothing the person did not see).
         """
-        headers = request_headers(prepared, host_headers)
+        headers = self._headers(prepared, host_headers)
         try:
-            request = self.build(prepared, headers)
+            request = self._request(prepared, headers)
         except ValueError:
             return _failed("refused: the request would leave the API's base URL")
         if check is not None:
             refusal = check(request)
             if refusal is not None:
                 return _failed(refusal)
-        secrets = sorted(
-            {v for v in host_headers.values() if len(v) >= 4}
-            | {part for v in host_headers.values() for part in v.split() if len(part) >= 8},
-            key=len,
-            reverse=True,
-        )
+        redactor = Redactor(host_headers)
         try:
             with anyio.fail_after(self.timeout):
-                response, body, truncated = await self._exchange(request, headers, follow_redirects)
+                exchanged = await self._exchange(request, headers, follow_redirects)
         except TimeoutError:
             return _failed(
                 f"the API did not answer within {self.timeout:g} s "
@@ -254,16 +364,42 @@ class Upstream:
             )
         except httpx2.TimeoutException:
             return _failed(f"the API did not answer within {self.timeout:g} s")
+        except httpx2.ProtocolError:
+            return _failed(
+                "the API's answer is not valid HTTP (a malformed or oversized status line or "
+                "header); the request may have reached it"
+            )
+        except httpx2.DecodingError:
+            return _failed(
+                "the API's response could not be decoded (its Content-Encoding is malformed); "
+                "the request may have reached it"
+            )
         except httpx2.HTTPError:
             return _failed("the API could not be reached (connection failed)")
+        response, body, truncated, exhausted = exchanged
         status = response.status_code
+        coding = _undecodable(response)
+        if coding is not None:
+            return _failed(
+                f"HTTP {status}: the response could not be decoded (Content-Encoding "
+                f"{redactor.text(coding[:40])!r} is not supported)",
+                diagnostics={"status": status},
+            )
+        if exhausted:
+            return _failed(
+                f"HTTP {status}: the API redirected more than {MAX_REDIRECTS} times; "
+                "not followed further",
+                diagnostics={"status": status},
+            )
         if status >= 300 or status < 200:
-            return _failure(response, body, secrets)
-        return self._success(response, body, truncated, has_output_schema)
+            return _failure(response, body, truncated, redactor)
+        return self._success(response, body, truncated, has_output_schema, redactor)
 
     async def _exchange(
         self, request: httpx2.Request, headers: dict[str, str], follow_redirects: bool
-    ) -> tuple[httpx2.Response, bytes, bool]:
+    ) -> tuple[httpx2.Response, bytes, bool, bool]:
+        """The last response, its body (at most the read limit), whether the body was
+        cut there, and whether it is a redirect still to follow after the last allowed."""
         client = self.client()
         limit = max(self.result_bytes * 4, 64 * 1024)
         method = request.method
@@ -282,32 +418,37 @@ class Upstream:
             finally:
                 await response.aclose()
             body = b"".join(chunks)[:limit]
-            location = response.headers.get("location")
             follow = follow_redirects and method in ("GET", "HEAD")
-            if response.is_redirect and location and follow:
-                target = response.url.join(location)
-                if self._inside(target):
-                    request = client.build_request(
-                        method,
-                        str(target.copy_with(query=None)),
-                        params=tuple(target.params.multi_items()),
-                        headers=headers,
-                    )
-                    continue
-            return response, body, truncated
-        return response, body, truncated
+            target = self._redirect_target(response) if follow else None
+            if target is None:
+                return response, body, truncated, False
+            request = client.build_request(
+                method,
+                str(target.copy_with(query=None, fragment=None)),
+                params=tuple(target.params.multi_items()),
+                headers=headers,
+            )
+        return response, body, truncated, True  # still redirecting after the last one
 
     def _success(
-        self, response: httpx2.Response, body: bytes, truncated: bool, has_output_schema: bool
+        self,
+        response: httpx2.Response,
+        body: bytes,
+        truncated: bool,
+        has_output_schema: bool,
+        redactor: Redactor,
     ) -> Reply:
         status = response.status_code
         media_type = _media_type(response)
         budget = self.result_bytes - RESULT_RESERVE
         if not body and not truncated:
-            return Reply(Result([Text(f"HTTP {status} {response.reason_phrase}".strip())]))
+            head = redactor.text(_status_line(response))
+            return Reply(Result([Text(head)]))
+        value: Any = _NOT_JSON
         if _is_json(media_type) and not truncated:
-            value = _parse_json(body)
+            value = _parse_json(body, response)
             if value is not _NOT_JSON:
+                value = _redacted(value, body, response, redactor)
                 try:
                     compact = json_bytes(value)
                     escaped = len(json.dumps(compact.decode("utf-8")))
@@ -320,26 +461,41 @@ class Upstream:
                         )
                         return Reply(Result([Text(note)], structured=value))
                 except (ValueError, TypeError):
-                    pass  # not representable (lone surrogates, depth): fall back to text
+                    pass  # not representable as structured content: fall back to text
+        shown_type = redactor.text(media_type[:100]) or "no media type"
         if has_output_schema:
+            why = (
+                "is not JSON opgate reads (malformed, nested deeper than 128 levels, a repeated "
+                "member name or a lone surrogate)"
+                if _is_json(media_type) and not truncated and value is _NOT_JSON
+                else "does not fit the result budget as structured content"
+            )
             return _failed(
                 f"HTTP {status}: the response ({len(body)}{'+' if truncated else ''} bytes, "
-                f"{media_type or 'no media type'}) does not fit the result budget "
-                "as structured content"
+                f"{shown_type}) {why}"
             )
-        if media_type in _IMAGES and not truncated and len(body) <= MAX_INLINE_IMAGE:
+        if (
+            media_type in _IMAGES
+            and not truncated
+            and len(body) <= MAX_INLINE_IMAGE
+            and not redactor.found(body.decode("latin-1"))
+        ):
             return Reply(Result([Image(body, media_type)]))
         if _is_json(media_type) or _TEXTUAL.match(media_type) or not media_type:
-            return Reply(Result([Text(_cut_text(body, truncated, budget, response))]))
+            text = _shown_text(_text_of(body, response), truncated, redactor)
+            return Reply(Result([Text(_cut_text(text, truncated, budget))]))
         size = response.headers.get("content-length", "")
         length = int(size) if size.isdigit() and len(size) < 16 else len(body)
+        note = f"HTTP {status}: a {shown_type} response of {length} bytes (not inlined)"
+        uri = str(response.url)
+        if redactor.found(uri):
+            return Reply(Result([Text(f"{note}; its address holds a credential, not shown")]))
         link = ResourceLink(
-            str(response.url),
+            uri,
             response.url.path.rsplit("/", 1)[-1] or "response",
             mime_type=media_type if _MEDIA.fullmatch(media_type) else None,
             size=length,
         )
-        note = f"HTTP {status}: a {media_type} response of {length} bytes (not inlined)"
         return Reply(Result([Text(note), link]))
 
 
@@ -347,42 +503,72 @@ _MEDIA = re.compile(r"[a-z0-9!#$&^_.+-]{1,64}/[a-z0-9!#$&^_.+-]{1,64}")
 _NOT_JSON = object()
 
 
-def _refuse(name: str) -> Any:
-    raise ValueError(name)
+def _status_line(response: httpx2.Response) -> str:
+    reason = " ".join(_CONTROL.sub(" ", response.reason_phrase[:200]).split())
+    return f"HTTP {response.status_code} {reason}".strip()
 
 
-def _parse_json(body: bytes) -> Any:
+def _parse_json(body: bytes, response: httpx2.Response) -> Any:
+    """The JSON value of ``body`` (opgate's strict parser), or ``_NOT_JSON``."""
+    charset = (response.charset_encoding or "utf-8").lower().replace("_", "-")
     try:
-        return json.loads(body, parse_float=Decimal, parse_constant=_refuse)
-    except (ValueError, RecursionError):
+        if charset in ("utf-8", "utf8"):
+            return parse(body, expansion_limit=True)
+        return parse(_text_of(body, response), expansion_limit=True)
+    except JSONError:
         return _NOT_JSON
 
 
-def _cut_text(body: bytes, truncated: bool, budget: int, response: httpx2.Response) -> str:
-    text = body.decode(response.encoding or "utf-8", errors="replace")
-    limit = budget // 2  # JSON escaping may double the size of awkward text
-    if len(text.encode("utf-8")) <= limit and not truncated:
+def _redacted(value: Any, body: bytes, response: httpx2.Response, redactor: Redactor) -> Any:
+    """``value`` (parsed from ``body``) redacted; the secrets are looked for where the
+    body, or its strings once their escapes are decoded, hold their runs."""
+    probe = _text_of(body, response)
+    if "\\u" in probe:
+        probe += "\n" + json_bytes(value).decode("utf-8")
+    return redactor.value(value, probe)
+
+
+def _shown_text(text: str, truncated: bool, redactor: Redactor) -> str:
+    """``text`` redacted; when the body was cut at the read limit, without the tail in
+    which a credential could have been cut in two (and so not be recognised)."""
+    if truncated and redactor.tail:
+        text = text[: max(0, len(text) - redactor.tail)]
+    return redactor.text(text)
+
+
+def _cut_text(text: str, truncated: bool, budget: int) -> str:
+    """``text``, or its beginning with a note, so that its JSON string fits ``budget``."""
+    limit = budget - 200
+    if not truncated and _escaped_size(text) <= limit:
         return text
-    kept = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+    kept = text
+    for _ in range(8):
+        size = _escaped_size(kept)
+        if size <= limit:
+            break
+        kept = kept[: max(0, len(kept) * limit // size - 1)]
     return f"{kept}\n[cut: the response is longer than the result budget]"
 
 
-def _failure(response: httpx2.Response, body: bytes, secrets: list[str]) -> Reply:
+def _escaped_size(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "replace"))
+
+
+def _failure(response: httpx2.Response, body: bytes, truncated: bool, redactor: Redactor) -> Reply:
     status = response.status_code
-    head = f"HTTP {status} {response.reason_phrase}".strip()
+    head = redactor.text(_status_line(response))
     if 300 <= status < 400:
         return _failed(
             f"{head}: the API redirected the request elsewhere; only a GET or HEAD redirect "
             "within the base URL is followed, and none of a confirmed request",
             diagnostics={"status": status},
         )
-    text = body.decode(response.encoding or "utf-8", errors="replace")
-    value = _parse_json(body)
+    value = _NOT_JSON if truncated else _parse_json(body, response)
     if value is not _NOT_JSON:
-        text = json_bytes(value).decode()
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    excerpt = " ".join(_CONTROL.sub(" ", text).split())
+        text = json_bytes(_redacted(value, body, response, redactor)).decode()
+    else:
+        text = _shown_text(_text_of(body, response), truncated, redactor)
+    excerpt = redactor.text(" ".join(_CONTROL.sub(" ", text).split()))
     if len(excerpt) > MAX_ERROR_EXCERPT:
         excerpt = excerpt[: MAX_ERROR_EXCERPT - 1] + "…"
     message = f"{head}: {excerpt}" if excerpt else head

@@ -55,13 +55,20 @@ class Namer:
 
     def __init__(self) -> None:
         self._taken: set[str] = set()
+        self._next: dict[str, int] = {}  # base -> the first suffix number not yet tried
 
     def name(self, method: str, path: str, operation_id: object) -> str:
         base = base_name(method, path, operation_id)
-        candidate, number = base, 2
-        while candidate in self._taken:
-            suffix = f"_{number}"
-            candidate = base[: MAX_NAME - len(suffix)] + suffix
-            number += 1
+        # Numbers below ``_next[base]`` were all found taken, and names are never
+        # released, so the search resumes there: linear in the document, not quadratic.
+        candidate, number = base, self._next.get(base, 2)
+        if candidate in self._taken:
+            while True:
+                suffix = f"_{number}"
+                candidate = base[: MAX_NAME - len(suffix)] + suffix
+                number += 1
+                if candidate not in self._taken:
+                    break
+            self._next[base] = number
         self._taken.add(candidate)
         return candidate

@@ -21,13 +21,15 @@ Unsupported and skipped, per operation (the report says which and why):
 * cookie parameters: a required one skips the operation, an optional one is dropped;
 * header parameters ``Accept``, ``Content-Type`` and ``Authorization`` are ignored, as
   OpenAPI specifies, and so are headers the HTTP client owns (``Host``,
-  ``Content-Length``, ``Cookie``, ``Connection``, ...);
+  ``Content-Length``, ``Cookie``, ``Connection``, ...) and names that are not HTTP
+  tokens (``X-A B``: such a header could never be sent);
 * request bodies other than JSON and ``application/x-www-form-urlencoded``
   (multipart, binary, XML, text): a required one skips the operation, an optional
   one is dropped;
 * parameter styles other than ``simple``/``label``/``matrix`` (path),
   ``form``/``spaceDelimited``/``pipeDelimited``/``deepObject`` (query), ``simple``
   (header);
+* a path that does not start with ``/`` or holds a fragment (``#``, never sent);
 * ``callbacks`` and ``webhooks`` (nothing to call), ``servers`` on a path or an
   operation (calls always go to the host's base URL);
 * a ``$ref`` to another file or URL, a recursive ``$ref`` outside
@@ -38,6 +40,7 @@ Unsupported and skipped, per operation (the report says which and why):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -48,6 +51,7 @@ from ._report import Report
 from ._schemas import Converted, Direction, SchemaConverter, Unsupported, dumps
 
 __all__ = [
+    "HEADER_NAME",
     "METHODS",
     "BodyPlan",
     "OperationPlan",
@@ -86,6 +90,8 @@ _STYLES = {
     "query": ("form", frozenset({"form", "spaceDelimited", "pipeDelimited", "deepObject"})),
     "header": ("simple", frozenset({"simple"})),
 }
+#: An HTTP field name (RFC 9110 token): what a header parameter's name must be.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _TEMPLATE = re.compile(r"{([^{}]*)}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _FORM = "application/x-www-form-urlencoded"
@@ -163,7 +169,7 @@ def plan_operations(
     definition_bytes: int = 65536,
 ) -> list[OperationPlan]:
     """Plan every operation of ``document``; problems go to ``report`` (never raised)."""
-    converter = SchemaConverter(document)
+    converter = SchemaConverter(document, budget=definition_bytes)
     namer = Namer()
     plans: list[OperationPlan] = []
     data = document.data
@@ -230,6 +236,9 @@ def _plan(
         warn("servers", "its own servers are ignored: calls go to the host's base URL")
     if not path.startswith("/"):
         raise _Skip("invalid path", f"path {path[:80]!r} does not start with '/'")
+    if "#" in path:
+        # never sent: the confirmation would show text the API never gets
+        raise _Skip("invalid path", f"path {path[:80]!r} holds a fragment ('#')")
     parameters = _parameters(document, item, operation, warn)
     refs: set[str] = set()
     warnings: list[tuple[str, str]] = []
@@ -242,15 +251,15 @@ def _plan(
         if name not in declared_path:
             raise _Skip("path parameter", f"path parameter {{{name}}} is not declared")
     body_plan, body_schema = _body(document, converter, operation, warn)
-    names = [p["name"] for p in parameters]
+    names = Counter(p["name"] for p in parameters)
     if body_plan is not None:
-        names.append("body")
+        names["body"] += 1
     for parameter in parameters:
         name, location = parameter["name"], parameter["in"]
         if location == "path" and name not in template:
             warn("path parameter", f"path parameter {name!r} is not in the path; dropped")
             continue
-        key = name if names.count(name) == 1 else f"{location}_{name}"
+        key = name if names[name] == 1 else f"{location}_{name}"
         while key in properties or (key == "body" and body_plan is not None):
             key = f"{location}_{key}"
         schema, as_json = _parameter_schema(converter, parameter, warn)
@@ -289,7 +298,15 @@ def _plan(
         input_schema["required"] = required
     reached: tuple[str, ...] = ()
     if refs:
-        defs, more, reached = converter.defs(refs, "request")
+        try:
+            defs, more, reached = converter.defs(refs, "request")
+        except Unsupported as exc:
+            if exc.kind == "definition too large":  # warned as when ``_check_size`` finds it
+                for kind, reason in warnings:
+                    warn(kind, reason)
+                for kind, reason in notes:
+                    report.warn(verb, path, kind, reason)
+            raise
         input_schema["$defs"] = defs
         warnings.extend(more)
     for kind, reason in warnings:
@@ -349,6 +366,9 @@ def _parameters(
             warn("invalid parameter", f"parameter {shown!r} in {location[:20]!r} dropped")
             continue
         if location == "header":
+            if HEADER_NAME.fullmatch(name) is None:
+                warn("header parameter", f"header {shown!r} is not an HTTP token; dropped")
+                continue
             lowered = name.lower()
             if lowered in IGNORED_HEADERS:
                 continue  # OpenAPI: these header parameters are ignored

@@ -18,9 +18,10 @@ JSON ``content`` are sent as compact JSON text. Numbers are written exactly
 (``Decimal`` in positional notation), booleans as ``true``/``false``; a ``null``
 query or header value is left out.
 
-A JSON body is written in printable ASCII: every other character of its strings is
-a JSON escape (``\\u202e``, ``\\n``), so the bytes sent are text a person can read
-exactly as they are (see ``_confirm``); a JSON reader gets the same values.
+A JSON body is written in printable ASCII: every other character of its strings (and
+``<``, ``>``, ``&`` and a space after a space) is a JSON escape (``\\u202e``, ``\\n``,
+``\\u0020``), so the bytes sent are text a person can read exactly as they are (see
+``_confirm``); a JSON reader gets the same values.
 """
 
 from __future__ import annotations
@@ -68,15 +69,30 @@ def json_bytes(value: Any, *, ascii: bool = False) -> bytes:
 def quoted(text: str) -> str:
     """``text`` as a JSON string of printable ASCII: anything else is a JSON escape.
 
-    ``<``, ``>`` and ``&`` are escapes too: a client that renders the message as
-    HTML or Markdown can then neither hide a span (``<!-- ... -->``) nor turn an
-    entity (``&#x202e;``) into the character it names.
+    Some printable characters are escapes too, so that a client that renders the
+    message as HTML or Markdown shows the same text: ``<``, ``>`` and ``&`` (no hidden
+    span ``<!-- ... -->``, no entity ``&#x202e;`` turned into the character it names),
+    ``[`` and ``]`` (no link whose target, up to a ``)``, is not shown), and ``"``
+    and ``\\`` inside the string as ``\\u0022`` and ``\\u005c`` (Markdown drops a
+    backslash before punctuation, so ``\\"`` would read as the string's end). So is
+    every space after a space: two spaces look like one, and a long run would wrap
+    into blank lines that push what follows out of sight.
     """
     # ensure_ascii escapes DEL too
-    return json.dumps(text).translate(_MARKUP)
+    text = _ESCAPED_PUNCTUATION.sub(_unicode_escape, json.dumps(text))
+    return _SPACE_AFTER_SPACE.sub(r"\\u0020", text).translate(_MARKUP)
 
 
-_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+def _unicode_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(1)):04x}"
+
+
+_MARKUP = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "[": "\\u005b", "]": "\\u005d"}
+)
+# json.dumps writes '"' and '\\' as two-character escapes, found left to right
+_ESCAPED_PUNCTUATION = re.compile(r'\\(["\\])')
+_SPACE_AFTER_SPACE = re.compile("(?<= ) ")
 
 
 def _string(text: str) -> str:

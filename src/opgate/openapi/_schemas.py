@@ -10,8 +10,14 @@ What is converted and how
   with every character outside ``[A-Za-z0-9_.-]`` replaced by ``_`` (made unique with a
   numeric suffix, in document order). Other local references (into ``paths``,
   ``components.parameters``, or into the inside of a component) are inlined; a
-  recursive one of those is unsupported. A reference to another file or a URL is
+  recursive one of those is unsupported. Each is converted once per direction and
+  the result shared wherever it is used. A reference to another file or a URL is
   never followed: the operation is skipped.
+* Budget: every schema is measured as it is built (a lower bound of its compact
+  JSON, inlined references counted at each use); one that passes ``budget`` bytes
+  (``Limits.definition_bytes``, which it could never fit) is unsupported as
+  ``definition too large`` at once, so a small document whose references expand
+  enormously costs no more than the budget.
 * OpenAPI 3.0 (``nullable``): ``nullable: true`` adds ``"null"`` to ``type``; without a
   ``type`` (``$ref``, ``allOf``, ``oneOf``, ``anyOf``) the schema becomes
   ``anyOf: [schema, {"type": "null"}]``. As OpenAPI 3.0.3 specifies, ``enum`` is not
@@ -96,6 +102,7 @@ _SINGLE = frozenset(
 )
 _ARRAY = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs"})
+_SCHEMAS = _SINGLE | _ARRAY | _MAP
 _NUMBERS = frozenset({"minimum", "maximum", "multipleOf"})
 # Kept as they are (data or plain annotations).
 _KEEP = frozenset(
@@ -142,11 +149,18 @@ def def_ref(name: str) -> str:
 
 @dataclass(slots=True)
 class Converted:
-    """A converted schema: the value, the components it references, and its warnings."""
+    """A converted schema: the value, the components it references, and its warnings.
+
+    ``size`` is a lower bound of the bytes of ``schema`` as compact JSON, and ``height``
+    how deep it nests; both count inlined references at every use.
+    """
 
     schema: Any
     refs: set[str] = field(default_factory=set)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    size: int = 0
+    height: int = 0
+    _merged: set[int] = field(default_factory=set, repr=False)
 
 
 @dataclass(slots=True)
@@ -159,8 +173,9 @@ class _Component:
 class SchemaConverter:
     """Converts one document's schemas; safe to reuse for all of its operations."""
 
-    def __init__(self, document: Document) -> None:
+    def __init__(self, document: Document, *, budget: int = 65536) -> None:
         self._document = document
+        self._budget = budget
         self._legacy = document.version == "3.0"
         components = document.data.get("components")
         schemas = components.get("schemas") if isinstance(components, Mapping) else None
@@ -176,6 +191,12 @@ class SchemaConverter:
             self._names[str(original)] = candidate
         self._cache: dict[tuple[str, Direction], _Component] = {}
         self._memo: dict[tuple[int, Direction], Converted | Unsupported] = {}
+        self._inlined: dict[tuple[str, Direction], Converted | Unsupported] = {}
+        self._inlining: set[tuple[str, Direction]] = set()
+        self._defs: dict[
+            tuple[frozenset[str], Direction],
+            tuple[dict[str, Any], list[tuple[str, str]], tuple[str, ...]] | Unsupported,
+        ] = {}
         self._sizes: dict[tuple[str, Direction], int] = {}
 
     def convert(self, schema: Any, direction: Direction) -> Converted:
@@ -192,7 +213,7 @@ class SchemaConverter:
             return memo
         out = Converted(None)
         try:
-            out.schema = self._node(schema, direction, out, 0, ())
+            out.schema = self._node(schema, direction, out, 0)
         except Unsupported as exc:
             self._memo[key] = exc
             raise
@@ -217,11 +238,35 @@ class SchemaConverter:
         """The ``$defs`` for ``refs`` and everything they reach, their warnings, and the
         names of the components reached (as written in the document).
 
-        Raises ``Unsupported`` when a reached component cannot be represented.
+        Raises ``Unsupported`` when a reached component cannot be represented, and
+        ``definition too large`` as soon as the components reached pass the budget (the
+        walk stops there). Memoized by ``refs``, and each of several refs is first
+        looked up alone, so one component whose closure passes the budget decides at
+        once; operations that reach the same components share one result (callers must
+        not mutate it).
         """
+        key = (frozenset(refs), direction)
+        found = self._defs.get(key)
+        if found is None:
+            try:
+                if len(refs) > 1:  # one component over the budget decides at once
+                    for name in sorted(refs, reverse=True):  # the walk's order
+                        self.defs({name}, direction)
+                found = self._walk(refs, direction)
+            except Unsupported as exc:
+                found = exc
+            self._defs[key] = found
+        if isinstance(found, Unsupported):
+            raise Unsupported(found.kind, str(found))
+        return found
+
+    def _walk(
+        self, refs: set[str], direction: Direction
+    ) -> tuple[dict[str, Any], list[tuple[str, str]], tuple[str, ...]]:
         result: dict[str, Any] = {}
         reached: list[str] = []
         warnings: list[tuple[str, str]] = []
+        total = 0
         pending = sorted(refs)
         while pending:
             name = pending.pop()
@@ -229,6 +274,14 @@ class SchemaConverter:
             if safe in result:
                 continue
             converted = self._component(name, direction)
+            total += self.size(name, direction) + len(safe) + 4
+            if total > self._budget:
+                raise Unsupported(
+                    "definition too large",
+                    f"the components it reaches are more than {self._budget} bytes, over "
+                    f"Limits.definition_bytes ({self._budget}): raise it with "
+                    "limits=Limits(definition_bytes=...)",
+                )
             result[safe] = converted.schema
             reached.append(name)
             warnings.extend(converted.warnings)
@@ -256,34 +309,50 @@ class SchemaConverter:
 
     # -- one node ------------------------------------------------------------------
 
-    def _node(
-        self, node: Any, direction: Direction, out: Converted, depth: int, inlining: tuple[str, ...]
-    ) -> Any:
+    def _grow(self, out: Converted, size: int) -> None:
+        """Count ``size`` more bytes of ``out``; unsupported once it passes the budget."""
+        out.size += size
+        if out.size > self._budget:
+            raise Unsupported(
+                "definition too large",
+                f"a schema expands to more than {self._budget} bytes (references outside "
+                "components.schemas are inlined, and counted, at every use), over "
+                f"Limits.definition_bytes ({self._budget}): raise it with "
+                "limits=Limits(definition_bytes=...)",
+            )
+
+    def _node(self, node: Any, direction: Direction, out: Converted, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise Unsupported("schema too deep", f"a schema is nested deeper than {MAX_DEPTH}")
+        out.height = max(out.height, depth)
         if isinstance(node, bool):
+            self._grow(out, 4)
             return node
         if not isinstance(node, Mapping):
             raise Unsupported("invalid schema", f"a schema is a {type(node).__name__}")
         if "$ref" in node:
-            return self._reference(node, direction, out, depth, inlining)
+            return self._reference(node, direction, out, depth)
+        self._grow(out, 2)
         result: dict[str, Any] = {}
         for key, value in node.items():
             if key in _SINGLE:
-                result[key] = self._node(value, direction, out, depth + 1, inlining)
+                result[key] = self._node(value, direction, out, depth + 1)
             elif key in _ARRAY:
                 if not isinstance(value, list) or not value:
                     out.warnings.append(("invalid keyword", f"dropped a malformed {key}"))
                     continue
-                result[key] = [self._node(v, direction, out, depth + 1, inlining) for v in value]
+                self._grow(out, 2)
+                result[key] = [self._node(v, direction, out, depth + 1) for v in value]
             elif key in _MAP:
                 if not isinstance(value, Mapping):
                     out.warnings.append(("invalid keyword", f"dropped a malformed {key}"))
                     continue
-                result[key] = {
-                    str(k): self._node(v, direction, out, depth + 1, inlining)
-                    for k, v in value.items()
-                }
+                self._grow(out, 2)
+                members: dict[str, Any] = {}
+                for k, v in value.items():
+                    self._grow(out, len(str(k)) + 3)
+                    members[str(k)] = self._node(v, direction, out, depth + 1)
+                result[key] = members
             elif key in _COUNTS:
                 count = _count(value)
                 if count is None:
@@ -312,6 +381,9 @@ class SchemaConverter:
                 raise Unsupported("unsupported $ref", f"{key} is not supported")
             elif key in _KEEP:
                 result[key] = value
+        for key, value in result.items():
+            kept = 0 if key in _SCHEMAS else _measure(value, self._budget - out.size)
+            self._grow(out, len(key) + 3 + kept)
         self._exclusive(node, result)
         self._check_type(result, out)
         self._required(result, direction)
@@ -320,12 +392,7 @@ class SchemaConverter:
         return result
 
     def _reference(
-        self,
-        node: Mapping[str, Any],
-        direction: Direction,
-        out: Converted,
-        depth: int,
-        inlining: tuple[str, ...],
+        self, node: Mapping[str, Any], direction: Direction, out: Converted, depth: int
     ) -> Any:
         ref = node["$ref"]
         if not isinstance(ref, str):
@@ -343,16 +410,9 @@ class SchemaConverter:
         if component:
             out.refs.add(tokens[2])
             target = {"$ref": def_ref(self._names[tokens[2]])}
+            self._grow(out, 11 + len(target["$ref"]))
         else:
-            if ref in inlining:
-                raise Unsupported(
-                    "unsupported $ref", f"recursive $ref {ref[:120]!r} outside components.schemas"
-                )
-            try:
-                value = self._document.pointer(ref)
-            except RefError as exc:
-                raise Unsupported(exc.kind, str(exc)) from None
-            target = self._node(value, direction, out, depth + 1, (*inlining, ref))
+            target = self._inline(ref, direction, out, depth + 1)
         if isinstance(target, dict):
             target = dict(target)
         siblings = {k: v for k, v in node.items() if k != "$ref"}
@@ -365,11 +425,55 @@ class SchemaConverter:
             return _nullable(target) if siblings.get("nullable") is True else target
         if not siblings:  # 3.1: siblings apply, as in JSON Schema 2020-12
             return target
-        converted = self._node(siblings, direction, out, depth + 1, inlining)
+        converted = self._node(siblings, direction, out, depth + 1)
         if isinstance(converted, dict) and component:
             converted.update(target)
             return converted
         return {"allOf": [target, converted]}
+
+    def _inline(self, ref: str, direction: Direction, out: Converted, depth: int) -> Any:
+        """The converted target of ``ref`` (not a component), counted into ``out`` at ``depth``.
+
+        The target is converted once per direction, starting at the depth of its first
+        use, and shared afterwards; a failure is kept too, except "too deep", which
+        depends on where the reference is used.
+        """
+        key = (ref, direction)
+        found = self._inlined.get(key)
+        if found is None:
+            if key in self._inlining:
+                raise Unsupported(
+                    "unsupported $ref", f"recursive $ref {ref[:120]!r} outside components.schemas"
+                )
+            inner = Converted(None)
+            self._inlining.add(key)
+            try:
+                value = self._document.pointer(ref)
+                inner.schema = self._node(value, direction, inner, depth)
+                inner.height -= depth
+                found = inner
+            except RefError as exc:
+                found = Unsupported(exc.kind, str(exc))
+            except Unsupported as exc:
+                if exc.kind == "schema too deep":
+                    raise
+                found = exc
+            finally:
+                self._inlining.discard(key)
+            self._inlined[key] = found
+        if isinstance(found, Unsupported):
+            raise Unsupported(found.kind, str(found))
+        if depth + found.height > MAX_DEPTH:
+            raise Unsupported("schema too deep", f"a schema is nested deeper than {MAX_DEPTH}")
+        out.height = max(out.height, depth + found.height)
+        if id(found) not in out._merged:
+            out._merged.add(id(found))
+            out._merged |= found._merged
+            out.refs |= found.refs
+            known = set(out.warnings)
+            out.warnings.extend(w for w in found.warnings if w not in known)
+        self._grow(out, found.size)
+        return found.schema
 
     def _exclusive(self, node: Mapping[str, Any], result: dict[str, Any]) -> None:
         """3.0 boolean exclusiveMinimum/Maximum become the numeric keywords."""
@@ -417,6 +521,25 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode(
         "utf-8", "replace"
     )
+
+
+def _measure(value: Any, room: int) -> int:
+    """A lower bound of the bytes of ``value`` as compact JSON, counted up to past ``room``."""
+    size = 0
+    stack = [value]
+    while stack and size <= room:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, Mapping):
+            size += 2 + sum(len(str(k)) + 3 for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            size += 2
+            stack.extend(item)
+        else:
+            size += 1
+    return size
 
 
 def _tokens(ref: str) -> list[str]:
