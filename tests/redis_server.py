@@ -8,13 +8,15 @@ fake Redis stands in for it.
 
 ``RedisServer`` starts one server without persistence (``--save ''
 --appendonly no``) bound to 127.0.0.1, waits until it answers ``PING``, and can be
-stopped and started again on the same port (the restart tests: every key is lost).
+stopped and started again on the same port (the restart tests: every key is lost),
+paused and resumed (SIGSTOP, SIGCONT) or killed (the fault tests).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -116,6 +118,24 @@ class RedisServer:
         """Stop and start again: without persistence every key is gone."""
         self.stop()
         self.start()
+
+    def pause(self) -> None:
+        """Stop the server's process (SIGSTOP): connections stay open, nothing is answered."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server run again (SIGCONT): it answers what was queued meanwhile."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """Kill the server (SIGKILL, after resuming it if paused): every key is gone."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.send_signal(signal.SIGCONT)
+            process.kill()
+            process.wait()
 
     def log_tail(self) -> str:
         path = self.directory / "redis.log"

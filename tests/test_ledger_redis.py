@@ -157,6 +157,25 @@ def code(outcome: Any) -> FailureCode:
     return outcome.failure.code
 
 
+#: A short lease for the tests that wait for one to run out (in Redis's time).
+SHORT_LEASE = timedelta(milliseconds=500)
+
+
+def stop_renewing(reg: Registry) -> None:
+    """As far as Redis can tell, the replica dies: its leases are no longer renewed."""
+    reg._ledger._keeper.close()  # type: ignore[attr-defined]
+
+
+async def until_not_busy(reg: Registry, pending: Pending, **kwargs: Any) -> Any:
+    """Retry the identical answer until it is not ``busy`` (bounded)."""
+    with anyio.fail_after(20):
+        while True:
+            outcome = await answer(reg, pending, **kwargs)
+            if not (isinstance(outcome, Failed) and outcome.failure.code is FailureCode.BUSY):
+                return outcome
+            await anyio.sleep(0.05)
+
+
 # -- configuration ---------------------------------------------------------------------
 
 
@@ -284,21 +303,22 @@ async def test_two_replicas_racing_one_answer_make_one_transition(replicas: Repl
 
 async def test_a_dead_replicas_transition_is_recovered_after_its_lease(replicas: Replicas) -> None:
     clock = Clock()
-    lease = timedelta(seconds=2)
     dying, healthy = Steps(), Steps()
-    a = replicas.replica(dying, clock=clock, lease=lease)
-    b = replicas.replica(healthy, clock=clock, lease=lease)
+    a = replicas.replica(dying, clock=clock, lease=SHORT_LEASE)
+    b = replicas.replica(healthy, clock=clock, lease=SHORT_LEASE)
     first = await start(a)
     base = (await ledger_stats(a)).used
-    dying.gate = anyio.Event()  # a's handler never returns while we watch: a is "dead"
+    dying.gate = anyio.Event()  # a's handler never returns while we watch
     async with anyio.create_task_group() as group:
         group.start_soon(answer, a, first)
         await dying.entered.wait()
         assert code(await answer(b, first)) is FailureCode.BUSY  # held, across replicas
-        clock.now += 1.9
-        assert code(await answer(b, first)) is FailureCode.BUSY  # the lease still runs
-        clock.now += 0.2  # no renewal came (a renews every lease / 3 of real time)
-        recovered = await answer(b, first)
+        await anyio.sleep(SHORT_LEASE.total_seconds() * 2)
+        assert code(await answer(b, first)) is FailureCode.BUSY  # a renews: still held
+        stop_renewing(a)  # a is "dead"
+        stopped = anyio.current_time()
+        recovered = await until_not_busy(b, first)
+        assert anyio.current_time() - stopped >= SHORT_LEASE.total_seconds() / 2
         assert isinstance(recovered, Completed), recovered
         assert healthy.calls[-1] == ({**STATE, "step": 1}, True)  # recovery-only
         dying.gate.set()  # the "dead" handler returns at last: its settle is refused
@@ -312,8 +332,8 @@ async def test_a_dead_replicas_transition_is_recovered_after_its_lease(replicas:
 async def test_a_dead_replicas_reservation_comes_back_after_its_lease(replicas: Replicas) -> None:
     clock = Clock()
     handler = Steps()
-    a = replicas.replica(handler, clock=clock, lease=timedelta(seconds=1))
-    b = replicas.replica(handler, clock=clock, lease=timedelta(seconds=1))
+    a = replicas.replica(handler, clock=clock, lease=SHORT_LEASE)
+    b = replicas.replica(handler, clock=clock, lease=SHORT_LEASE)
     handler.gate = anyio.Event()
 
     async def blocked(inv: Invocation) -> Any:
@@ -325,15 +345,19 @@ async def test_a_dead_replicas_reservation_comes_back_after_its_lease(replicas: 
         TeamPolicy(),
         clock=clock,
         secret=SECRET,
-        ledger=RedisLedger(replicas.url, prefix=replicas.prefix, lease=timedelta(seconds=1)),
+        ledger=RedisLedger(replicas.url, prefix=replicas.prefix, lease=SHORT_LEASE),
     )
     replicas.made.append(stuck)
     async with anyio.create_task_group() as group:
         group.start_soon(start, stuck)
         await handler.entered.wait()
         assert (await ledger_stats(b)).used > 0  # an initial call's reservation
-        clock.now += 1.5
-        assert (await ledger_stats(b)).used == 0
+        await anyio.sleep(SHORT_LEASE.total_seconds() * 2)
+        assert (await ledger_stats(b)).used > 0  # renewed while its handler runs
+        stop_renewing(stuck)
+        with anyio.fail_after(20):
+            while (await ledger_stats(b)).used:
+                await anyio.sleep(0.05)
         group.cancel_scope.cancel()
     assert (await ledger_stats(a)).used == 0
 
@@ -566,10 +590,9 @@ async def test_per_principal_accounting_survives_a_dead_replicas_recovery(
     principals' shares and the sum of the chains' retained bytes agree; each principal's
     share is what its own chain holds; after the deadlines nothing is left charged."""
     clock = Clock()
-    lease = timedelta(seconds=2)
     dying, healthy = Steps(), Steps()
-    a = replicas.replica(dying, clock=clock, lease=lease)
-    b = replicas.replica(healthy, clock=clock, lease=lease)
+    a = replicas.replica(dying, clock=clock, lease=SHORT_LEASE)
+    b = replicas.replica(healthy, clock=clock, lease=SHORT_LEASE)
     alice, bob = Ctx("alice"), Ctx("bob")
 
     async def agree() -> dict[bytes, int]:
@@ -588,8 +611,8 @@ async def test_per_principal_accounting_survives_a_dead_replicas_recovery(
         await dying.entered.wait()
         assert isinstance(await answer(b, first_b, ctx=bob), Pending)  # bob's goes on
         await agree()
-        clock.now += 2.1  # alice's replica stopped renewing: its lease ran out
-        recovered = await answer(b, first_a, ctx=alice)
+        stop_renewing(a)  # alice's replica stopped renewing: its lease runs out
+        recovered = await until_not_busy(b, first_a, ctx=alice)
         assert isinstance(recovered, Completed), recovered
         after = await agree()
         dying.gate.set()  # the "dead" handler returns at last: its settle is refused
