@@ -13,8 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from opgate import Discover, Execute, Failure, FailureCode
+
+# Property tests assert behaviour, not speed: a loaded CI machine must not fail them on
+# hypothesis's per-example deadline (speed targets live in benchmarks/).
+settings.register_profile("opgate", deadline=None)
+settings.load_profile("opgate")
 
 
 @pytest.fixture

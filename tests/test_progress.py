@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from decimal import Decimal
 from typing import Any
 
@@ -634,22 +633,3 @@ def test_throttling_matches_the_rule(steps: list[tuple[float, int]]) -> None:
         return sink.completed
 
     assert anyio.run(run) == expected
-
-
-def test_the_registry_constructor_builds_the_channel_the_checked_one_does() -> None:
-    # ProgressChannel._checked skips the argument checks the registry made already; the
-    # channel's state must be exactly what the public constructor sets.
-    def sink(update: ProgressUpdate) -> None:
-        return None
-
-    diagnostics = Diagnostics()
-    for chosen in (sink, None):
-        public = ProgressChannel(chosen, diagnostics, clock=time.monotonic)
-        internal = ProgressChannel._checked(chosen, diagnostics, time.monotonic)
-        for name in ProgressChannel.__slots__:
-            if name == "_lock":
-                assert type(getattr(internal, name)) is type(getattr(public, name))
-                assert getattr(internal, name) is not getattr(public, name)
-                continue
-            assert getattr(internal, name) == getattr(public, name), name
-            assert type(getattr(internal, name)) is type(getattr(public, name)), name

@@ -76,7 +76,7 @@ PROMPTS_DOWN = (
 )
 
 
-@dataclass(slots=True, eq=False)  # internal and never mutated; frozen costs 0.7 µs a call
+@dataclass(slots=True, eq=False)  # internal and never mutated
 class Call:
     """One invoke request whose arguments passed: what every later phase needs."""
 
@@ -97,7 +97,7 @@ class Call:
         cancelled), delivers a pending cancellation of the calling task (asyncio
         deadlines included: see ``_execution.honour_cancellation``), and refuses a
         closed serving lifetime. ``fresh`` reads anyio's scopes again instead of the
-        deadline read at the start (1.8 µs): after a sync handler, whose worker thread
+        deadline read at the start: after a sync handler, whose worker thread
         kept anyio from delivering a cancellation of the caller's scope. (An async
         handler's awaits deliver it; what a shielded section held back is delivered
         by the yield once the call has taken ``YIELD_AFTER``.)
@@ -186,8 +186,7 @@ class Invoker:
                 lifetime=serving,
             )
             bound = (binding, len(canonical))
-        # progress is None or callable (call_options), the clock the registry's (checked)
-        channel = ProgressChannel._checked(progress, diagnostics, self._monotonic)  # type: ignore[arg-type]
+        channel = ProgressChannel(progress, diagnostics, clock=self._monotonic)  # type: ignore[arg-type]
         # The effective deadline of the host's cancel scopes, read once: it is
         # checked before dispatch and before a result is returned.
         deadline = anyio.current_effective_deadline()
@@ -398,8 +397,7 @@ async def _dispatch(call: Call, verified: Resume | None) -> Outcome:
             outcome = await entry.handler(invocation)
         else:
             outcome = await run_sync_to_completion(entry.handler, invocation)
-        # An exact Outcome (no __await__) skips the awaitable test (0.4 us).
-        if type(outcome) is not Outcome and inspect.isawaitable(outcome):
+        if inspect.isawaitable(outcome):
             outcome = await outcome
     except BaseException as exc:
         if must_propagate(exc) or is_own_close(exc):

@@ -46,7 +46,7 @@ SECRET_MIN_BYTES = 32
 #: Longest secret accepted; a longer one is a mistake (a whole file, a certificate).
 SECRET_MAX_BYTES = 4096
 
-#: Scope-key hashes remembered (principals are few and hot; the HMAC is 3 µs).
+#: Scope-key hashes remembered (principals are few and hot).
 SCOPE_HASHES_CACHED = 4096
 
 #: Versions the revision's encoding.

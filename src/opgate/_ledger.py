@@ -108,11 +108,6 @@ class RecordState(enum.Enum):
     NEEDS_RECOVERY = "needs_recovery"
     RECOVERING = "recovering"
 
-    # Members are singletons compared by identity, so the identity hash (in C) agrees
-    # with equality; Enum's own hashes the name in Python, and every move of a record
-    # hashes a state and an event (internal: nothing iterates a set of them).
-    __hash__ = object.__hash__
-
 
 class Event(enum.Enum):
     """What happens to a record."""
@@ -126,11 +121,6 @@ class Event(enum.Enum):
     REPLAYED = "replayed"  # that replay returned (whatever its verdict)
     RECOVER = "recover"  # an identical answer arrives again after completion or breakage
     RECOVERED = "recovered"  # the recovery call finished with a valid result
-
-    # Members are singletons compared by identity, so the identity hash (in C) agrees
-    # with equality; Enum's own hashes the name in Python, and every move of a record
-    # hashes a state and an event (internal: nothing iterates a set of them).
-    __hash__ = object.__hash__
 
 
 S, E = RecordState, Event

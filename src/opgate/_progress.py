@@ -262,28 +262,6 @@ class ProgressChannel:
         self._made = 0  # report_progress(...) awaitables handed out
         self._awaited = 0  # ... and awaited
 
-    @classmethod
-    def _checked(
-        cls, sink: ProgressSink | None, diagnostics: Diagnostics, clock: Callable[[], float]
-    ) -> ProgressChannel:
-        """The registry's constructor, for arguments it has checked already (a callable
-        sink or ``None``, a ``Diagnostics``, the registry's callable clock) and the
-        default interval: the same channel without the checks (1 us a call)."""
-        channel = cls.__new__(cls)
-        channel._sink = sink
-        channel._diagnostics = diagnostics
-        channel._clock = clock
-        channel._interval = _DEFAULT_INTERVAL
-        channel._lock = threading.Lock()
-        channel._floor = None
-        channel._last_start = None
-        channel._running = None
-        channel._closed = False
-        channel._thread = threading.get_ident()
-        channel._made = 0
-        channel._awaited = 0
-        return channel
-
     @property
     def diagnostics(self) -> Diagnostics:
         """The invocation's diagnostic slot."""

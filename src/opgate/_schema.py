@@ -225,10 +225,6 @@ class SchemaRole(enum.Enum):
     OUTPUT = "output"
     FORM = "form"
 
-    # Members are singletons compared by identity, so the identity hash (in C) agrees
-    # with equality; Enum's own hashes the name in Python, once per validator lookup.
-    __hash__ = object.__hash__
-
 
 @dataclass(frozen=True, slots=True)
 class SchemaViolation:

@@ -111,7 +111,7 @@ _POSITIONS_LIMIT = 384
 _SPLIT_FROM = 64
 
 #: A piece's trigram lists are intersected once its rarest trigram is in more than
-#: this many vocabulary blocks (an intersection costs about 50 ns a block).
+#: this many vocabulary blocks.
 _INTERSECT_FROM = 32
 
 #: A short piece whose trigram lists hold more blocks than this in all is broad.
