@@ -615,6 +615,11 @@ async def _ask(
                 raise Failure(
                     FailureCode.INVALID_REQUEST, "the client's answer nests too deep to be read"
                 )
+            if expected.repeated:
+                raise Failure(
+                    FailureCode.INVALID_REQUEST,
+                    "the client sent more than one response to the prompt: answer it once",
+                )
             exact = expected.content if expected.arrived else None
     except TimeoutError:
         raise Failure(
