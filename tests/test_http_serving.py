@@ -410,6 +410,30 @@ async def test_slow_connections_beyond_max_connections_are_evicted(
         assert sum(1 for seconds in drippers.closed_after if seconds < 8) >= 50
 
 
+async def test_a_newcomer_is_never_closed_for_room_before_stale_idle_connections(
+    tmp_path: Path,
+) -> None:
+    """The server is full of kept-alive idle connections: a client that opens several
+    connections in a row (the official client does) loses none of its own to make room."""
+    with serving(tmp_path, *VERIFIER, "--max-connections", "20", "--keep-alive-timeout", "60") as s:
+        idle = []
+        try:
+            for _ in range(20):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+                sock.sendall(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+                )
+                assert sock.recv(65536).startswith(b"HTTP/1.1 401")
+                idle.append(sock)
+            await anyio.sleep(1)  # idle for a while before the newcomer
+            with anyio.fail_after(30):
+                calls = await timed_calls(s.url, "bob-token")
+        finally:
+            for sock in idle:
+                sock.close()
+    assert max(calls) < 5, calls
+
+
 # -- what stderr shows ------------------------------------------------------------------
 
 

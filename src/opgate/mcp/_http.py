@@ -14,8 +14,8 @@ Two layers, both bounded by ``HTTPLimits``:
   holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
   connection whose request head is not complete within ``header_timeout`` or whose
   body is not complete within ``body_timeout``, and keeps at most
-  ``max_connections`` open: a new connection beyond that closes the one whose
-  request has been arriving longest, so slow connections cannot lock out prompt ones.
+  ``max_connections`` open: a new connection beyond that closes the one that has
+  been arriving (or idle) longest, so slow connections cannot lock out prompt ones.
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ class HTTPLimits:
     Connections (``uvicorn_config``, ``serve_http``):
 
     * ``max_connections`` (2,048): open client connections. Beyond it the
-      connection whose request (head or body) has been arriving longest is closed,
-      or else the one idle longest between requests; when every one is being
-      served, the new one.
+      connection whose request (head or body) has been arriving, or which has been
+      idle between requests, longest is closed; when every one is being served,
+      the new one.
       ``serve_http`` raises the process's descriptor limit to fit, or lowers this to
       fit a hard limit it cannot raise (and says so).
     * ``header_timeout`` (10 s): time to receive a request's head, from the
@@ -322,10 +322,9 @@ class _GuardedH11(H11Protocol):
     the request's first byte), ``body`` while its body arrives (``body_timeout``
     after the head), and ``served`` (the app's business). Connections whose request
     is arriving (head or body) and idle ones are kept oldest first, so that a new
-    connection beyond ``max_connections`` closes the one whose request has been
-    arriving longest (a client that sends its request at once is never that one),
-    or else the one idle longest: closing an idle connection races with the
-    client's next request on it.
+    connection beyond ``max_connections`` closes the one that has been in its
+    phase longest: a dripping client's, or a stale idle one, and never a client's
+    connection that has only just opened while an older one waits.
     """
 
     _limits: ClassVar[HTTPLimits]
@@ -336,6 +335,7 @@ class _GuardedH11(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._phase = ""
+        self._since = 0.0  # when the connection entered its table (arriving or idle)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -363,15 +363,21 @@ class _GuardedH11(H11Protocol):
         super().connection_lost(exc)
 
     def _make_room(self) -> bool:
-        """Close the oldest arriving, or else idle, connection; False if there is none."""
+        """Close the connection arriving or idle longest; False if there is none.
+
+        Ages are compared across both tables: a connection that has only just
+        opened is never closed for the next newcomer while an older one waits.
+        """
         for table in (self._arriving, self._idle):
-            while table:
-                oldest = next(iter(table))
-                del table[oldest]
-                if not oldest.transport.is_closing():
-                    oldest._close("closed to make room for a new connection")
-                    return True
-        return False
+            while table and next(iter(table)).transport.is_closing():
+                del table[next(iter(table))]
+        heads = [next(iter(table)) for table in (self._arriving, self._idle) if table]
+        if not heads:
+            return False
+        oldest = min(heads, key=lambda connection: connection._since)
+        oldest._forget()
+        oldest._close("closed to make room for a new connection")
+        return True
 
     def _forget(self) -> None:
         self._arriving.pop(self, None)
@@ -392,6 +398,7 @@ class _GuardedH11(H11Protocol):
 
     def _start_request(self, *, arm: bool) -> None:
         self._forget()
+        self._since = self.loop.time()
         if arm:
             self._arriving[self] = None
             self._arm("head", self._limits.header_timeout)
