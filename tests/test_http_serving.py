@@ -434,6 +434,62 @@ async def test_a_newcomer_is_never_closed_for_room_before_stale_idle_connections
     assert max(calls) < 5, calls
 
 
+# -- requests in flight ---------------------------------------------------------------
+
+#: A 2026-07-28 call of ``util.wait`` (no session), as raw JSON-RPC.
+WAIT_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "invoke",
+        "arguments": {"name": "util.wait", "arguments": {"seconds": 30}},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    },
+}
+WAIT_HEADERS = {
+    **RAW_HEADERS,
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "invoke",
+}
+
+
+async def test_a_principal_at_its_request_cap_is_refused_and_another_is_served(
+    tmp_path: Path,
+) -> None:
+    """Alice fills every connection the server keeps with slow calls: past her cap
+    they are refused at once, and Bob is served promptly."""
+    options = ("--principal-requests", "8", "--max-connections", "30")
+    with serving(tmp_path, *VERIFIER, *options) as s:
+        statuses: dict[int, int] = {}
+
+        async def call(http: httpx2.AsyncClient) -> None:
+            response = await http.post(s.url, content=json.dumps(WAIT_CALL))
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+        headers = {**WAIT_HEADERS, "Authorization": "Bearer alice-token"}
+        pool = httpx2.Limits(max_connections=30, max_keepalive_connections=30)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60, limits=pool) as http,
+            anyio.create_task_group() as group,
+        ):
+            for _ in range(30):
+                group.start_soon(call, http)
+            with anyio.fail_after(30):
+                while statuses.get(429, 0) < 22:
+                    await anyio.sleep(0.1)
+                calls = await timed_calls(s.url, "bob-token")
+            group.cancel_scope.cancel()
+        stderr = s.stderr()
+    assert statuses == {429: 22}
+    assert max(calls) < 5, calls
+    assert "too many requests in flight for this principal (its limit is 8)" in stderr
+
+
 # -- what stderr shows ------------------------------------------------------------------
 
 

@@ -9,6 +9,10 @@ Two layers, both bounded by ``HTTPLimits``:
   server's (``max_sessions``), and the size of the request that opens one
   (``session_open_bytes``), because the SDK keeps that request's parameters for the
   session's life. 2026-07-28 requests hold no session and pass untouched.
+  ``RequestGuard`` caps the requests one principal may have in flight
+  (``principal_requests``, in both eras): a request holds its connection until its
+  response is sent, so without it one principal's slow calls (or responses it reads
+  slowly) could hold every connection the server keeps.
 * **Connections** (the server, ``uvicorn_config`` and ``serve_http``): uvicorn has no
   timeout for receiving a request, so a client that sends one byte every few seconds
   holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
@@ -43,8 +47,10 @@ from .._failures import ConfigurationError
 
 __all__ = [
     "HTTPLimits",
+    "RequestGuard",
     "SessionGuard",
     "fit_descriptors",
+    "guard_requests",
     "guard_sessions",
     "guarded_protocol",
     "serve_http",
@@ -86,6 +92,12 @@ class HTTPLimits:
     * ``session_open_bytes`` (16 KiB): largest body of a request that opens a
       session (its ``initialize``), whose parameters the session keeps.
 
+    Requests (both eras):
+
+    * ``principal_requests`` (64): requests of one principal in flight at once
+      (from its arrival until its response is sent: a ``GET`` stream counts while
+      open). Beyond it the request gets HTTP 429 saying to wait for one to finish.
+
     Connections (``uvicorn_config``, ``serve_http``):
 
     * ``max_connections`` (2,048): open client connections. Beyond it the
@@ -105,6 +117,7 @@ class HTTPLimits:
     principal_sessions: int = 32
     session_idle_timeout: float = 600.0
     session_open_bytes: int = 16 * 1024
+    principal_requests: int = 64
     max_connections: int = 2048
     header_timeout: float = 10.0
     body_timeout: float = 30.0
@@ -112,7 +125,12 @@ class HTTPLimits:
     max_header_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_sessions", "principal_sessions", "session_open_bytes"):
+        for name in (
+            "max_sessions",
+            "principal_sessions",
+            "session_open_bytes",
+            "principal_requests",
+        ):
             _positive_int(self, name)
         _positive_int(self, "max_connections")
         _positive_int(self, "max_header_bytes")
@@ -173,8 +191,7 @@ class SessionGuard:
         self._open_app = RequestBodyLimitMiddleware(app, limits.session_open_bytes)
         self._held: dict[Hashable, set[str]] = {}
         self._opening: dict[Hashable, int] = {}
-        self._refused = 0
-        self._logged_at = -math.inf
+        self._refusals = _RefusalLog("refused a new session")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _opens_session(scope):
@@ -189,7 +206,7 @@ class SessionGuard:
         refusal = self._refusal(key)
         if refusal is not None:
             status, message = refusal
-            self._log_refusal(message)
+            self._refusals.note(message)
             await _json_rpc_error(send, status, message)
             return
         self._opening[key] = self._opening.get(key, 0) + 1
@@ -212,16 +229,6 @@ class SessionGuard:
                 del self._opening[key]
             if opened and _is_open(self._manager, opened[0]):
                 self._held.setdefault(key, set()).add(opened[0])
-
-    def _log_refusal(self, message: str) -> None:
-        """A warning for the first refusal, then at most one every ten seconds with a count."""
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._logged_at >= 10:
-            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
-            logger.warning("refused a new session: %s%s", message, more)
-            self._logged_at = now
-            self._refused = 0
 
     def _refusal(self, key: Hashable) -> tuple[int, str] | None:
         """``(status, message)`` refusing a new session for ``key``, or None to admit it."""
@@ -254,6 +261,68 @@ class SessionGuard:
 def guard_sessions(manager: StreamableHTTPSessionManager, limits: HTTPLimits) -> None:
     """Put a ``SessionGuard`` in front of a stateful session manager's requests."""
     manager.asgi_app = SessionGuard(manager.asgi_app, manager, limits)  # type: ignore[assignment]
+
+
+class RequestGuard:
+    """ASGI wrapper of a session manager's app: requests in flight per principal.
+
+    A request counts from its arrival until the app returns (its response sent, or
+    its client gone); a principal with ``principal_requests`` of them gets HTTP 429
+    for the next one. Other principals are unaffected.
+    """
+
+    def __init__(self, app: ASGIApp, limits: HTTPLimits) -> None:
+        self._app = app
+        self._limit = limits.principal_requests
+        self._serving: dict[Hashable, int] = {}
+        self._refusals = _RefusalLog("refused a request")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        key = _principal_key(scope)
+        serving = self._serving.get(key, 0)
+        if serving >= self._limit:
+            message = (
+                f"too many requests in flight for this principal (its limit is "
+                f"{self._limit}): wait for one to finish, or close a GET stream it does not need"
+            )
+            self._refusals.note(message)
+            await _json_rpc_error(send, 429, message)
+            return
+        self._serving[key] = serving + 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            left = self._serving[key] - 1
+            if left:
+                self._serving[key] = left
+            else:
+                del self._serving[key]
+
+
+def guard_requests(manager: StreamableHTTPSessionManager, limits: HTTPLimits) -> None:
+    """Put a ``RequestGuard`` in front of a session manager's requests (outermost)."""
+    manager.asgi_app = RequestGuard(manager.asgi_app, limits)  # type: ignore[assignment]
+
+
+class _RefusalLog:
+    """A warning for the first refusal, then at most one every ten seconds with a count."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._refused = 0
+        self._logged_at = -math.inf
+
+    def note(self, message: str) -> None:
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._logged_at >= 10:
+            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
+            logger.warning("%s: %s%s", self._what, message, more)
+            self._logged_at = now
+            self._refused = 0
 
 
 def _opens_session(scope: Scope) -> bool:

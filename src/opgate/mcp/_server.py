@@ -72,7 +72,7 @@ from ._exact import (
     member_bytes,
     stdio_streams,
 )
-from ._http import HTTPLimits, guard_sessions
+from ._http import HTTPLimits, guard_requests, guard_sessions
 from ._profile import form_problem
 from ._tools import (
     GATEWAY_TOOLS,
@@ -289,6 +289,7 @@ class GatewayServer:
         )
         if not stateless:
             guard_sessions(self._server.session_manager, limits)
+        guard_requests(self._server.session_manager, limits)
 
         app.add_middleware(ExactHTTP, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
         return app
