@@ -222,11 +222,7 @@ class SessionGuard:
         try:
             await self._open_app(scope, receive, watch)
         finally:
-            left = self._opening[key] - 1
-            if left:
-                self._opening[key] = left
-            else:
-                del self._opening[key]
+            _decrement(self._opening, key)
             if opened and _is_open(self._manager, opened[0]):
                 self._held.setdefault(key, set()).add(opened[0])
 
@@ -295,11 +291,7 @@ class RequestGuard:
         try:
             await self._app(scope, receive, send)
         finally:
-            left = self._serving[key] - 1
-            if left:
-                self._serving[key] = left
-            else:
-                del self._serving[key]
+            _decrement(self._serving, key)
 
 
 def guard_requests(manager: StreamableHTTPSessionManager, limits: HTTPLimits) -> None:
@@ -345,6 +337,15 @@ def _declared_length(scope: Scope) -> int:
             except ValueError:
                 return 0
     return 0
+
+
+def _decrement(counts: dict[Hashable, int], key: Hashable) -> None:
+    """One fewer for ``key``; a key at zero is dropped, so the table holds only live ones."""
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
 
 
 def _principal_key(scope: Scope) -> Hashable:
