@@ -36,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from serving_catalog import FORGED_LINE, INSECURE_URL
 
-from conftest import ROOT, free_port, serve_environment
+from conftest import ROOT, await_port, free_port, serve_environment, stop_process
 
 pytestmark = pytest.mark.anyio
 
@@ -99,25 +99,10 @@ def serving(tmp_path: Path, *options: str, descriptors: int | None = None) -> It
         )
     served = Served(f"http://127.0.0.1:{port}/mcp", port, process, log)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"server exited: {served.stderr()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start in 30 s") from None
-                time.sleep(0.1)
+        await_port(process, port, lambda: served.stderr()[-2000:])
         yield served
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 @asynccontextmanager
