@@ -17,6 +17,7 @@ sockets and ``httpx2`` requests, bounded in count and time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import socket
@@ -393,6 +394,35 @@ async def test_slow_connections_beyond_max_connections_are_evicted(
         assert max(max(round_) for round_ in calls) < 5, calls
         # Far sooner than the header and body timeouts: closed to make room.
         assert sum(1 for seconds in drippers.closed_after if seconds < 8) >= 50
+
+
+async def test_unauthenticated_request_bodies_are_never_buffered(tmp_path: Path) -> None:
+    """40 unauthenticated requests whose near-4 MiB bodies are sent but for 5 bytes, held
+    open: the server reads no more of them than uvicorn's flow control lets in."""
+    body = b"x" * (4 * 1024 * 1024 - 10)
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
+    ) % (len(body) + 5)
+    with serving(tmp_path, *VERIFIER) as s:
+        await anyio.sleep(0.5)
+        before = s.rss_mib()
+        held = []
+        try:
+            for _ in range(40):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+                sock.setblocking(False)
+                sent = sock.send(head)
+                assert sent == len(head)
+                with contextlib.suppress(BlockingIOError):
+                    sock.send(body)  # as much as the server's flow control lets in
+                held.append(sock)
+            await anyio.sleep(2)
+            after = s.rss_mib()
+        finally:
+            for sock in held:
+                sock.close()
+    assert after - before < 32, (before, after)
 
 
 async def test_a_newcomer_is_never_closed_for_room_before_stale_idle_connections(

@@ -333,7 +333,10 @@ _Send = Callable[[_Message], Awaitable[None]]
 
 
 class ExactHTTP:
-    """ASGI middleware in front of the SDK's streamable-HTTP app.
+    """ASGI wrapper of the SDK's streamable-HTTP session manager app.
+
+    It sits inside authentication, so only a known caller's body is ever buffered
+    (an unauthenticated one gets its 401 while uvicorn's flow control holds the rest).
 
     A POST body (up to ``max_body`` bytes; a larger one passes through untouched, for
     the SDK to refuse) is offered to ``answers`` and becomes the current message of

@@ -287,11 +287,14 @@ class GatewayServer:
             max_sessions=limits.max_sessions,
             session_idle_timeout=limits.session_idle_timeout,
         )
+        manager = self._server.session_manager
         if not stateless:
-            guard_sessions(self._server.session_manager, limits)
-        guard_requests(self._server.session_manager, limits)
-
-        app.add_middleware(ExactHTTP, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
+            guard_sessions(manager, limits)
+        # Inside authentication: a request is buffered only once its caller is known.
+        manager.asgi_app = ExactHTTP(  # type: ignore[assignment]
+            manager.asgi_app, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE
+        )
+        guard_requests(manager, limits)
         return app
 
     @asynccontextmanager
