@@ -180,8 +180,9 @@ class Answers:
             del self._awaited[answer.id]
 
     def offer(self, raw: bytes, session: str | None) -> None:
-        # An id may be written with escapes: only a message with neither is skipped.
-        if not self._awaited or (_ANSWER_MARK not in raw and b"\\" not in raw):
+        # Only a \u escape can spell the id's letters otherwise: a message with neither
+        # the literal prefix nor one cannot carry an awaited id.
+        if not self._awaited or (_ANSWER_MARK not in raw and b"\\u" not in raw):
             return
         try:
             ident = member_bytes(raw, ("id",))
