@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,32 @@ def serve_environment() -> dict[str, str]:
     return environment
 
 
+def await_port(process: subprocess.Popen[bytes], port: int, log_tail: Callable[[], str]) -> None:
+    """Wait until ``port`` on loopback accepts connections (30 s at most); an
+    ``AssertionError`` with ``log_tail()`` if the process exits first."""
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {log_tail()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError("server did not start in 30 s") from None
+            time.sleep(0.1)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture(scope="session")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``opgate serve --http`` with bearer authentication; yields its URL."""
@@ -99,27 +125,16 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
+
+    def log_tail() -> str:
+        log.seek(0)
+        return log.read().decode()[-2000:]
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"server exited: {log.read().decode()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start in 30 s") from None
-                time.sleep(0.1)
+        await_port(process, port, log_tail)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         log.close()
 
 

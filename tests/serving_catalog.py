@@ -3,13 +3,15 @@
 ``opgate serve tests.serving_catalog:build_registry`` serves ``tests.mcp_catalog``'s
 operations and ``orders.checkout``, whose handler builds a ``URLInput`` with a plain
 ``http://`` URL: ``URLInput`` refuses it, so every call fails ``internal``, and the
-private cause is what a developer needs to see.
+private cause is what a developer needs to see; and ``util.wait``, which holds its
+request for the seconds asked.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from tests.mcp_catalog import ScopePolicy, operations
 
 from opgate import Invocation, Operation, Registry, URLInput, await_input
@@ -24,11 +26,21 @@ async def checkout(inv: Invocation) -> Any:
     return await_input(URLInput("Pay here", INSECURE_URL))
 
 
+async def wait(inv: Invocation) -> Any:
+    await anyio.sleep(min(float(inv.arguments["seconds"]), 60.0))
+    return {"waited": True}
+
+
 def forge(inv: Invocation) -> Any:
     raise RuntimeError(f"{inv.arguments['text']}")
 
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+SECONDS = {
+    "type": "object",
+    "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 60}},
+    "required": ["seconds"],
+}
 
 
 def build_registry() -> Registry:
@@ -36,5 +48,6 @@ def build_registry() -> Registry:
         *operations(),
         Operation("orders.checkout", "Check out an order", checkout),
         Operation("util.forge", "Raises with the agent's text", forge, input_schema=TEXT),
+        Operation("util.wait", "Waits the given seconds", wait, input_schema=SECONDS),
     ]
     return Registry(found, ScopePolicy())

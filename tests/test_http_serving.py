@@ -17,6 +17,7 @@ sockets and ``httpx2`` requests, bounded in count and time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import socket
@@ -36,7 +37,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from serving_catalog import FORGED_LINE, INSECURE_URL
 
-from conftest import ROOT, free_port, serve_environment
+from conftest import ROOT, await_port, free_port, serve_environment, stop_process
 
 pytestmark = pytest.mark.anyio
 
@@ -99,25 +100,10 @@ def serving(tmp_path: Path, *options: str, descriptors: int | None = None) -> It
         )
     served = Served(f"http://127.0.0.1:{port}/mcp", port, process, log)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"server exited: {served.stderr()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start in 30 s") from None
-                time.sleep(0.1)
+        await_port(process, port, lambda: served.stderr()[-2000:])
         yield served
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 @asynccontextmanager
@@ -408,6 +394,115 @@ async def test_slow_connections_beyond_max_connections_are_evicted(
         assert max(max(round_) for round_ in calls) < 5, calls
         # Far sooner than the header and body timeouts: closed to make room.
         assert sum(1 for seconds in drippers.closed_after if seconds < 8) >= 50
+
+
+async def test_unauthenticated_request_bodies_are_never_buffered(tmp_path: Path) -> None:
+    """40 unauthenticated requests whose near-4 MiB bodies are sent but for 5 bytes, held
+    open: the server reads no more of them than uvicorn's flow control lets in."""
+    body = b"x" * (4 * 1024 * 1024 - 10)
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
+    ) % (len(body) + 5)
+    with serving(tmp_path, *VERIFIER) as s:
+        await anyio.sleep(0.5)
+        before = s.rss_mib()
+        held = []
+        try:
+            for _ in range(40):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+                sock.setblocking(False)
+                sent = sock.send(head)
+                assert sent == len(head)
+                with contextlib.suppress(BlockingIOError):
+                    sock.send(body)  # as much as the server's flow control lets in
+                held.append(sock)
+            await anyio.sleep(2)
+            after = s.rss_mib()
+        finally:
+            for sock in held:
+                sock.close()
+    assert after - before < 32, (before, after)
+
+
+async def test_a_newcomer_is_never_closed_for_room_before_stale_idle_connections(
+    tmp_path: Path,
+) -> None:
+    """The server is full of kept-alive idle connections: a client that opens several
+    connections in a row (the official client does) loses none of its own to make room."""
+    with serving(tmp_path, *VERIFIER, "--max-connections", "20", "--keep-alive-timeout", "60") as s:
+        idle = []
+        try:
+            for _ in range(20):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+                sock.sendall(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
+                )
+                assert sock.recv(65536).startswith(b"HTTP/1.1 401")
+                idle.append(sock)
+            await anyio.sleep(1)  # idle for a while before the newcomer
+            with anyio.fail_after(30):
+                calls = await timed_calls(s.url, "bob-token")
+        finally:
+            for sock in idle:
+                sock.close()
+    assert max(calls) < 5, calls
+
+
+# -- requests in flight ---------------------------------------------------------------
+
+#: A 2026-07-28 call of ``util.wait`` (no session), as raw JSON-RPC.
+WAIT_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "invoke",
+        "arguments": {"name": "util.wait", "arguments": {"seconds": 30}},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    },
+}
+WAIT_HEADERS = {
+    **RAW_HEADERS,
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "invoke",
+}
+
+
+async def test_a_principal_at_its_request_cap_is_refused_and_another_is_served(
+    tmp_path: Path,
+) -> None:
+    """Alice fills every connection the server keeps with slow calls: past her cap
+    they are refused at once, and Bob is served promptly."""
+    options = ("--principal-requests", "8", "--max-connections", "30")
+    with serving(tmp_path, *VERIFIER, *options) as s:
+        statuses: dict[int, int] = {}
+
+        async def call(http: httpx2.AsyncClient) -> None:
+            response = await http.post(s.url, content=json.dumps(WAIT_CALL))
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+        headers = {**WAIT_HEADERS, "Authorization": "Bearer alice-token"}
+        pool = httpx2.Limits(max_connections=30, max_keepalive_connections=30)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60, limits=pool) as http,
+            anyio.create_task_group() as group,
+        ):
+            for _ in range(30):
+                group.start_soon(call, http)
+            with anyio.fail_after(30):
+                while statuses.get(429, 0) < 22:
+                    await anyio.sleep(0.1)
+                calls = await timed_calls(s.url, "bob-token")
+            group.cancel_scope.cancel()
+        stderr = s.stderr()
+    assert statuses == {429: 22}
+    assert max(calls) < 5, calls
+    assert "too many requests in flight for this principal (its limit is 8)" in stderr
 
 
 # -- what stderr shows ------------------------------------------------------------------

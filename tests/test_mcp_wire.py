@@ -112,6 +112,8 @@ class RawStdio:
         self.era = era
         self.lines = BufferedByteReceiveStream(process.stdout)
         self.next_id = 1
+        #: Called with each server request before it is answered (a meddling peer).
+        self.meddler: Callable[[bytes], Awaitable[None]] | None = None
 
     async def send(self, text: str) -> None:
         assert self.process.stdin is not None
@@ -129,6 +131,8 @@ class RawStdio:
             message = json.loads(line)
             if "method" in message and "id" in message:
                 exchange.requests.append(line)
+                if self.meddler is not None:
+                    await self.meddler(line)
                 await self.send(answer_text(line, answer))
             elif message.get("id") == ident:
                 exchange.response = line
@@ -514,3 +518,37 @@ async def test_pipelined_calls_each_get_their_own_raw_arguments(era: str) -> Non
                 message = json.loads(await client.receive())
                 seen[message["id"]] = message["result"]["content"][0]["text"]
     assert seen == {ident: '{"n":%d.5}' % ident for ident in range(1, 21)}  # noqa: UP031
+
+
+REFUSED_ANSWERS = (
+    '{"jsonrpc":"1.0","id":%s,"result":{"action":"accept","content":{"n":0.1}}}',
+    '{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"n":0.1}}}x',
+    '{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"n":0.1}},"result":7}',
+    '{"jsonrpc":"2.0","id":%s,"method":"ping","result":{"action":"accept","content":{"n":0.1}}}',
+)
+
+
+@pytest.mark.parametrize("refused", REFUSED_ANSWERS)
+async def test_a_prompt_answered_twice_is_never_answered_with_the_other_text(
+    transport: str, refused: str, request: pytest.FixtureRequest
+) -> None:
+    """A client first sends a message under the elicitation's id that the SDK refuses,
+    then a valid response: the handler never gets the refused message's content."""
+    async with raw_client(transport, "2025-11-25", request) as client:
+
+        async def meddle(sent: bytes) -> None:
+            ident = json.dumps(json.loads(sent)["id"])
+            text = refused % ident
+            if isinstance(client, RawHTTP):
+                await client.http.post(client.url, content=text.encode())
+            else:
+                assert isinstance(client, RawStdio)
+                await client.send(text)
+
+        client.meddler = meddle  # type: ignore[attr-defined]
+        exchange = await client.call(
+            invoke("wire.number_form", "{}"), '{"action":"accept","content":{"n":0.2}}'
+        )
+    assert exchange.text == (
+        "invalid_request: the client sent more than one response to the prompt: answer it once"
+    )

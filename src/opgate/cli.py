@@ -226,6 +226,12 @@ _HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
         "with --http: close a session idle this long (default 600)",
     ),
     (
+        "--principal-requests",
+        int,
+        "N",
+        "with --http: requests of one principal in flight at once (default 64)",
+    ),
+    (
         "--max-connections",
         int,
         "N",

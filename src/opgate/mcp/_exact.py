@@ -144,13 +144,16 @@ _ANSWER_MARK = b'"' + ANSWER_ID_PREFIX.encode("ascii")
 @dataclass(slots=True)
 class Answer:
     """One awaited answer: its request ``id``, the session it belongs to, and, once the
-    response arrived, the raw text of its ``result.content`` (``None`` when absent)."""
+    response arrived, the raw text of its ``result.content`` (``None`` when absent).
+    ``repeated`` says that more than one response came under the id: the text kept
+    may then belong to another one than the SDK took."""
 
     id: str
     session: str | None
     arrived: bool = False
     content: bytes | None = None
     unreadable: bool = False
+    repeated: bool = False
 
 
 class Answers:
@@ -158,8 +161,10 @@ class Answers:
 
     A call ``expect``s an answer, sends its request under ``answer.id`` and, when the
     SDK hands it the parsed response, reads ``answer.content``. Transports ``offer``
-    every inbound message before the SDK sees it; the first response to an awaited id
-    from the same session wins, as it does in the SDK.
+    every inbound message before the SDK sees it, including messages the SDK then
+    refuses: the first message under an awaited id from the same session is kept, and
+    a second one marks the answer ``repeated``, since which of them the SDK took as
+    the response is not known here.
     """
 
     def __init__(self) -> None:
@@ -175,18 +180,17 @@ class Answers:
             del self._awaited[answer.id]
 
     def offer(self, raw: bytes, session: str | None) -> None:
-        if not self._awaited or _ANSWER_MARK not in raw:
+        # Only a \u escape can spell the id's letters otherwise: a message with neither
+        # the literal prefix nor one cannot carry an awaited id.
+        if not self._awaited or (_ANSWER_MARK not in raw and b"\\u" not in raw):
             return
         try:
             ident = member_bytes(raw, ("id",))
             answer = self._awaited.get(json.loads(ident)) if ident is not None else None
-            if (
-                answer is None
-                or answer.arrived
-                or answer.session != session
-                or member_bytes(raw, ("method",)) is not None
-                or member_bytes(raw, ("result",)) is None
-            ):
+            if answer is None or answer.session != session:
+                return
+            if answer.arrived:
+                answer.repeated = True
                 return
         except (ValueError, TypeError):  # not JSON, or an id that is no str
             return
@@ -330,7 +334,10 @@ _Send = Callable[[_Message], Awaitable[None]]
 
 
 class ExactHTTP:
-    """ASGI middleware in front of the SDK's streamable-HTTP app.
+    """ASGI wrapper of the SDK's streamable-HTTP session manager app.
+
+    It sits inside authentication, so only a known caller's body is ever buffered
+    (an unauthenticated one gets its 401 while uvicorn's flow control holds the rest).
 
     A POST body (up to ``max_body`` bytes; a larger one passes through untouched, for
     the SDK to refuse) is offered to ``answers`` and becomes the current message of

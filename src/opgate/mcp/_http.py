@@ -9,13 +9,17 @@ Two layers, both bounded by ``HTTPLimits``:
   server's (``max_sessions``), and the size of the request that opens one
   (``session_open_bytes``), because the SDK keeps that request's parameters for the
   session's life. 2026-07-28 requests hold no session and pass untouched.
+  ``RequestGuard`` caps the requests one principal may have in flight
+  (``principal_requests``, in both eras): a request holds its connection until its
+  response is sent, so without it one principal's slow calls (or responses it reads
+  slowly) could hold every connection the server keeps.
 * **Connections** (the server, ``uvicorn_config`` and ``serve_http``): uvicorn has no
   timeout for receiving a request, so a client that sends one byte every few seconds
   holds its connection (and a descriptor) forever. ``guarded_protocol`` closes a
   connection whose request head is not complete within ``header_timeout`` or whose
   body is not complete within ``body_timeout``, and keeps at most
-  ``max_connections`` open: a new connection beyond that closes the one whose
-  request has been arriving longest, so slow connections cannot lock out prompt ones.
+  ``max_connections`` open: a new connection beyond that closes the one that has
+  been arriving (or idle) longest, so slow connections cannot lock out prompt ones.
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ from .._failures import ConfigurationError
 
 __all__ = [
     "HTTPLimits",
+    "RequestGuard",
     "SessionGuard",
     "fit_descriptors",
+    "guard_requests",
     "guard_sessions",
     "guarded_protocol",
     "serve_http",
@@ -86,12 +92,18 @@ class HTTPLimits:
     * ``session_open_bytes`` (16 KiB): largest body of a request that opens a
       session (its ``initialize``), whose parameters the session keeps.
 
+    Requests (both eras):
+
+    * ``principal_requests`` (64): requests of one principal in flight at once
+      (from its arrival until its response is sent: a ``GET`` stream counts while
+      open). Beyond it the request gets HTTP 429 saying to wait for one to finish.
+
     Connections (``uvicorn_config``, ``serve_http``):
 
     * ``max_connections`` (2,048): open client connections. Beyond it the
-      connection whose request (head or body) has been arriving longest is closed,
-      or else the one idle longest between requests; when every one is being
-      served, the new one.
+      connection whose request (head or body) has been arriving, or which has been
+      idle between requests, longest is closed; when every one is being served,
+      the new one.
       ``serve_http`` raises the process's descriptor limit to fit, or lowers this to
       fit a hard limit it cannot raise (and says so).
     * ``header_timeout`` (10 s): time to receive a request's head, from the
@@ -105,6 +117,7 @@ class HTTPLimits:
     principal_sessions: int = 32
     session_idle_timeout: float = 600.0
     session_open_bytes: int = 16 * 1024
+    principal_requests: int = 64
     max_connections: int = 2048
     header_timeout: float = 10.0
     body_timeout: float = 30.0
@@ -112,7 +125,12 @@ class HTTPLimits:
     max_header_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_sessions", "principal_sessions", "session_open_bytes"):
+        for name in (
+            "max_sessions",
+            "principal_sessions",
+            "session_open_bytes",
+            "principal_requests",
+        ):
             _positive_int(self, name)
         _positive_int(self, "max_connections")
         _positive_int(self, "max_header_bytes")
@@ -173,8 +191,7 @@ class SessionGuard:
         self._open_app = RequestBodyLimitMiddleware(app, limits.session_open_bytes)
         self._held: dict[Hashable, set[str]] = {}
         self._opening: dict[Hashable, int] = {}
-        self._refused = 0
-        self._logged_at = -math.inf
+        self._refusals = _RefusalLog("refused a new session")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _opens_session(scope):
@@ -189,7 +206,7 @@ class SessionGuard:
         refusal = self._refusal(key)
         if refusal is not None:
             status, message = refusal
-            self._log_refusal(message)
+            self._refusals.note(message)
             await _json_rpc_error(send, status, message)
             return
         self._opening[key] = self._opening.get(key, 0) + 1
@@ -205,23 +222,9 @@ class SessionGuard:
         try:
             await self._open_app(scope, receive, watch)
         finally:
-            left = self._opening[key] - 1
-            if left:
-                self._opening[key] = left
-            else:
-                del self._opening[key]
+            _decrement(self._opening, key)
             if opened and _is_open(self._manager, opened[0]):
                 self._held.setdefault(key, set()).add(opened[0])
-
-    def _log_refusal(self, message: str) -> None:
-        """A warning for the first refusal, then at most one every ten seconds with a count."""
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._logged_at >= 10:
-            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
-            logger.warning("refused a new session: %s%s", message, more)
-            self._logged_at = now
-            self._refused = 0
 
     def _refusal(self, key: Hashable) -> tuple[int, str] | None:
         """``(status, message)`` refusing a new session for ``key``, or None to admit it."""
@@ -256,6 +259,64 @@ def guard_sessions(manager: StreamableHTTPSessionManager, limits: HTTPLimits) ->
     manager.asgi_app = SessionGuard(manager.asgi_app, manager, limits)  # type: ignore[assignment]
 
 
+class RequestGuard:
+    """ASGI wrapper of a session manager's app: requests in flight per principal.
+
+    A request counts from its arrival until the app returns (its response sent, or
+    its client gone); a principal with ``principal_requests`` of them gets HTTP 429
+    for the next one. Other principals are unaffected.
+    """
+
+    def __init__(self, app: ASGIApp, limits: HTTPLimits) -> None:
+        self._app = app
+        self._limit = limits.principal_requests
+        self._serving: dict[Hashable, int] = {}
+        self._refusals = _RefusalLog("refused a request")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        key = _principal_key(scope)
+        serving = self._serving.get(key, 0)
+        if serving >= self._limit:
+            message = (
+                f"too many requests in flight for this principal (its limit is "
+                f"{self._limit}): wait for one to finish, or close a GET stream it does not need"
+            )
+            self._refusals.note(message)
+            await _json_rpc_error(send, 429, message)
+            return
+        self._serving[key] = serving + 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            _decrement(self._serving, key)
+
+
+def guard_requests(manager: StreamableHTTPSessionManager, limits: HTTPLimits) -> None:
+    """Put a ``RequestGuard`` in front of a session manager's requests (outermost)."""
+    manager.asgi_app = RequestGuard(manager.asgi_app, limits)  # type: ignore[assignment]
+
+
+class _RefusalLog:
+    """A warning for the first refusal, then at most one every ten seconds with a count."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._refused = 0
+        self._logged_at = -math.inf
+
+    def note(self, message: str) -> None:
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._logged_at >= 10:
+            more = f" ({self._refused} refusals since the last report)" if self._refused > 1 else ""
+            logger.warning("%s: %s%s", self._what, message, more)
+            self._logged_at = now
+            self._refused = 0
+
+
 def _opens_session(scope: Scope) -> bool:
     """Whether the stateful session manager would open a session for this request."""
     version = None
@@ -276,6 +337,15 @@ def _declared_length(scope: Scope) -> int:
             except ValueError:
                 return 0
     return 0
+
+
+def _decrement(counts: dict[Hashable, int], key: Hashable) -> None:
+    """One fewer for ``key``; a key at zero is dropped, so the table holds only live ones."""
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
 
 
 def _principal_key(scope: Scope) -> Hashable:
@@ -322,10 +392,9 @@ class _GuardedH11(H11Protocol):
     the request's first byte), ``body`` while its body arrives (``body_timeout``
     after the head), and ``served`` (the app's business). Connections whose request
     is arriving (head or body) and idle ones are kept oldest first, so that a new
-    connection beyond ``max_connections`` closes the one whose request has been
-    arriving longest (a client that sends its request at once is never that one),
-    or else the one idle longest: closing an idle connection races with the
-    client's next request on it.
+    connection beyond ``max_connections`` closes the one that has been in its
+    phase longest: a dripping client's, or a stale idle one, and never a client's
+    connection that has only just opened while an older one waits.
     """
 
     _limits: ClassVar[HTTPLimits]
@@ -336,6 +405,7 @@ class _GuardedH11(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._phase = ""
+        self._since = 0.0  # when the connection entered its table (arriving or idle)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -363,15 +433,21 @@ class _GuardedH11(H11Protocol):
         super().connection_lost(exc)
 
     def _make_room(self) -> bool:
-        """Close the oldest arriving, or else idle, connection; False if there is none."""
+        """Close the connection arriving or idle longest; False if there is none.
+
+        Ages are compared across both tables: a connection that has only just
+        opened is never closed for the next newcomer while an older one waits.
+        """
         for table in (self._arriving, self._idle):
-            while table:
-                oldest = next(iter(table))
-                del table[oldest]
-                if not oldest.transport.is_closing():
-                    oldest._close("closed to make room for a new connection")
-                    return True
-        return False
+            while table and next(iter(table)).transport.is_closing():
+                del table[next(iter(table))]
+        heads = [next(iter(table)) for table in (self._arriving, self._idle) if table]
+        if not heads:
+            return False
+        oldest = min(heads, key=lambda connection: connection._since)
+        oldest._forget()
+        oldest._close("closed to make room for a new connection")
+        return True
 
     def _forget(self) -> None:
         self._arriving.pop(self, None)
@@ -392,6 +468,7 @@ class _GuardedH11(H11Protocol):
 
     def _start_request(self, *, arm: bool) -> None:
         self._forget()
+        self._since = self.loop.time()
         if arm:
             self._arriving[self] = None
             self._arm("head", self._limits.header_timeout)

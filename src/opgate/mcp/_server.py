@@ -72,7 +72,7 @@ from ._exact import (
     member_bytes,
     stdio_streams,
 )
-from ._http import HTTPLimits, guard_sessions
+from ._http import HTTPLimits, guard_requests, guard_sessions
 from ._profile import form_problem
 from ._tools import (
     GATEWAY_TOOLS,
@@ -287,10 +287,14 @@ class GatewayServer:
             max_sessions=limits.max_sessions,
             session_idle_timeout=limits.session_idle_timeout,
         )
+        manager = self._server.session_manager
         if not stateless:
-            guard_sessions(self._server.session_manager, limits)
-
-        app.add_middleware(ExactHTTP, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE)
+            guard_sessions(manager, limits)
+        # Inside authentication: a request is buffered only once its caller is known.
+        manager.asgi_app = ExactHTTP(  # type: ignore[assignment]
+            manager.asgi_app, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE
+        )
+        guard_requests(manager, limits)
         return app
 
     @asynccontextmanager
@@ -614,6 +618,11 @@ async def _ask(
             if expected.unreadable:
                 raise Failure(
                     FailureCode.INVALID_REQUEST, "the client's answer nests too deep to be read"
+                )
+            if expected.repeated:
+                raise Failure(
+                    FailureCode.INVALID_REQUEST,
+                    "the client sent more than one response to the prompt: answer it once",
                 )
             exact = expected.content if expected.arrived else None
     except TimeoutError:
