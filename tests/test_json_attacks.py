@@ -734,8 +734,13 @@ async def test_mapping_arguments_far_over_their_budget_are_refused_before_conver
         return best
 
     for extra in ({}, {"x": 2**70}, {"x": "\ud800"}):  # orjson refuses those: still measured
-        slow = await refusal_cpu({**extra, **large})
-        fast = await refusal_cpu({**extra, **small})
+        # CPU time still varies on a loaded machine (caches, frequency): a failing pair
+        # is measured again before it counts; linear work keeps the ratio far lower.
+        for _ in range(3):
+            slow = await refusal_cpu({**extra, **large})
+            fast = await refusal_cpu({**extra, **small})
+            if slow <= 3 * fast + 2e-3:
+                break
         assert slow <= 3 * fast + 2e-3, (extra, slow, fast)
     # Within three times the budget, the canonical bytes decide, as before.
     near = {"v": [-0.0] * 39_000}  # 195,007 bytes as written, 78,007 canonical
