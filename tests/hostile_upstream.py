@@ -94,8 +94,9 @@ def _request_headers(scope: dict[str, Any]) -> dict[str, str]:
 
 
 async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """200: the request headers, as JSON (as httpbin's /headers does)."""
-    await _answer(send, 200, json.dumps({"headers": _request_headers(scope)}).encode())
+    """200: the request headers and query, as JSON (as httpbin's /get does)."""
+    echoed = {"headers": _request_headers(scope), "query": scope["query_string"].decode("latin-1")}
+    await _answer(send, 200, json.dumps(echoed).encode())
 
 
 async def echo_error(scope: dict[str, Any], receive: Any, send: Any) -> None:

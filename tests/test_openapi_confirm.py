@@ -448,6 +448,36 @@ async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
         await own.aclose()
 
 
+async def test_default_query_parameters_of_the_hosts_client_are_credentials(
+    recorder: Recorder,
+) -> None:
+    """Named as set by the host, never shown, never replaced by a parameter of that name."""
+    recorder.received.clear()
+    own = httpx2.AsyncClient(params={"note": "host-query-key"})
+    confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
+    arguments = {"note": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
+    try:
+        registry = confirmed.registry(Policy())
+        pending = await prompt(registry, "transfer", arguments)
+        message = pending.prompt.message
+        assert "host-query-key" not in message
+        shown = read(message)
+        assert shown.hidden_query == ["note"]
+        assert shown.url.endswith("/api/transfer?note=(not-shown)")
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
+        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+        recorder.received.clear()
+        registry = unconfirmed.registry(Policy())
+        outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+    finally:
+        await confirmed.aclose()
+        await unconfirmed.aclose()
+        await own.aclose()
+
+
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
     """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
     document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}

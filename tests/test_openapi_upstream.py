@@ -158,6 +158,27 @@ async def test_a_credential_in_a_followed_redirect_is_not_linked(
     assert "application/octet-stream response" in outcome.result.content[0].text
 
 
+async def test_defaults_of_the_hosts_own_client_are_redacted(hostile: Hostile) -> None:
+    """A client's default query parameter and header are credentials: never echoed back."""
+    query_key, tenant_key = "query-KEY-0123456789", "tenant-KEY-9876543210"
+    own = httpx2.AsyncClient(params={"api_key": query_key}, headers={"X-Tenant": tenant_key})
+    catalog = build_catalog(document(), base_url=hostile.base_url, client=own)
+    try:
+        registry = catalog.registry(Policy())
+        echoed = await registry.invoke(None, "echo", {})
+        assert isinstance(echoed, Completed), echoed
+        assert echoed.result.structured["query"] == "api_key=[redacted]"
+        linked = await registry.invoke(None, "echo_link", {})
+        for outcome in (echoed, linked, await registry.invoke(None, "echo_error", {})):
+            shown = everything(outcome)
+            assert query_key not in shown
+            assert tenant_key not in shown
+        assert "holds a credential, not shown" in linked.result.content[0].text
+    finally:
+        await catalog.aclose()
+        await own.aclose()
+
+
 async def test_basic_credentials_are_redacted_decoded_too(hostile: Hostile) -> None:
     pair = "alice:correct-horse"
     basic = {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}

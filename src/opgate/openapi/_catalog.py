@@ -165,7 +165,8 @@ class _Handler:
         hidden = hidden_headers(headers, upstream.client_headers())
 
         def shown(request: httpx2.Request) -> str | None:
-            return None if request_digest(request, hidden) == digest else MISMATCH
+            shown_digest = request_digest(request, hidden, upstream.client_params())
+            return None if shown_digest == digest else MISMATCH
 
         try:
             reply = await upstream.send(
@@ -201,12 +202,13 @@ class _Handler:
         except ValueError:
             return fail("refused: the request would leave the API's base URL")
         hidden = hidden_headers(headers, upstream.client_headers())
+        query = upstream.client_params()
         try:
-            message = render(plan.name, plan.path, request, hidden, catalog._form_budget)
+            message = render(plan.name, plan.path, request, hidden, catalog._form_budget, query)
         except Unshowable as exc:
             return unshowable(str(exc))
         key = secrets.token_urlsafe(18)
-        return await_input(confirmation(message, key, request_digest(request, hidden)))
+        return await_input(confirmation(message, key, request_digest(request, hidden, query)))
 
 
 class Catalog:

@@ -15,6 +15,10 @@ Requests
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header, nor a default header of a client the
   host passed in (``client_headers``: the form names those as set by the host).
+* Query: a default query parameter of a client the host passed in (``params=``,
+  such as ``api_key``) is a credential too: a parameter of that name is left out,
+  so it never replaces the host's value (``client_params``: the form names those
+  as set by the host, without their values).
 * Cookies: the catalog's own client keeps none (see below); a host's own ``client=``
   keeps its own cookie policy, so one that serves several principals should be given
   a jar that keeps nothing.
@@ -34,7 +38,9 @@ Requests
 
 Responses
 ---------
-Every host header value (and its words, and Basic credentials decoded) is redacted
+Every host header value, and every default header, cookie and query parameter
+value of a client the host passed in (and their words, and Basic credentials
+decoded), is redacted
 from everything a response becomes, in any encoding ``_redact`` recognises, before
 it is serialised: parsed JSON is redacted value by value and its text copy made
 from the redacted value; texts, failure messages, the status reason and link
@@ -288,6 +294,23 @@ class Upstream:
             return False
         return path == self._base_path or path.startswith(self._base_path + "/")
 
+    def client_params(self) -> frozenset[str]:
+        """Names of the client's default query parameters (credentials, like ``api_key``).
+
+        Empty for the catalog's own client.
+        """
+        return frozenset(self.client().params.keys())
+
+    def _credentials(self, host_headers: Mapping[str, str]) -> list[str]:
+        """Every value the host set: its headers, and the defaults of its own client
+        (headers, cookies, query parameters); all are redacted from responses."""
+        client = self.client()
+        values = list(host_headers.values())
+        values += [v for k, v in client.headers.items() if k.lower() not in CLIENT_HEADERS]
+        values += [v for _, v in client.params.multi_items()]
+        values += [cookie.value for cookie in client.cookies.jar if cookie.value]
+        return values
+
     def client_headers(self) -> frozenset[str]:
         """Lower-case names of the client's default headers, opgate's own defaults aside.
 
@@ -310,10 +333,11 @@ class Upstream:
         return request_headers(prepared, host_headers, self.client_headers())
 
     def _request(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
+        taken = self.client_params()
         return self.client().build_request(
             prepared.method,
             self.url(prepared.path),
-            params=list(prepared.query),
+            params=[(name, value) for name, value in prepared.query if name not in taken],
             headers=headers,
             content=prepared.content,
         )
@@ -353,7 +377,7 @@ class Upstream:
             refusal = check(request)
             if refusal is not None:
                 return _failed(refusal)
-        redactor = Redactor(host_headers)
+        redactor = Redactor(self._credentials(host_headers))
         try:
             with anyio.fail_after(self.timeout):
                 exchanged = await self._exchange(request, headers, follow_redirects)

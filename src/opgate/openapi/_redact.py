@@ -2,10 +2,10 @@
 
 An API that echoes its request (a debugging endpoint, an error page quoting the
 headers, a WAF's block page) would otherwise give the agent the host's
-``Authorization`` or ``X-Api-Key``. ``Redactor(host_headers)`` knows the secrets of
-one call:
+``Authorization`` or ``X-Api-Key``. ``Redactor(credentials)`` (the host's header
+mapping, or the credential values themselves) knows the secrets of one call:
 
-* every host header value of at least ``MIN_SECRET`` characters;
+* every credential value of at least ``MIN_SECRET`` characters;
 * each word of one (split at whitespace, ``,`` and ``;``) of at least ``MIN_PART``
   characters: the token of ``Bearer <token>`` alone;
 * for ``Basic <base64>``: the decoded ``user:password`` and the password alone (at
@@ -102,9 +102,9 @@ def _base64_cores(secret: str) -> Iterable[str]:
             yield core.replace("+", "-").replace("/", "_")
 
 
-def _secrets(headers: Mapping[str, str]) -> set[str]:
+def _secrets(values: Iterable[str]) -> set[str]:
     found: set[str] = set()
-    for value in headers.values():
+    for value in values:
         if len(value) >= MIN_SECRET:
             found.add(value)
         words = [w for w in _WORDS.split(value) if w]
@@ -133,8 +133,9 @@ class Redactor:
 
     __slots__ = ("_forms", "tail")
 
-    def __init__(self, headers: Mapping[str, str]) -> None:
-        secrets = _secrets(headers)
+    def __init__(self, credentials: Mapping[str, str] | Iterable[str]) -> None:
+        values = credentials.values() if isinstance(credentials, Mapping) else credentials
+        secrets = _secrets(values)
         forms = set(secrets)
         for secret in secrets:
             if len(secret) >= MIN_PART:
