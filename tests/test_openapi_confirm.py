@@ -478,6 +478,29 @@ async def test_default_query_parameters_of_the_hosts_client_are_credentials(
         await own.aclose()
 
 
+async def test_numbers_that_grow_when_written_out_are_refused_unsent(recorder: Recorder) -> None:
+    """6,000 copies of 1e4000: 48 KB of arguments, 24 MB of query; a GET is not confirmed."""
+    from decimal import Decimal
+
+    numbers = {"name": "n", "in": "query", "schema": {"type": "array", "items": {"type": "number"}}}
+    search = {"get": {"operationId": "search", "parameters": [numbers], "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    catalog = build_catalog(document, base_url=recorder.base_url)
+    try:
+        registry = catalog.registry(Policy())
+        arguments = {"n": [Decimal("1e4000")] * 6000}
+        outcome = await registry.invoke(Ctx("alice"), "search", arguments, input_support=FORM)
+        assert isinstance(outcome, Failed), outcome
+        assert "not sent: the request would be larger than 262144 bytes" in outcome.failure.message
+        assert recorder.received == []
+        outcome = await registry.invoke(Ctx("alice"), "search", {"n": [Decimal("1e40")]})
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/search?n=1" + "0" * 40
+    finally:
+        await catalog.aclose()
+
+
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
     """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
     document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}

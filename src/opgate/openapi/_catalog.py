@@ -128,7 +128,7 @@ class _Handler:
     async def __call__(self, inv: Invocation) -> Any:
         catalog, plan = self._catalog, self.plan
         try:
-            prepared = prepare(plan, inv.arguments)
+            prepared = prepare(plan, inv.arguments, catalog._request_budget)
         except ArgumentProblem as exc:
             return fail(f"not sent: {exc}")
         resume = inv.resume
@@ -239,6 +239,7 @@ class Catalog:
         self._header_source = headers
         self._limits = limits
         self._form_budget = (limits or Limits()).form_schema_bytes
+        self._request_budget = 4 * (limits or Limits()).argument_bytes
         self._sent = SentLog()
         self.plans = {plan.name: plan for plan in plans}
         self._names = frozenset(self.plans)
@@ -275,6 +276,7 @@ class Catalog:
         """
         limits = limits if limits is not None else self._limits
         self._form_budget = (limits or Limits()).form_schema_bytes
+        self._request_budget = 4 * (limits or Limits()).argument_bytes
         wrapped = self.policy(policy)
         try:
             return Registry(self.operations, wrapped, limits=limits)
