@@ -480,3 +480,43 @@ async def test_malformed_answers_end_in_a_clear_outcome(raw: bytes, expected: st
     shown = everything(outcome)
     assert expected in shown, shown
     assert "\ud800" not in shown
+
+
+HEX_KEY = "0123456789abcdef0123456789abcdef"  # lower-case: survives lower-casing as it is
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 400 " + b"x" * 185 + API_KEY.encode() + b"\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: "
+        + b"x" * 30
+        + API_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\nxxxx",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: "
+        + HEX_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\nxxxx",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/"
+        + HEX_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\n\x00\x01\x02\x03",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/"
+        + b"x" * 80
+        + API_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\n\x00\x01\x02\x03",
+    ],
+    ids=["reason cut", "encoding cut", "encoding lower-cased", "link media type", "type cut"],
+)
+async def test_a_credential_echoed_in_the_status_line_or_headers_is_redacted(raw: bytes) -> None:
+    """Cut or lower-cased before redaction, a credential used to come back in part or whole."""
+    headers = {**HEADERS, "X-Hex-Key": HEX_KEY}
+    with serve_raw(_answer_with(raw)) as base_url:
+        catalog = build_catalog(document(), base_url=base_url, headers=headers, timeout=3)
+        try:
+            outcome = await catalog.registry(Policy()).invoke(None, "echo", {})
+        finally:
+            await catalog.aclose()
+    shown = everything(outcome)
+    if isinstance(outcome, Completed):
+        shown += "".join(str(getattr(b, "mime_type", "")) for b in outcome.result.content)
+    for part in ("key-ABC", "ABCDEFGH-1", HEX_KEY[:12], HEX_KEY[-12:]):
+        assert part.lower() not in shown.replace("[redacted]", "").lower(), shown

@@ -226,9 +226,9 @@ def _undecodable(response: httpx2.Response) -> str | None:
     asked = response.request.headers.get("accept-encoding", "")
     accepted = {part.split(";", 1)[0].strip().lower() for part in asked.split(",")}
     for value in response.headers.get_list("content-encoding", split_commas=True):
-        coding = value.strip().lower()
-        if coding and coding != "identity" and coding not in accepted:
-            return coding
+        coding = value.strip()
+        if coding and coding.lower() != "identity" and coding.lower() not in accepted:
+            return coding  # as written: a credential echoed here is redacted as it was sent
     return None
 
 
@@ -406,7 +406,7 @@ class Upstream:
         if coding is not None:
             return _failed(
                 f"HTTP {status}: the response could not be decoded (Content-Encoding "
-                f"{redactor.text(coding[:40])!r} is not supported)",
+                f"{redactor.text(coding)[:40]!r} is not supported)",
                 diagnostics={"status": status},
             )
         if exhausted:
@@ -466,8 +466,7 @@ class Upstream:
         media_type = _media_type(response)
         budget = self.result_bytes - RESULT_RESERVE
         if not body and not truncated:
-            head = redactor.text(_status_line(response))
-            return Reply(Result([Text(head)]))
+            return Reply(Result([Text(_status_line(response, redactor))]))
         value: Any = _NOT_JSON
         if _is_json(media_type) and not truncated:
             value = _parse_json(body, response)
@@ -486,7 +485,10 @@ class Upstream:
                         return Reply(Result([Text(note)], structured=value))
                 except (ValueError, TypeError):
                     pass  # not representable as structured content: fall back to text
-        shown_type = redactor.text(media_type[:100]) or "no media type"
+        # the header as written (not lower-cased), so a credential echoed there is found
+        written_type = response.headers.get("content-type", "").split(";", 1)[0].strip()
+        clean_type = not redactor.found(written_type)
+        shown_type = redactor.text(written_type)[:100] or "no media type"
         if has_output_schema:
             why = (
                 "is not JSON opgate reads (malformed, nested deeper than 128 levels, a repeated "
@@ -517,7 +519,7 @@ class Upstream:
         link = ResourceLink(
             uri,
             response.url.path.rsplit("/", 1)[-1] or "response",
-            mime_type=media_type if _MEDIA.fullmatch(media_type) else None,
+            mime_type=media_type if clean_type and _MEDIA.fullmatch(media_type) else None,
             size=length,
         )
         return Reply(Result([Text(note), link]))
@@ -527,8 +529,11 @@ _MEDIA = re.compile(r"[a-z0-9!#$&^_.+-]{1,64}/[a-z0-9!#$&^_.+-]{1,64}")
 _NOT_JSON = object()
 
 
-def _status_line(response: httpx2.Response) -> str:
-    reason = " ".join(_CONTROL.sub(" ", response.reason_phrase[:200]).split())
+def _status_line(response: httpx2.Response, redactor: Redactor) -> str:
+    """``HTTP <status> <reason>``, the reason redacted before it is cut (so no part of
+    a credential is left at the cut)."""
+    reason = redactor.text(response.reason_phrase)[:200]
+    reason = " ".join(_CONTROL.sub(" ", reason).split())
     return f"HTTP {response.status_code} {reason}".strip()
 
 
@@ -580,7 +585,7 @@ def _escaped_size(text: str) -> int:
 
 def _failure(response: httpx2.Response, body: bytes, truncated: bool, redactor: Redactor) -> Reply:
     status = response.status_code
-    head = redactor.text(_status_line(response))
+    head = _status_line(response, redactor)
     if 300 <= status < 400:
         return _failed(
             f"{head}: the API redirected the request elsewhere; only a GET or HEAD redirect "
