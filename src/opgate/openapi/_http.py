@@ -9,9 +9,13 @@ Requests
   the final URL is checked to have the base URL's scheme, host and port, no userinfo,
   and to lie under its path before anything is sent. Paths are compared as the most
   permissive server would read them: percent-decoded until nothing changes (``%2e``,
-  ``%2f``, ``%252e`` ...), ``\\`` read as ``/``; a path with a ``.`` or ``..``
-  segment once decoded (``;`` parameters ignored, so ``..;`` counts) is refused
-  outright. Arguments never hold a URL.
+  ``%2f``, ``%252e`` ...), NFKC-normalised (a fullwidth ``%ef%bc%8e`` is ``.``), ``\\`` read
+  as ``/``; a path that is not UTF-8 once decoded (overlong ``%c0%ae`` ...) or has a
+  dot segment is refused outright: a segment of dots and spaces once a ``;``
+  parameter and anything after a NUL are dropped (``..;``, ``..%00``, ``..%20``,
+  ``...``). The raw path must lie under the base path too (``/api%2fx`` is a
+  sibling of ``/api`` for a server that does not decode ``%2F``). Arguments never
+  hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header, nor a default header of a client the
   host passed in (``client_headers``: the form names those as set by the host).
@@ -74,6 +78,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -192,19 +197,33 @@ def _is_json(media_type: str) -> bool:
 
 def _plain_path(raw_path: str) -> str | None:
     """``raw_path`` as the most permissive server would read it, or ``None`` if any
-    reading of it has a ``.`` or ``..`` segment (see the module docstring)."""
+    reading of it has a dot segment, or it is not UTF-8 (see the module docstring)."""
     path = raw_path
     for _ in range(_DECODE_ROUNDS):
-        decoded = unquote(path, errors="replace")
+        try:
+            decoded = unquote(path, errors="strict")
+        except UnicodeDecodeError:  # overlong forms such as %c0%ae among them
+            return None
         if decoded == path:
             break
         path = decoded
     else:
         return None
-    path = path.replace("\\", "/")
-    if any(segment.split(";", 1)[0] in (".", "..") for segment in path.split("/")):
+    path = unicodedata.normalize("NFKC", path).replace("\\", "/")
+    if any(_dot_segment(segment) for segment in path.split("/")):
         return None
     return path
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether some server reads ``segment`` as ``.`` or ``..``: it is dots (and spaces,
+    which Windows trims) once a ``;`` parameter or anything after a NUL is dropped."""
+    name = segment.split(";", 1)[0].split("\x00", 1)[0]
+    return "." in name and not name.strip(". ")
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base + "/")
 
 
 def _text_of(body: bytes, response: httpx2.Response) -> str:
@@ -250,6 +269,7 @@ class Upstream:
         if base_path is None:
             raise ValueError("base_url's path must not have '.' or '..' segments")
         self._base_path = base_path.rstrip("/")
+        self._raw_base = self.base.raw_path.decode("latin-1").split("?", 1)[0].rstrip("/")
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         self.timeout = float(timeout)
@@ -289,10 +309,12 @@ class Upstream:
             return False
         if url.userinfo:
             return False
-        path = _plain_path(url.raw_path.decode("latin-1").split("?", 1)[0])
+        raw = url.raw_path.decode("latin-1").split("?", 1)[0]
+        path = _plain_path(raw)
         if path is None:
             return False
-        return path == self._base_path or path.startswith(self._base_path + "/")
+        # both readings: decoded, and as a server that does not decode %2F would route it
+        return all(_under(p, base) for p, base in ((path, self._base_path), (raw, self._raw_base)))
 
     def client_params(self) -> frozenset[str]:
         """Names of the client's default query parameters (credentials, like ``api_key``).
