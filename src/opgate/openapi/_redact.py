@@ -23,7 +23,8 @@ digits occurs, with one substring search per secret (a body without any costs no
 more). Each occurrence becomes ``[redacted]``.
 
 ``text(s)`` redacts a string; ``value(v, probe)`` a parsed JSON value (member names
-and strings), looking for the secrets whose runs occur in ``probe`` (the body it was
+and strings; a number whose JSON text holds a secret becomes the string
+``[redacted]``), looking for the secrets whose runs occur in ``probe`` (the body it was
 parsed from), so a result is redacted before it is serialised and its text copy is
 made from the redacted value; ``found(s)`` says whether any secret occurs.
 ``TAIL`` bounds how long one encoded occurrence can be, so that a body cut at a
@@ -36,6 +37,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 __all__ = ["MIN_PART", "MIN_PASSWORD", "MIN_SECRET", "REDACTED", "Redactor"]
@@ -169,6 +171,13 @@ class Redactor:
 def _redacted(value: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(value, str):
         return pattern.sub(REDACTED, value)
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        # a credential of digits comes back as a number: written as JSON writes it
+        try:
+            written = repr(value) if isinstance(value, float) else str(value)
+        except ValueError:  # an int beyond Python's digit limit is never written
+            return value
+        return REDACTED if pattern.search(written) else value
     if isinstance(value, dict):
         return {pattern.sub(REDACTED, k): _redacted(v, pattern) for k, v in value.items()}
     if isinstance(value, list):
