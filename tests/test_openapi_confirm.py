@@ -501,6 +501,25 @@ async def test_numbers_that_grow_when_written_out_are_refused_unsent(recorder: R
         await catalog.aclose()
 
 
+async def test_no_spelling_of_a_host_query_parameter_rides_beside_it(recorder: Recorder) -> None:
+    """PHP reads api.key, api_key[] and (ASP.NET) API_KEY as api_key, the last one winning."""
+    names = ["api.key", "API_KEY", "api_key[]", "api key", "api_key"]
+    spellings = [{"name": n, "in": "query", "schema": {"type": "string"}} for n in names]
+    search = {"get": {"operationId": "search", "parameters": spellings, "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    own = httpx2.AsyncClient(params={"api_key": "host-query-key"})
+    catalog = build_catalog(document, base_url=recorder.base_url, client=own)
+    try:
+        arguments = {key: "agent" for key in catalog.plans["search"].input_schema["properties"]}
+        outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/search?api_key=host-query-key"
+    finally:
+        await catalog.aclose()
+        await own.aclose()
+
+
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
     """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
     document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}

@@ -21,7 +21,8 @@ Requests
   host passed in (``client_headers``: the form names those as set by the host).
 * Query: a default query parameter of a client the host passed in (``params=``,
   such as ``api_key``) is a credential too: a parameter of that name is left out,
-  so it never replaces the host's value (``client_params``: the form names those
+  in any spelling a lenient server files under it (``API_KEY``, ``api.key``,
+  ``api_key[]``), so it never replaces the host's value (``client_params``: the form names those
   as set by the host, without their values).
 * Cookies: the catalog's own client keeps none (see below); a host's own ``client=``
   keeps its own cookie policy, so one that serves several principals should be given
@@ -222,6 +223,12 @@ def _dot_segment(segment: str) -> bool:
     return "." in name and not name.strip(". ")
 
 
+def _query_key(name: str) -> str:
+    """The name a lenient server files a query parameter under: case folded, ``.`` and
+    spaces as ``_`` and ``[...]`` dropped (PHP), so ``API.Key[]`` is ``api_key``."""
+    return name.split("[", 1)[0].casefold().replace(".", "_").replace(" ", "_")
+
+
 def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base + "/")
 
@@ -355,11 +362,11 @@ class Upstream:
         return request_headers(prepared, host_headers, self.client_headers())
 
     def _request(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
-        taken = self.client_params()
+        taken = {_query_key(name) for name in self.client_params()}
         return self.client().build_request(
             prepared.method,
             self.url(prepared.path),
-            params=[(name, value) for name, value in prepared.query if name not in taken],
+            params=[(k, v) for k, v in prepared.query if _query_key(k) not in taken],
             headers=headers,
             content=prepared.content,
         )
