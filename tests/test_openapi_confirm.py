@@ -520,6 +520,26 @@ async def test_no_spelling_of_a_host_query_parameter_rides_beside_it(recorder: R
         await own.aclose()
 
 
+async def test_a_header_parameter_spelt_with_underscores_never_rides_beside_a_hosts(
+    recorder: Recorder,
+) -> None:
+    """CGI, WSGI and nginx read X_Api_Key as X-Api-Key: it must not be sent beside it."""
+    spelt = {"name": "X_Api_Key", "in": "header", "schema": {"type": "string"}}
+    search = {"get": {"operationId": "search", "parameters": [spelt], "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    headers = {"X-Api-Key": "host-header-key"}
+    catalog = build_catalog(document, base_url=recorder.base_url, headers=headers)
+    try:
+        arguments = {key: "agent" for key in catalog.plans["search"].input_schema["properties"]}
+        outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
+        assert isinstance(outcome, Completed), outcome
+        sent = [(name, value) for name, value in recorder.received[0].headers if "api" in name]
+        assert sent == [("x-api-key", "host-header-key")]
+    finally:
+        await catalog.aclose()
+
+
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
     """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
     document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}

@@ -174,18 +174,23 @@ def request_headers(
     """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top.
 
     A parameter named like a host header or like one of ``reserved`` (lower-case
-    names) is left out.
+    names) is left out, ``_`` read as ``-`` (CGI, WSGI and nginx file ``X_Api_Key``
+    under ``X-Api-Key``).
     """
     headers: dict[str, str] = {}
-    taken = {name.lower() for name in host_headers} | set(reserved)
+    taken = {_header_key(name) for name in (*host_headers, *reserved)}
     for name, value in prepared.headers:
-        if name.lower() not in taken:
+        if _header_key(name) not in taken:
             headers[name] = value
     if prepared.content_type is not None:
         headers["Content-Type"] = prepared.content_type
     headers.setdefault("Accept", "application/json, */*;q=0.5")
     headers.update(host_headers)
     return headers
+
+
+def _header_key(name: str) -> str:
+    return name.lower().replace("_", "-")
 
 
 def _media_type(response: httpx2.Response) -> str:
