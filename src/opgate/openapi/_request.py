@@ -265,32 +265,32 @@ def _path_value(param: ParamPlan, value: Any, write: _Budget) -> str:
         return _encode(_json(value))
     if isinstance(value, list):
         items = [_encode(write.scalar(v)) for v in value]
-        if param.style == "label":
-            return "." + ("." if param.explode else ",").join(items)
-        if param.style == "matrix":
-            if param.explode:
-                return "".join(f";{name}={item}" for item in items)
-            return f";{name}=" + ",".join(items)
-        return ",".join(items)
+        return _path_join(param, name, items, [f"{name}={item}" for item in items])
     if isinstance(value, Mapping):
         pairs = [(_encode(str(k)), _encode(write.scalar(v))) for k, v in value.items()]
         if param.explode:
             joined = [f"{k}={v}" for k, v in pairs]
         else:
             joined = [part for pair in pairs for part in pair]
-        if param.style == "label":
-            return "." + ("." if param.explode else ",").join(joined)
-        if param.style == "matrix":
-            if param.explode:
-                return "".join(f";{item}" for item in joined)
-            return f";{name}=" + ",".join(joined)
-        return ",".join(joined)
+        return _path_join(param, name, joined, joined)
     text = _encode(write.scalar(value))
     if param.style == "label":
         return "." + text
     if param.style == "matrix":
         return f";{name}={text}"
     return text
+
+
+def _path_join(param: ParamPlan, name: str, items: list[str], exploded: list[str]) -> str:
+    """Encoded ``items`` joined in ``param``'s style; ``exploded``: the ``;`` parts of an
+    exploded ``matrix`` value."""
+    if param.style == "label":
+        return "." + ("." if param.explode else ",").join(items)
+    if param.style == "matrix":
+        if param.explode:
+            return "".join(f";{part}" for part in exploded)
+        return f";{name}=" + ",".join(items)
+    return ",".join(items)
 
 
 def _substitute(template: str, values: Mapping[str, str]) -> str:
