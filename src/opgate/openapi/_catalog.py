@@ -56,7 +56,7 @@ from ._confirm import (
     unshowable,
 )
 from ._document import load_document
-from ._http import Upstream
+from ._http import LEAVES_BASE, Upstream
 from ._operations import OperationPlan, plan_operations
 from ._report import Report
 from ._request import ArgumentProblem, PreparedRequest, prepare
@@ -200,7 +200,7 @@ class _Handler:
         try:
             request = upstream.build(prepared, headers)
         except ValueError:
-            return fail("refused: the request would leave the API's base URL")
+            return fail(LEAVES_BASE)
         hidden = hidden_headers(headers, upstream.client_headers())
         query = upstream.client_params()
         try:

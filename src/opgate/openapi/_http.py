@@ -96,6 +96,7 @@ from ._redact import Redactor
 from ._request import PreparedRequest, json_bytes
 
 __all__ = [
+    "LEAVES_BASE",
     "MAX_ERROR_EXCERPT",
     "MAX_REDIRECTS",
     "Reply",
@@ -107,6 +108,8 @@ __all__ = [
 #: The default headers of opgate's own HTTP client: they hold no credential.
 CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
+#: Why a request whose URL would leave the base URL is not sent.
+LEAVES_BASE = "refused: the request would leave the API's base URL"
 #: Redirects followed within the base URL for GET and HEAD.
 MAX_REDIRECTS = 5
 #: Characters of an error body quoted in a failure message.
@@ -406,7 +409,7 @@ class Upstream:
         try:
             request = self._request(prepared, headers)
         except ValueError:
-            return _failed("refused: the request would leave the API's base URL")
+            return _failed(LEAVES_BASE)
         if check is not None:
             refusal = check(request)
             if refusal is not None:
