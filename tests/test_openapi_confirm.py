@@ -511,7 +511,7 @@ async def test_no_spelling_of_a_host_query_parameter_rides_beside_it(recorder: R
     own = httpx2.AsyncClient(params={"api_key": "host-query-key"})
     catalog = build_catalog(document, base_url=recorder.base_url, client=own)
     try:
-        arguments = {key: "agent" for key in catalog.plans["search"].input_schema["properties"]}
+        arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
         outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
         assert isinstance(outcome, Completed), outcome
         assert recorder.received[0].target == "/api/search?api_key=host-query-key"
@@ -531,7 +531,7 @@ async def test_a_header_parameter_spelt_with_underscores_never_rides_beside_a_ho
     headers = {"X-Api-Key": "host-header-key"}
     catalog = build_catalog(document, base_url=recorder.base_url, headers=headers)
     try:
-        arguments = {key: "agent" for key in catalog.plans["search"].input_schema["properties"]}
+        arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
         outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
         assert isinstance(outcome, Completed), outcome
         sent = [(name, value) for name, value in recorder.received[0].headers if "api" in name]
