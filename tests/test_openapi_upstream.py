@@ -524,7 +524,8 @@ async def test_a_credential_echoed_in_the_status_line_or_headers_is_redacted(raw
 
 async def test_a_numeric_credential_echoed_as_a_json_number_is_redacted() -> None:
     """A PIN or account key of digits only comes back as a number, not a string."""
-    body = b'{"pin": 48291375, "exact": 48291375.0, "near": 482913750, "pins": [48291375]}'
+    body = b'{"pin": 48291375, "exact": 48291375.0, "near": 482913750, "pins": [48291375]'
+    body += b"}"
     raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
     with serve_raw(_answer_with(raw % len(body) + body)) as base_url:
         catalog = build_catalog(document(), base_url=base_url, headers={"X-Pin": "48291375"})
@@ -537,4 +538,19 @@ async def test_a_numeric_credential_echoed_as_a_json_number_is_redacted() -> Non
     assert structured["pin"] == "[redacted]"
     assert structured["pins"] == ["[redacted]"]
     assert structured["near"] == "[redacted]"  # its digits hold the credential
+    assert "48291375" not in everything(outcome)
+
+
+async def test_a_numeric_credential_in_exponent_notation_is_redacted() -> None:
+    """4.8291375e7 is read as 48291375, a run of digits the body itself never holds."""
+    body = b'{"sci": 4.8291375e7, "Sci": 4829137.5E1}'
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with serve_raw(_answer_with(raw % len(body) + body)) as base_url:
+        catalog = build_catalog(document(), base_url=base_url, headers={"X-Pin": "48291375"})
+        try:
+            outcome = await catalog.registry(Policy()).invoke(None, "echo", {})
+        finally:
+            await catalog.aclose()
+    assert isinstance(outcome, Completed), outcome
+    assert outcome.result.structured == {"sci": "[redacted]", "Sci": "[redacted]"}
     assert "48291375" not in everything(outcome)

@@ -564,6 +564,7 @@ class Upstream:
 
 _MEDIA = re.compile(r"[a-z0-9!#$&^_.+-]{1,64}/[a-z0-9!#$&^_.+-]{1,64}")
 _NOT_JSON = object()
+_EXPONENT = re.compile(r"[0-9][eE]")
 
 
 def _status_line(response: httpx2.Response, redactor: Redactor) -> str:
@@ -587,9 +588,10 @@ def _parse_json(body: bytes, response: httpx2.Response) -> Any:
 
 def _redacted(value: Any, body: bytes, response: httpx2.Response, redactor: Redactor) -> Any:
     """``value`` (parsed from ``body``) redacted; the secrets are looked for where the
-    body, or its strings once their escapes are decoded, hold their runs."""
+    body, or its strings once their escapes are decoded and its numbers once written
+    without an exponent, hold their runs."""
     probe = _text_of(body, response)
-    if "\\u" in probe:
+    if "\\u" in probe or _EXPONENT.search(probe):  # escapes and 4.8e7 hide a run
         probe += "\n" + json_bytes(value).decode("utf-8")
     return redactor.value(value, probe)
 
