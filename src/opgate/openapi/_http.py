@@ -12,8 +12,9 @@ Requests
   ``%2f``, ``%252e`` ...), NFKC-normalised (a fullwidth ``%ef%bc%8e`` is ``.``), ``\\`` read
   as ``/``; a path that is not UTF-8 once decoded (overlong ``%c0%ae`` ...) or has a
   dot segment is refused outright: a segment of dots and spaces once a ``;``
-  parameter and anything after a NUL are dropped (``..;``, ``..%00``, ``..%20``,
-  ``...``). The raw path must lie under the base path too (``/api%2fx`` is a
+  parameter and anything after a NUL, ``?`` or ``#`` are dropped, control characters
+  trimmed (``..;``, ``..%00``, ``..%20``, ``..%09``, ``%2e%2e%23``, ``...``); IIS's
+  ``%u002e`` is decoded too. The raw path must lie under the base path too (``/api%2fx`` is a
   sibling of ``/api`` for a server that does not decode ``%2F``). Arguments never
   hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
@@ -125,6 +126,9 @@ _TEXTUAL = re.compile(
 )
 _IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_IIS_ESCAPE = re.compile("%u([0-9a-fA-F]{4})")  # IIS reads %u002e as "."
+_SEGMENT_END = re.compile("[;\x00?#]")
+_TRIMMED = ". " + "".join(map(chr, range(32))) + "\x7f"
 #: Rounds of percent-decoding a path is given before it is refused as evasive.
 _DECODE_ROUNDS = 4
 
@@ -210,7 +214,7 @@ def _plain_path(raw_path: str) -> str | None:
     path = raw_path
     for _ in range(_DECODE_ROUNDS):
         try:
-            decoded = unquote(path, errors="strict")
+            decoded = unquote(_IIS_ESCAPE.sub(_iis_character, path), errors="strict")
         except UnicodeDecodeError:  # overlong forms such as %c0%ae among them
             return None
         if decoded == path:
@@ -224,11 +228,16 @@ def _plain_path(raw_path: str) -> str | None:
     return path
 
 
+def _iis_character(match: re.Match[str]) -> str:
+    return chr(int(match.group(1), 16))
+
+
 def _dot_segment(segment: str) -> bool:
-    """Whether some server reads ``segment`` as ``.`` or ``..``: it is dots (and spaces,
-    which Windows trims) once a ``;`` parameter or anything after a NUL is dropped."""
-    name = segment.split(";", 1)[0].split("\x00", 1)[0]
-    return "." in name and not name.strip(". ")
+    """Whether some server reads ``segment`` as ``.`` or ``..``: it is dots (and spaces
+    or control characters, which servers trim) once what follows a ``;``, NUL, ``?`` or
+    ``#`` (a query or fragment to a server that decodes first) is dropped."""
+    name = _SEGMENT_END.split(segment, 1)[0]
+    return "." in name and not name.strip(_TRIMMED)
 
 
 def _query_key(name: str) -> str:
