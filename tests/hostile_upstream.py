@@ -94,8 +94,9 @@ def _request_headers(scope: dict[str, Any]) -> dict[str, str]:
 
 
 async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """200: the request headers, as JSON (as httpbin's /headers does)."""
-    await _answer(send, 200, json.dumps({"headers": _request_headers(scope)}).encode())
+    """200: the request headers and query, as JSON (as httpbin's /get does)."""
+    echoed = {"headers": _request_headers(scope), "query": scope["query_string"].decode("latin-1")}
+    await _answer(send, 200, json.dumps(echoed).encode())
 
 
 async def echo_error(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -218,6 +219,17 @@ ESCAPES = {
     "backslashes": "/api\\..\\admin/secret",
     "backslash_encoded": "/api/..%5cadmin/secret",
     "matrix_dots": "/api/..;/admin/secret",
+    "overlong_dots": "/api/%c0%ae%c0%ae/admin/secret",
+    "nul_after_dots": "/api/..%00/admin/secret",
+    "dots_and_space": "/api/..%20/admin/secret",
+    "three_dots": "/api/.../admin/secret",
+    "fullwidth_dots": "/api/%ef%bc%8e%ef%bc%8e/admin/secret",
+    "two_dot_leader": "/api/%e2%80%a5/admin/secret",
+    "slash_after_prefix": "/api%2fsecret",
+    "iis_unicode": "/api/%u002e%u002e/admin/secret",
+    "dots_tab": "/api/..%09/admin/secret",
+    "dots_hash": "/api/%2e%2e%23/admin/secret",
+    "dots_question": "/api/..%3f/admin/secret",
     "network_path": "//localhost:{port}/api/echo",
     "other_host": "http://localhost:{port}/api/echo",
     "userinfo": "http://user:pw@127.0.0.1:{port}/api/echo",

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_plus
 
 from asgi_thread import serve_asgi
 
@@ -173,9 +174,16 @@ class Shown:
     body: bytes | None
     decoded: dict[str, list[str]]  # section -> its indented lines
 
+    @property
+    def hidden_query(self) -> list[str]:
+        """Names of the query parameters shown as not shown."""
+        lines = self.decoded.get("Query, decoded:", [])
+        return [json.loads(m.group(1)) for line in lines if (m := _HIDDEN_PAIR.fullmatch(line))]
+
 
 _HEADER = re.compile(r'Header: ([!#$%&\'*+.^_`|~0-9A-Za-z-]+): (".*")')
 _HIDDEN = re.compile(r"Header: ([!#$%&'*+.^_`|~0-9A-Za-z-]+): not shown \(set by the host\)")
+_HIDDEN_PAIR = re.compile(r'(".*") = not shown \(set by the host\)')
 _BODY = re.compile(r"Body \((\d+) bytes\), exactly as sent, on the next line after two spaces:")
 
 
@@ -232,7 +240,14 @@ def assert_received_as_shown(recorder: Recorder, shown: Shown) -> None:
     assert len(recorder.received) == 1, recorder.received
     got = recorder.received[0]
     assert got.method == shown.method
-    assert recorder.origin + got.target == shown.url
+    target = got.target
+    if shown.hidden_query:
+        path, _, query = target.partition("?")
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        hidden = set(shown.hidden_query)
+        masked = [k + s + ("(not-shown)" if unquote_plus(k) in hidden else v) for k, s, v in pairs]
+        target = path + "?" + "&".join(masked)
+    assert recorder.origin + target == shown.url
     hidden = {name.lower() for name in shown.hidden}
     visible = [(name, value) for name, value in got.headers if name not in hidden]
     assert visible == [(name.lower(), value) for name, value in shown.headers]

@@ -448,6 +448,98 @@ async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
         await own.aclose()
 
 
+async def test_default_query_parameters_of_the_hosts_client_are_credentials(
+    recorder: Recorder,
+) -> None:
+    """Named as set by the host, never shown, never replaced by a parameter of that name."""
+    recorder.received.clear()
+    own = httpx2.AsyncClient(params={"note": "host-query-key"})
+    confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
+    unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
+    arguments = {"note": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
+    try:
+        registry = confirmed.registry(Policy())
+        pending = await prompt(registry, "transfer", arguments)
+        message = pending.prompt.message
+        assert "host-query-key" not in message
+        shown = read(message)
+        assert shown.hidden_query == ["note"]
+        assert shown.url.endswith("/api/transfer?note=(not-shown)")
+        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
+        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+        recorder.received.clear()
+        registry = unconfirmed.registry(Policy())
+        outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+    finally:
+        await confirmed.aclose()
+        await unconfirmed.aclose()
+        await own.aclose()
+
+
+async def test_numbers_that_grow_when_written_out_are_refused_unsent(recorder: Recorder) -> None:
+    """6,000 copies of 1e4000: 48 KB of arguments, 24 MB of query; a GET is not confirmed."""
+    from decimal import Decimal
+
+    numbers = {"name": "n", "in": "query", "schema": {"type": "array", "items": {"type": "number"}}}
+    search = {"get": {"operationId": "search", "parameters": [numbers], "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    catalog = build_catalog(document, base_url=recorder.base_url)
+    try:
+        registry = catalog.registry(Policy())
+        arguments = {"n": [Decimal("1e4000")] * 6000}
+        outcome = await registry.invoke(Ctx("alice"), "search", arguments, input_support=FORM)
+        assert isinstance(outcome, Failed), outcome
+        assert "not sent: the request would be larger than 262144 bytes" in outcome.failure.message
+        assert recorder.received == []
+        outcome = await registry.invoke(Ctx("alice"), "search", {"n": [Decimal("1e40")]})
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/search?n=1" + "0" * 40
+    finally:
+        await catalog.aclose()
+
+
+async def test_no_spelling_of_a_host_query_parameter_rides_beside_it(recorder: Recorder) -> None:
+    """PHP reads api.key, api_key[] and (ASP.NET) API_KEY as api_key, the last one winning."""
+    names = ["api.key", "API_KEY", "api_key[]", "api key", "api_key"]
+    spellings = [{"name": n, "in": "query", "schema": {"type": "string"}} for n in names]
+    search = {"get": {"operationId": "search", "parameters": spellings, "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    own = httpx2.AsyncClient(params={"api_key": "host-query-key"})
+    catalog = build_catalog(document, base_url=recorder.base_url, client=own)
+    try:
+        arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
+        outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
+        assert isinstance(outcome, Completed), outcome
+        assert recorder.received[0].target == "/api/search?api_key=host-query-key"
+    finally:
+        await catalog.aclose()
+        await own.aclose()
+
+
+async def test_a_header_parameter_spelt_with_underscores_never_rides_beside_a_hosts(
+    recorder: Recorder,
+) -> None:
+    """CGI, WSGI and nginx read X_Api_Key as X-Api-Key: it must not be sent beside it."""
+    spelt = {"name": "X_Api_Key", "in": "header", "schema": {"type": "string"}}
+    search = {"get": {"operationId": "search", "parameters": [spelt], "responses": {}}}
+    document = {**DOCUMENT, "paths": {"/search": search}}
+    recorder.received.clear()
+    headers = {"X-Api-Key": "host-header-key"}
+    catalog = build_catalog(document, base_url=recorder.base_url, headers=headers)
+    try:
+        arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
+        outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
+        assert isinstance(outcome, Completed), outcome
+        sent = [(name, value) for name, value in recorder.received[0].headers if "api" in name]
+        assert sent == [("x-api-key", "host-header-key")]
+    finally:
+        await catalog.aclose()
+
+
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:
     """A document's path '/transfer#to=landlord': the fragment would be shown, never sent."""
     document = {**DOCUMENT, "paths": {"/transfer#to=landlord": DOCUMENT["paths"]["/transfer"]}}

@@ -11,7 +11,7 @@ import pytest
 from opgate import Result, Text
 from opgate.openapi._confirm import SentLog
 from opgate.openapi._operations import BodyPlan, OperationPlan, ParamPlan
-from opgate.openapi._request import ArgumentProblem, prepare
+from opgate.openapi._request import ArgumentProblem, prepare, written_size
 
 
 def plan(path: str, *params: ParamPlan, body: BodyPlan | None = None) -> OperationPlan:
@@ -117,3 +117,56 @@ def test_the_send_record_is_bounded_and_never_sends_twice() -> None:
     assert log.claim("b")
     assert log.claim("c")  # evicts "a"
     assert log.claim("a")  # a forgotten key can be claimed, but only by a fresh confirmation
+
+
+HUGE = Decimal("1e4000")  # 6 characters of JSON, 4001 digits written out
+
+
+@pytest.mark.parametrize(
+    ("location", "style", "explode"),
+    [
+        ("query", "form", True),
+        ("query", "pipeDelimited", False),
+        ("path", "simple", False),
+        ("header", "simple", False),
+        ("body", "", False),
+    ],
+)
+def test_a_request_written_past_its_budget_is_refused_before_it_is_built(
+    location: str, style: str, explode: bool
+) -> None:
+    """9,000 copies of 1e4000 would be 36 MB once written out; none is written past the budget."""
+    import tracemalloc
+
+    if location == "body":
+        form = BodyPlan("body", "application/x-www-form-urlencoded", True, True)
+        operation = plan("/x", body=form)
+    else:
+        path = "/x/{v}" if location == "path" else "/x"
+        operation = plan(path, param("v", location, style, explode))
+
+    def arguments(count: int) -> dict[str, Any]:
+        values = [HUGE] * count
+        return {"body": {"n": values}} if location == "body" else {"v": values}
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArgumentProblem, match=r"larger than 262144 bytes once written out"):
+            prepare(operation, arguments(9000))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 262144, peak
+    assert written_size(prepare(operation, arguments(3))) > 3 * 4001
+
+
+def test_the_budget_counts_every_part_of_the_request() -> None:
+    """A JSON body writes 1e4000 short, but a long string still counts; the budget is exact."""
+    operation = plan("/x", body=BodyPlan("body", "application/json", False, True))
+    content = prepare(operation, {"body": [HUGE] * 9000}).content
+    assert content is not None
+    assert content.startswith(b"[1E+4000,")
+    with pytest.raises(ArgumentProblem, match="larger than 1000 bytes"):
+        prepare(operation, {"body": "x" * 997}, budget=1000)
+    prepared = prepare(operation, {"body": "x" * 996}, budget=1000)  # 998 + the path "/x"
+    assert written_size(prepared) == 1000

@@ -158,6 +158,27 @@ async def test_a_credential_in_a_followed_redirect_is_not_linked(
     assert "application/octet-stream response" in outcome.result.content[0].text
 
 
+async def test_defaults_of_the_hosts_own_client_are_redacted(hostile: Hostile) -> None:
+    """A client's default query parameter and header are credentials: never echoed back."""
+    query_key, tenant_key = "query-KEY-0123456789", "tenant-KEY-9876543210"
+    own = httpx2.AsyncClient(params={"api_key": query_key}, headers={"X-Tenant": tenant_key})
+    catalog = build_catalog(document(), base_url=hostile.base_url, client=own)
+    try:
+        registry = catalog.registry(Policy())
+        echoed = await registry.invoke(None, "echo", {})
+        assert isinstance(echoed, Completed), echoed
+        assert echoed.result.structured["query"] == "api_key=[redacted]"
+        linked = await registry.invoke(None, "echo_link", {})
+        for outcome in (echoed, linked, await registry.invoke(None, "echo_error", {})):
+            shown = everything(outcome)
+            assert query_key not in shown
+            assert tenant_key not in shown
+        assert "holds a credential, not shown" in linked.result.content[0].text
+    finally:
+        await catalog.aclose()
+        await own.aclose()
+
+
 async def test_basic_credentials_are_redacted_decoded_too(hostile: Hostile) -> None:
     pair = "alice:correct-horse"
     basic = {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
@@ -459,3 +480,77 @@ async def test_malformed_answers_end_in_a_clear_outcome(raw: bytes, expected: st
     shown = everything(outcome)
     assert expected in shown, shown
     assert "\ud800" not in shown
+
+
+HEX_KEY = "0123456789abcdef0123456789abcdef"  # lower-case: survives lower-casing as it is
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 400 " + b"x" * 185 + API_KEY.encode() + b"\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: "
+        + b"x" * 30
+        + API_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\nxxxx",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: "
+        + HEX_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\nxxxx",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/"
+        + HEX_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\n\x00\x01\x02\x03",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/"
+        + b"x" * 80
+        + API_KEY.encode()
+        + b"\r\nContent-Length: 4\r\n\r\n\x00\x01\x02\x03",
+    ],
+    ids=["reason cut", "encoding cut", "encoding lower-cased", "link media type", "type cut"],
+)
+async def test_a_credential_echoed_in_the_status_line_or_headers_is_redacted(raw: bytes) -> None:
+    """Cut or lower-cased before redaction, a credential used to come back in part or whole."""
+    headers = {**HEADERS, "X-Hex-Key": HEX_KEY}
+    with serve_raw(_answer_with(raw)) as base_url:
+        catalog = build_catalog(document(), base_url=base_url, headers=headers, timeout=3)
+        try:
+            outcome = await catalog.registry(Policy()).invoke(None, "echo", {})
+        finally:
+            await catalog.aclose()
+    shown = everything(outcome)
+    if isinstance(outcome, Completed):
+        shown += "".join(str(getattr(b, "mime_type", "")) for b in outcome.result.content)
+    for part in ("key-ABC", "ABCDEFGH-1", HEX_KEY[:12], HEX_KEY[-12:]):
+        assert part.lower() not in shown.replace("[redacted]", "").lower(), shown
+
+
+async def test_a_numeric_credential_echoed_as_a_json_number_is_redacted() -> None:
+    """A PIN or account key of digits only comes back as a number, not a string."""
+    body = b'{"pin": 48291375, "exact": 48291375.0, "near": 482913750, "pins": [48291375]'
+    body += b"}"
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with serve_raw(_answer_with(raw % len(body) + body)) as base_url:
+        catalog = build_catalog(document(), base_url=base_url, headers={"X-Pin": "48291375"})
+        try:
+            outcome = await catalog.registry(Policy()).invoke(None, "echo", {})
+        finally:
+            await catalog.aclose()
+    assert isinstance(outcome, Completed), outcome
+    structured = outcome.result.structured
+    assert structured["pin"] == "[redacted]"
+    assert structured["pins"] == ["[redacted]"]
+    assert structured["near"] == "[redacted]"  # its digits hold the credential
+    assert "48291375" not in everything(outcome)
+
+
+async def test_a_numeric_credential_in_exponent_notation_is_redacted() -> None:
+    """4.8291375e7 is read as 48291375, a run of digits the body itself never holds."""
+    body = b'{"sci": 4.8291375e7, "Sci": 4829137.5E1}'
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with serve_raw(_answer_with(raw % len(body) + body)) as base_url:
+        catalog = build_catalog(document(), base_url=base_url, headers={"X-Pin": "48291375"})
+        try:
+            outcome = await catalog.registry(Policy()).invoke(None, "echo", {})
+        finally:
+            await catalog.aclose()
+    assert isinstance(outcome, Completed), outcome
+    assert outcome.result.structured == {"sci": "[redacted]", "Sci": "[redacted]"}
+    assert "48291375" not in everything(outcome)

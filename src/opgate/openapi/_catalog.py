@@ -56,7 +56,7 @@ from ._confirm import (
     unshowable,
 )
 from ._document import load_document
-from ._http import Upstream
+from ._http import LEAVES_BASE, Upstream
 from ._operations import OperationPlan, plan_operations
 from ._report import Report
 from ._request import ArgumentProblem, PreparedRequest, prepare
@@ -128,7 +128,7 @@ class _Handler:
     async def __call__(self, inv: Invocation) -> Any:
         catalog, plan = self._catalog, self.plan
         try:
-            prepared = prepare(plan, inv.arguments)
+            prepared = prepare(plan, inv.arguments, catalog._request_budget)
         except ArgumentProblem as exc:
             return fail(f"not sent: {exc}")
         resume = inv.resume
@@ -165,7 +165,8 @@ class _Handler:
         hidden = hidden_headers(headers, upstream.client_headers())
 
         def shown(request: httpx2.Request) -> str | None:
-            return None if request_digest(request, hidden) == digest else MISMATCH
+            shown_digest = request_digest(request, hidden, upstream.client_params())
+            return None if shown_digest == digest else MISMATCH
 
         try:
             reply = await upstream.send(
@@ -199,14 +200,15 @@ class _Handler:
         try:
             request = upstream.build(prepared, headers)
         except ValueError:
-            return fail("refused: the request would leave the API's base URL")
+            return fail(LEAVES_BASE)
         hidden = hidden_headers(headers, upstream.client_headers())
+        query = upstream.client_params()
         try:
-            message = render(plan.name, plan.path, request, hidden, catalog._form_budget)
+            message = render(plan.name, plan.path, request, hidden, catalog._form_budget, query)
         except Unshowable as exc:
             return unshowable(str(exc))
         key = secrets.token_urlsafe(18)
-        return await_input(confirmation(message, key, request_digest(request, hidden)))
+        return await_input(confirmation(message, key, request_digest(request, hidden, query)))
 
 
 class Catalog:
@@ -237,6 +239,7 @@ class Catalog:
         self._header_source = headers
         self._limits = limits
         self._form_budget = (limits or Limits()).form_schema_bytes
+        self._request_budget = 4 * (limits or Limits()).argument_bytes
         self._sent = SentLog()
         self.plans = {plan.name: plan for plan in plans}
         self._names = frozenset(self.plans)
@@ -273,6 +276,7 @@ class Catalog:
         """
         limits = limits if limits is not None else self._limits
         self._form_budget = (limits or Limits()).form_schema_bytes
+        self._request_budget = 4 * (limits or Limits()).argument_bytes
         wrapped = self.policy(policy)
         try:
             return Registry(self.operations, wrapped, limits=limits)

@@ -21,7 +21,9 @@ whose message is ``render(...)`` of that request:
   decoded item under its label): nothing an agent sends can make a line of its own;
 * the host's headers (credentials), ``Authorization``, ``Proxy-Authorization``,
   ``Cookie`` and default headers of a client the host passed in are named but not
-  shown (``hidden_headers``).
+  shown (``hidden_headers``); so are the default query parameters of such a client
+  (``api_key`` ...): the URL holds ``NOT_SHOWN`` as their value, and the decoded
+  query says ``not shown (set by the host)``.
 
 A request that cannot be shown completely within the prompt budget
 (``Limits.form_schema_bytes``, message and schema counted as JSON carries them), or
@@ -59,7 +61,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, unquote, unquote_plus
 
 import httpx2
 
@@ -72,6 +74,7 @@ __all__ = [
     "CONFIRM_SCHEMA",
     "MAX_RECORDS",
     "MISMATCH",
+    "NOT_SHOWN",
     "SentLog",
     "Unshowable",
     "confirmation",
@@ -79,6 +82,7 @@ __all__ = [
     "quoted",
     "render",
     "request_digest",
+    "shown_url",
     "unshowable",
 ]
 
@@ -130,8 +134,27 @@ def hidden_headers(
     return frozenset(names | set(client_headers))
 
 
-def request_digest(request: httpx2.Request, hidden: Collection[str]) -> str:
-    """SHA-256 of everything ``render`` shows of ``request`` (hidden header values aside)."""
+#: What the form shows in place of the value of a query parameter the host set.
+NOT_SHOWN = "(not-shown)"  # httpx percent-encodes "(" and ")" in a query value
+
+
+def shown_url(request: httpx2.Request, hidden_query: Collection[str] = ()) -> str:
+    """``request``'s URL, each value of a query parameter named in ``hidden_query``
+    (``Upstream.client_params()``) written as ``NOT_SHOWN``."""
+    url = str(request.url)
+    if not hidden_query or not request.url.query:
+        return url
+    pairs = []
+    for pair in request.url.query.decode("ascii").split("&"):
+        name, equals, value = pair.partition("=")
+        pairs.append(name + equals + (NOT_SHOWN if unquote_plus(name) in hidden_query else value))
+    return url.split("?", 1)[0] + "?" + "&".join(pairs)
+
+
+def request_digest(
+    request: httpx2.Request, hidden: Collection[str], hidden_query: Collection[str] = ()
+) -> str:
+    """SHA-256 of everything ``render`` shows of ``request`` (hidden values aside)."""
     digest = hashlib.sha256()
 
     def put(part: bytes) -> None:
@@ -139,7 +162,7 @@ def request_digest(request: httpx2.Request, hidden: Collection[str]) -> str:
         digest.update(part)
 
     put(request.method.encode("ascii"))
-    put(str(request.url).encode("utf-8"))
+    put(shown_url(request, hidden_query).encode("utf-8"))
     for name, value in request.headers.raw:
         put(name)
         put(b"" if name.decode("latin-1").lower() in hidden else value)
@@ -148,11 +171,16 @@ def request_digest(request: httpx2.Request, hidden: Collection[str]) -> str:
 
 
 def render(
-    name: str, template: str, request: httpx2.Request, hidden: Collection[str], budget: int
+    name: str,
+    template: str,
+    request: httpx2.Request,
+    hidden: Collection[str],
+    budget: int,
+    hidden_query: Collection[str] = (),
 ) -> str:
     """The confirmation message for ``request`` (``Unshowable`` if it cannot be shown)."""
     method = request.method
-    url = str(request.url)
+    url = shown_url(request, hidden_query)
     if not url.isascii() or not url.isprintable():
         raise Unshowable("its URL cannot be shown as printable ASCII")
     lines = [
@@ -164,7 +192,9 @@ def render(
     raw_query = request.url.query.decode("ascii")
     if raw_query:
         lines.append("Query, decoded:")
-        lines += [f"  {quoted(k)} = {quoted(v)}" for k, v in _decoded_pairs(raw_query, "query")]
+        for key, value in _decoded_pairs(raw_query, "query"):
+            shown = "not shown (set by the host)" if key in hidden_query else quoted(value)
+            lines.append(f"  {quoted(key)} = {shown}")
     raw_path = request.url.raw_path.decode("ascii").split("?", 1)[0]
     if "%" in raw_path:
         segments = [_decoded(segment, "path") for segment in raw_path.split("/")[1:]]

@@ -9,12 +9,22 @@ Requests
   the final URL is checked to have the base URL's scheme, host and port, no userinfo,
   and to lie under its path before anything is sent. Paths are compared as the most
   permissive server would read them: percent-decoded until nothing changes (``%2e``,
-  ``%2f``, ``%252e`` ...), ``\\`` read as ``/``; a path with a ``.`` or ``..``
-  segment once decoded (``;`` parameters ignored, so ``..;`` counts) is refused
-  outright. Arguments never hold a URL.
+  ``%2f``, ``%252e`` ...), NFKC-normalised (a fullwidth ``%ef%bc%8e`` is ``.``), ``\\`` read
+  as ``/``; a path that is not UTF-8 once decoded (overlong ``%c0%ae`` ...) or has a
+  dot segment is refused outright: a segment of dots and spaces once a ``;``
+  parameter and anything after a NUL, ``?`` or ``#`` are dropped, control characters
+  trimmed (``..;``, ``..%00``, ``..%20``, ``..%09``, ``%2e%2e%23``, ``...``); IIS's
+  ``%u002e`` is decoded too. The raw path must lie under the base path too (``/api%2fx`` is a
+  sibling of ``/api`` for a server that does not decode ``%2F``). Arguments never
+  hold a URL.
 * Headers: the parameter headers, then the host's headers (credentials) on top; a
   parameter can never replace a host header, nor a default header of a client the
   host passed in (``client_headers``: the form names those as set by the host).
+* Query: a default query parameter of a client the host passed in (``params=``,
+  such as ``api_key``) is a credential too: a parameter of that name is left out,
+  in any spelling a lenient server files under it (``API_KEY``, ``api.key``,
+  ``api_key[]``), so it never replaces the host's value (``client_params``: the form names those
+  as set by the host, without their values).
 * Cookies: the catalog's own client keeps none (see below); a host's own ``client=``
   keeps its own cookie policy, so one that serves several principals should be given
   a jar that keeps nothing.
@@ -34,7 +44,9 @@ Requests
 
 Responses
 ---------
-Every host header value (and its words, and Basic credentials decoded) is redacted
+Every host header value, and every default header, cookie and query parameter
+value of a client the host passed in (and their words, and Basic credentials
+decoded), is redacted
 from everything a response becomes, in any encoding ``_redact`` recognises, before
 it is serialised: parsed JSON is redacted value by value and its text copy made
 from the redacted value; texts, failure messages, the status reason and link
@@ -68,6 +80,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -84,6 +97,7 @@ from ._redact import Redactor
 from ._request import PreparedRequest, json_bytes
 
 __all__ = [
+    "LEAVES_BASE",
     "MAX_ERROR_EXCERPT",
     "MAX_REDIRECTS",
     "Reply",
@@ -95,6 +109,8 @@ __all__ = [
 #: The default headers of opgate's own HTTP client: they hold no credential.
 CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
+#: Why a request whose URL would leave the base URL is not sent.
+LEAVES_BASE = "refused: the request would leave the API's base URL"
 #: Redirects followed within the base URL for GET and HEAD.
 MAX_REDIRECTS = 5
 #: Characters of an error body quoted in a failure message.
@@ -110,6 +126,9 @@ _TEXTUAL = re.compile(
 )
 _IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_IIS_ESCAPE = re.compile("%u([0-9a-fA-F]{4})")  # IIS reads %u002e as "."
+_SEGMENT_END = re.compile("[;\x00?#]")
+_TRIMMED = ". " + "".join(map(chr, range(32))) + "\x7f"
 #: Rounds of percent-decoding a path is given before it is refused as evasive.
 _DECODE_ROUNDS = 4
 
@@ -162,18 +181,23 @@ def request_headers(
     """The headers opgate sets: parameters, ``Content-Type``, ``Accept``, the host's on top.
 
     A parameter named like a host header or like one of ``reserved`` (lower-case
-    names) is left out.
+    names) is left out, ``_`` read as ``-`` (CGI, WSGI and nginx file ``X_Api_Key``
+    under ``X-Api-Key``).
     """
     headers: dict[str, str] = {}
-    taken = {name.lower() for name in host_headers} | set(reserved)
+    taken = {_header_key(name) for name in (*host_headers, *reserved)}
     for name, value in prepared.headers:
-        if name.lower() not in taken:
+        if _header_key(name) not in taken:
             headers[name] = value
     if prepared.content_type is not None:
         headers["Content-Type"] = prepared.content_type
     headers.setdefault("Accept", "application/json, */*;q=0.5")
     headers.update(host_headers)
     return headers
+
+
+def _header_key(name: str) -> str:
+    return name.lower().replace("_", "-")
 
 
 def _media_type(response: httpx2.Response) -> str:
@@ -186,19 +210,44 @@ def _is_json(media_type: str) -> bool:
 
 def _plain_path(raw_path: str) -> str | None:
     """``raw_path`` as the most permissive server would read it, or ``None`` if any
-    reading of it has a ``.`` or ``..`` segment (see the module docstring)."""
+    reading of it has a dot segment, or it is not UTF-8 (see the module docstring)."""
     path = raw_path
     for _ in range(_DECODE_ROUNDS):
-        decoded = unquote(path, errors="replace")
+        try:
+            decoded = unquote(_IIS_ESCAPE.sub(_iis_character, path), errors="strict")
+        except UnicodeDecodeError:  # overlong forms such as %c0%ae among them
+            return None
         if decoded == path:
             break
         path = decoded
     else:
         return None
-    path = path.replace("\\", "/")
-    if any(segment.split(";", 1)[0] in (".", "..") for segment in path.split("/")):
+    path = unicodedata.normalize("NFKC", path).replace("\\", "/")
+    if any(_dot_segment(segment) for segment in path.split("/")):
         return None
     return path
+
+
+def _iis_character(match: re.Match[str]) -> str:
+    return chr(int(match.group(1), 16))
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether some server reads ``segment`` as ``.`` or ``..``: it is dots (and spaces
+    or control characters, which servers trim) once what follows a ``;``, NUL, ``?`` or
+    ``#`` (a query or fragment to a server that decodes first) is dropped."""
+    name = _SEGMENT_END.split(segment, 1)[0]
+    return "." in name and not name.strip(_TRIMMED)
+
+
+def _query_key(name: str) -> str:
+    """The name a lenient server files a query parameter under: case folded, ``.`` and
+    spaces as ``_`` and ``[...]`` dropped (PHP), so ``API.Key[]`` is ``api_key``."""
+    return name.split("[", 1)[0].casefold().replace(".", "_").replace(" ", "_")
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base + "/")
 
 
 def _text_of(body: bytes, response: httpx2.Response) -> str:
@@ -220,9 +269,9 @@ def _undecodable(response: httpx2.Response) -> str | None:
     asked = response.request.headers.get("accept-encoding", "")
     accepted = {part.split(";", 1)[0].strip().lower() for part in asked.split(",")}
     for value in response.headers.get_list("content-encoding", split_commas=True):
-        coding = value.strip().lower()
-        if coding and coding != "identity" and coding not in accepted:
-            return coding
+        coding = value.strip()
+        if coding and coding.lower() != "identity" and coding.lower() not in accepted:
+            return coding  # as written: a credential echoed here is redacted as it was sent
     return None
 
 
@@ -244,6 +293,7 @@ class Upstream:
         if base_path is None:
             raise ValueError("base_url's path must not have '.' or '..' segments")
         self._base_path = base_path.rstrip("/")
+        self._raw_base = self.base.raw_path.decode("latin-1").split("?", 1)[0].rstrip("/")
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         self.timeout = float(timeout)
@@ -283,10 +333,29 @@ class Upstream:
             return False
         if url.userinfo:
             return False
-        path = _plain_path(url.raw_path.decode("latin-1").split("?", 1)[0])
+        raw = url.raw_path.decode("latin-1").split("?", 1)[0]
+        path = _plain_path(raw)
         if path is None:
             return False
-        return path == self._base_path or path.startswith(self._base_path + "/")
+        # both readings: decoded, and as a server that does not decode %2F would route it
+        return all(_under(p, base) for p, base in ((path, self._base_path), (raw, self._raw_base)))
+
+    def client_params(self) -> frozenset[str]:
+        """Names of the client's default query parameters (credentials, like ``api_key``).
+
+        Empty for the catalog's own client.
+        """
+        return frozenset(self.client().params.keys())
+
+    def _credentials(self, host_headers: Mapping[str, str]) -> list[str]:
+        """Every value the host set: its headers, and the defaults of its own client
+        (headers, cookies, query parameters); all are redacted from responses."""
+        client = self.client()
+        values = list(host_headers.values())
+        values += [v for k, v in client.headers.items() if k.lower() not in CLIENT_HEADERS]
+        values += [v for _, v in client.params.multi_items()]
+        values += [cookie.value for cookie in client.cookies.jar if cookie.value]
+        return values
 
     def client_headers(self) -> frozenset[str]:
         """Lower-case names of the client's default headers, opgate's own defaults aside.
@@ -310,10 +379,11 @@ class Upstream:
         return request_headers(prepared, host_headers, self.client_headers())
 
     def _request(self, prepared: PreparedRequest, headers: Mapping[str, str]) -> httpx2.Request:
+        taken = {_query_key(name) for name in self.client_params()}
         return self.client().build_request(
             prepared.method,
             self.url(prepared.path),
-            params=list(prepared.query),
+            params=[(k, v) for k, v in prepared.query if _query_key(k) not in taken],
             headers=headers,
             content=prepared.content,
         )
@@ -348,12 +418,12 @@ class Upstream:
         try:
             request = self._request(prepared, headers)
         except ValueError:
-            return _failed("refused: the request would leave the API's base URL")
+            return _failed(LEAVES_BASE)
         if check is not None:
             refusal = check(request)
             if refusal is not None:
                 return _failed(refusal)
-        redactor = Redactor(host_headers)
+        redactor = Redactor(self._credentials(host_headers))
         try:
             with anyio.fail_after(self.timeout):
                 exchanged = await self._exchange(request, headers, follow_redirects)
@@ -382,7 +452,7 @@ class Upstream:
         if coding is not None:
             return _failed(
                 f"HTTP {status}: the response could not be decoded (Content-Encoding "
-                f"{redactor.text(coding[:40])!r} is not supported)",
+                f"{redactor.text(coding)[:40]!r} is not supported)",
                 diagnostics={"status": status},
             )
         if exhausted:
@@ -442,8 +512,7 @@ class Upstream:
         media_type = _media_type(response)
         budget = self.result_bytes - RESULT_RESERVE
         if not body and not truncated:
-            head = redactor.text(_status_line(response))
-            return Reply(Result([Text(head)]))
+            return Reply(Result([Text(_status_line(response, redactor))]))
         value: Any = _NOT_JSON
         if _is_json(media_type) and not truncated:
             value = _parse_json(body, response)
@@ -462,7 +531,10 @@ class Upstream:
                         return Reply(Result([Text(note)], structured=value))
                 except (ValueError, TypeError):
                     pass  # not representable as structured content: fall back to text
-        shown_type = redactor.text(media_type[:100]) or "no media type"
+        # the header as written (not lower-cased), so a credential echoed there is found
+        written_type = response.headers.get("content-type", "").split(";", 1)[0].strip()
+        clean_type = not redactor.found(written_type)
+        shown_type = redactor.text(written_type)[:100] or "no media type"
         if has_output_schema:
             why = (
                 "is not JSON opgate reads (malformed, nested deeper than 128 levels, a repeated "
@@ -493,7 +565,7 @@ class Upstream:
         link = ResourceLink(
             uri,
             response.url.path.rsplit("/", 1)[-1] or "response",
-            mime_type=media_type if _MEDIA.fullmatch(media_type) else None,
+            mime_type=media_type if clean_type and _MEDIA.fullmatch(media_type) else None,
             size=length,
         )
         return Reply(Result([Text(note), link]))
@@ -501,10 +573,14 @@ class Upstream:
 
 _MEDIA = re.compile(r"[a-z0-9!#$&^_.+-]{1,64}/[a-z0-9!#$&^_.+-]{1,64}")
 _NOT_JSON = object()
+_EXPONENT = re.compile(r"[0-9][eE]")
 
 
-def _status_line(response: httpx2.Response) -> str:
-    reason = " ".join(_CONTROL.sub(" ", response.reason_phrase[:200]).split())
+def _status_line(response: httpx2.Response, redactor: Redactor) -> str:
+    """``HTTP <status> <reason>``, the reason redacted before it is cut (so no part of
+    a credential is left at the cut)."""
+    reason = redactor.text(response.reason_phrase)[:200]
+    reason = " ".join(_CONTROL.sub(" ", reason).split())
     return f"HTTP {response.status_code} {reason}".strip()
 
 
@@ -521,9 +597,10 @@ def _parse_json(body: bytes, response: httpx2.Response) -> Any:
 
 def _redacted(value: Any, body: bytes, response: httpx2.Response, redactor: Redactor) -> Any:
     """``value`` (parsed from ``body``) redacted; the secrets are looked for where the
-    body, or its strings once their escapes are decoded, hold their runs."""
+    body, or its strings once their escapes are decoded and its numbers once written
+    without an exponent, hold their runs."""
     probe = _text_of(body, response)
-    if "\\u" in probe:
+    if "\\u" in probe or _EXPONENT.search(probe):  # escapes and 4.8e7 hide a run
         probe += "\n" + json_bytes(value).decode("utf-8")
     return redactor.value(value, probe)
 
@@ -556,7 +633,7 @@ def _escaped_size(text: str) -> int:
 
 def _failure(response: httpx2.Response, body: bytes, truncated: bool, redactor: Redactor) -> Reply:
     status = response.status_code
-    head = redactor.text(_status_line(response))
+    head = _status_line(response, redactor)
     if 300 <= status < 400:
         return _failed(
             f"{head}: the API redirected the request elsewhere; only a GET or HEAD redirect "

@@ -2,10 +2,10 @@
 
 An API that echoes its request (a debugging endpoint, an error page quoting the
 headers, a WAF's block page) would otherwise give the agent the host's
-``Authorization`` or ``X-Api-Key``. ``Redactor(host_headers)`` knows the secrets of
-one call:
+``Authorization`` or ``X-Api-Key``. ``Redactor(credentials)`` (the host's header
+mapping, or the credential values themselves) knows the secrets of one call:
 
-* every host header value of at least ``MIN_SECRET`` characters;
+* every credential value of at least ``MIN_SECRET`` characters;
 * each word of one (split at whitespace, ``,`` and ``;``) of at least ``MIN_PART``
   characters: the token of ``Bearer <token>`` alone;
 * for ``Basic <base64>``: the decoded ``user:password`` and the password alone (at
@@ -23,7 +23,8 @@ digits occurs, with one substring search per secret (a body without any costs no
 more). Each occurrence becomes ``[redacted]``.
 
 ``text(s)`` redacts a string; ``value(v, probe)`` a parsed JSON value (member names
-and strings), looking for the secrets whose runs occur in ``probe`` (the body it was
+and strings; a number whose JSON text holds a secret becomes the string
+``[redacted]``), looking for the secrets whose runs occur in ``probe`` (the body it was
 parsed from), so a result is redacted before it is serialised and its text copy is
 made from the redacted value; ``found(s)`` says whether any secret occurs.
 ``TAIL`` bounds how long one encoded occurrence can be, so that a body cut at a
@@ -36,6 +37,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 __all__ = ["MIN_PART", "MIN_PASSWORD", "MIN_SECRET", "REDACTED", "Redactor"]
@@ -102,9 +104,9 @@ def _base64_cores(secret: str) -> Iterable[str]:
             yield core.replace("+", "-").replace("/", "_")
 
 
-def _secrets(headers: Mapping[str, str]) -> set[str]:
+def _secrets(values: Iterable[str]) -> set[str]:
     found: set[str] = set()
-    for value in headers.values():
+    for value in values:
         if len(value) >= MIN_SECRET:
             found.add(value)
         words = [w for w in _WORDS.split(value) if w]
@@ -133,8 +135,9 @@ class Redactor:
 
     __slots__ = ("_forms", "tail")
 
-    def __init__(self, headers: Mapping[str, str]) -> None:
-        secrets = _secrets(headers)
+    def __init__(self, credentials: Mapping[str, str] | Iterable[str]) -> None:
+        values = credentials.values() if isinstance(credentials, Mapping) else credentials
+        secrets = _secrets(values)
         forms = set(secrets)
         for secret in secrets:
             if len(secret) >= MIN_PART:
@@ -168,6 +171,13 @@ class Redactor:
 def _redacted(value: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(value, str):
         return pattern.sub(REDACTED, value)
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        # a credential of digits comes back as a number: written as JSON writes it
+        try:
+            written = repr(value) if isinstance(value, float) else str(value)
+        except ValueError:  # an int beyond Python's digit limit is never written
+            return value
+        return REDACTED if pattern.search(written) else value
     if isinstance(value, dict):
         return {pattern.sub(REDACTED, k): _redacted(v, pattern) for k, v in value.items()}
     if isinstance(value, list):

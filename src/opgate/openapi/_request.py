@@ -18,6 +18,12 @@ JSON ``content`` are sent as compact JSON text. Numbers are written exactly
 (``Decimal`` in positional notation), booleans as ``true``/``false``; a ``null``
 query or header value is left out.
 
+Size: a request larger than the budget once written out (path, query pairs,
+parameter headers, body: ``written_size``) is refused with ``ArgumentProblem``
+naming the budget. Each simple value is charged as it is written, and a number is
+measured before it is (``1e4000`` is 4001 digits in positional notation), so a few
+bytes of arguments never grow into megabytes of request.
+
 A JSON body is written in printable ASCII: every other character of its strings (and
 ``<``, ``>``, ``&`` and a space after a space) is a JSON escape (``\\u202e``, ``\\n``,
 ``\\u0020``), so the bytes sent are text a person can read exactly as they are (see
@@ -36,8 +42,18 @@ from urllib.parse import quote, urlencode
 
 from ._operations import OperationPlan, ParamPlan
 
-__all__ = ["ArgumentProblem", "PreparedRequest", "json_bytes", "prepare", "quoted"]
+__all__ = [
+    "REQUEST_BYTES",
+    "ArgumentProblem",
+    "PreparedRequest",
+    "json_bytes",
+    "prepare",
+    "quoted",
+    "written_size",
+]
 
+#: Default budget of one request written out (``prepare``): 4 x the default argument budget.
+REQUEST_BYTES = 4 * 64 * 1024
 _TEMPLATE = re.compile(r"{([^{}]*)}")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
@@ -122,6 +138,55 @@ def _json(value: Any, string: Callable[[str], str] = _string) -> str:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
+def _positional_size(value: Decimal) -> int:
+    """``len(format(value, "f"))``, computed without writing it."""
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):  # NaN or Infinity
+        return len(format(value, "f"))
+    if digits == (0,) and exponent >= 0:
+        size = 1
+    elif exponent >= 0:
+        size = len(digits) + exponent
+    elif -exponent >= len(digits):
+        size = 2 - exponent  # "0." then the zeros and digits
+    else:
+        size = len(digits) + 1
+    return size + sign
+
+
+class _Budget:
+    """Characters the scalars of one request may still take once written out."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def spend(self, size: int) -> None:
+        if size > self.left:
+            raise ArgumentProblem(_over_budget(self.limit))
+        self.left -= size
+
+    def scalar(self, value: Any) -> str:
+        """``value`` written as a simple (non-JSON) value, charged to the budget; a
+        number is measured before it is written, so it is never written past it."""
+        if isinstance(value, Decimal):
+            self.spend(_positional_size(value))
+            return format(value, "f")
+        text = _scalar(value)
+        self.spend(len(text))
+        return text
+
+
+def _over_budget(limit: int) -> str:
+    return (
+        f"the request would be larger than {limit} bytes once written out (path, query, "
+        "headers and body; numbers are written in full, 1e4000 as 4001 digits), over the "
+        "request budget (4 x Limits.argument_bytes): send fewer or smaller values"
+    )
+
+
 def _scalar(value: Any) -> str:
     if value is True:
         return "true"
@@ -138,8 +203,24 @@ def _scalar(value: Any) -> str:
     return _json(value)  # nested objects and arrays inside a simple value
 
 
-def prepare(plan: OperationPlan, arguments: Mapping[str, Any]) -> PreparedRequest:
-    """Build the argument-derived parts of ``plan``'s request (see the module docstring)."""
+def written_size(prepared: PreparedRequest) -> int:
+    """Bytes of ``prepared``'s path, query pairs, parameter headers and body, as written
+    before the query is percent-encoded."""
+    size = len(prepared.path) + len(prepared.content or b"")
+    for pairs in (prepared.query, prepared.headers):
+        size += sum(len(k.encode()) + len(v.encode()) + 2 for k, v in pairs)
+    return size
+
+
+def prepare(
+    plan: OperationPlan, arguments: Mapping[str, Any], budget: int = REQUEST_BYTES
+) -> PreparedRequest:
+    """Build the argument-derived parts of ``plan``'s request (see the module docstring).
+
+    ``ArgumentProblem`` if the request would be larger than ``budget`` bytes written
+    out (``written_size``): checked as each value is written, before a large one is.
+    """
+    write = _Budget(budget)
     path_values: dict[str, str] = {}
     query: list[tuple[str, str]] = []
     headers: list[tuple[str, str]] = []
@@ -148,12 +229,12 @@ def prepare(plan: OperationPlan, arguments: Mapping[str, Any]) -> PreparedReques
             continue
         value = arguments[param.key]
         if param.location == "path":
-            path_values[param.name] = _path_value(param, value)
+            path_values[param.name] = _path_value(param, value, write)
         elif param.location == "query":
             if value is not None:
-                query.extend(_query_pairs(param, value))
+                query.extend(_query_pairs(param, value, write))
         elif value is not None:
-            headers.append((param.name, _header_value(param, value)))
+            headers.append((param.name, _header_value(param, value, write)))
     path = _substitute(plan.path, path_values)
     content: bytes | None = None
     content_type: str | None = None
@@ -163,48 +244,53 @@ def prepare(plan: OperationPlan, arguments: Mapping[str, Any]) -> PreparedReques
         if plan.body.form:
             if not isinstance(body, Mapping):
                 raise ArgumentProblem("a form-encoded body must be an object")
-            content = urlencode(_form_pairs(body)).encode("ascii")
+            content = urlencode(_form_pairs(body, write)).encode("ascii")
         else:
             content = json_bytes(body, ascii=True)
-    return PreparedRequest(plan.method, path, tuple(query), tuple(headers), content, content_type)
+    prepared = PreparedRequest(
+        plan.method, path, tuple(query), tuple(headers), content, content_type
+    )
+    if written_size(prepared) > budget:
+        raise ArgumentProblem(_over_budget(budget))
+    return prepared
 
 
 def _encode(text: str) -> str:
     return quote(text, safe="")
 
 
-def _path_value(param: ParamPlan, value: Any) -> str:
+def _path_value(param: ParamPlan, value: Any, write: _Budget) -> str:
     name = _encode(param.name)
     if param.as_json:
         return _encode(_json(value))
     if isinstance(value, list):
-        items = [_encode(_scalar(v)) for v in value]
-        if param.style == "label":
-            return "." + ("." if param.explode else ",").join(items)
-        if param.style == "matrix":
-            if param.explode:
-                return "".join(f";{name}={item}" for item in items)
-            return f";{name}=" + ",".join(items)
-        return ",".join(items)
+        items = [_encode(write.scalar(v)) for v in value]
+        return _path_join(param, name, items, [f"{name}={item}" for item in items])
     if isinstance(value, Mapping):
-        pairs = [(_encode(str(k)), _encode(_scalar(v))) for k, v in value.items()]
+        pairs = [(_encode(str(k)), _encode(write.scalar(v))) for k, v in value.items()]
         if param.explode:
             joined = [f"{k}={v}" for k, v in pairs]
         else:
             joined = [part for pair in pairs for part in pair]
-        if param.style == "label":
-            return "." + ("." if param.explode else ",").join(joined)
-        if param.style == "matrix":
-            if param.explode:
-                return "".join(f";{item}" for item in joined)
-            return f";{name}=" + ",".join(joined)
-        return ",".join(joined)
-    text = _encode(_scalar(value))
+        return _path_join(param, name, joined, joined)
+    text = _encode(write.scalar(value))
     if param.style == "label":
         return "." + text
     if param.style == "matrix":
         return f";{name}={text}"
     return text
+
+
+def _path_join(param: ParamPlan, name: str, items: list[str], exploded: list[str]) -> str:
+    """Encoded ``items`` joined in ``param``'s style; ``exploded``: the ``;`` parts of an
+    exploded ``matrix`` value."""
+    if param.style == "label":
+        return "." + ("." if param.explode else ",").join(items)
+    if param.style == "matrix":
+        if param.explode:
+            return "".join(f";{part}" for part in exploded)
+        return f";{name}=" + ",".join(items)
+    return ",".join(items)
 
 
 def _substitute(template: str, values: Mapping[str, str]) -> str:
@@ -225,38 +311,38 @@ def _substitute(template: str, values: Mapping[str, str]) -> str:
     return "/".join(built)
 
 
-def _query_pairs(param: ParamPlan, value: Any) -> list[tuple[str, str]]:
+def _query_pairs(param: ParamPlan, value: Any, write: _Budget) -> list[tuple[str, str]]:
     name = param.name
     if param.as_json:
         return [(name, _json(value))]
     if isinstance(value, list):
-        items = [_scalar(v) for v in value]
+        items = [write.scalar(v) for v in value]
         if param.explode and param.style in ("form", "spaceDelimited", "pipeDelimited"):
             return [(name, item) for item in items]
         separator = {"spaceDelimited": " ", "pipeDelimited": "|"}.get(param.style, ",")
         return [(name, separator.join(items))]
     if isinstance(value, Mapping):
         if param.style == "deepObject":
-            return [(f"{name}[{k}]", _scalar(v)) for k, v in value.items() if v is not None]
+            return [(f"{name}[{k}]", write.scalar(v)) for k, v in value.items() if v is not None]
         if param.explode:
-            return [(str(k), _scalar(v)) for k, v in value.items() if v is not None]
-        flat = [part for k, v in value.items() for part in (str(k), _scalar(v))]
+            return [(str(k), write.scalar(v)) for k, v in value.items() if v is not None]
+        flat = [part for k, v in value.items() for part in (str(k), write.scalar(v))]
         return [(name, ",".join(flat))]
-    return [(name, _scalar(value))]
+    return [(name, write.scalar(value))]
 
 
-def _header_value(param: ParamPlan, value: Any) -> str:
+def _header_value(param: ParamPlan, value: Any, write: _Budget) -> str:
     if param.as_json:
         text = _json(value)
     elif isinstance(value, list):
-        text = ",".join(_scalar(v) for v in value)
+        text = ",".join(write.scalar(v) for v in value)
     elif isinstance(value, Mapping):
         if param.explode:
-            text = ",".join(f"{k}={_scalar(v)}" for k, v in value.items())
+            text = ",".join(f"{k}={write.scalar(v)}" for k, v in value.items())
         else:
-            text = ",".join(part for k, v in value.items() for part in (str(k), _scalar(v)))
+            text = ",".join(part for k, v in value.items() for part in (str(k), write.scalar(v)))
     else:
-        text = _scalar(value)
+        text = write.scalar(value)
     if _HEADER_VALUE.fullmatch(text) is None:
         raise ArgumentProblem(
             f"header {param.name[:60]!r} may hold only printable ASCII characters"
@@ -267,13 +353,13 @@ def _header_value(param: ParamPlan, value: Any) -> str:
     return text
 
 
-def _form_pairs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _form_pairs(body: Mapping[str, Any], write: _Budget) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     for key, value in body.items():
         if value is None:
             continue
         if isinstance(value, list):
-            pairs.extend((str(key), _scalar(v)) for v in value)
+            pairs.extend((str(key), write.scalar(v)) for v in value)
         else:
-            pairs.append((str(key), _scalar(value)))
+            pairs.append((str(key), write.scalar(value)))
     return pairs
