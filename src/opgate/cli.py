@@ -235,7 +235,8 @@ _HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
         "--max-connections",
         int,
         "N",
-        "with --http: open connections; beyond it the oldest idle one is closed (default 2048)",
+        "with --http: open connections; beyond it the one arriving or idle longest is closed "
+        "(default 2048)",
     ),
     (
         "--header-timeout",
