@@ -212,6 +212,35 @@ async def test_the_request_that_opens_a_session_is_bounded(tmp_path: Path) -> No
                     assert response.status_code == 200
 
 
+async def test_a_session_opening_is_refused_before_its_body_is_read(tmp_path: Path) -> None:
+    """An oversize opening, or one past the principal's session cap, is answered while the
+    client has sent only its head: no body is buffered for a request the guard refuses."""
+
+    def answer_to_head(port: int, length: int) -> int | None:
+        """The status the server answers a head announcing ``length`` bytes (None: none)."""
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n"
+            b"Authorization: Bearer alice-token\r\nContent-Length: %d\r\n\r\n"
+        ) % length
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(head)
+            try:
+                return int(sock.recv(4096).split(b" ", 2)[1])
+            except TimeoutError:
+                return None
+
+    with serving(tmp_path, *VERIFIER, "--principal-sessions", "1") as s:
+        with anyio.fail_after(60):
+            assert answer_to_head(s.port, 4 * 1024 * 1024 - 10) == 413
+            async with httpx2.AsyncClient(
+                headers={**RAW_HEADERS, "Authorization": "Bearer alice-token"}, timeout=30
+            ) as http:
+                response = await http.post(s.url, content=json.dumps(INITIALIZE))
+                assert response.status_code == 200
+            assert answer_to_head(s.port, 1000) == 429
+
+
 async def test_a_repeated_protocol_version_header_opens_no_uncounted_session(
     tmp_path: Path,
 ) -> None:

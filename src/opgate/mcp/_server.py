@@ -288,12 +288,13 @@ class GatewayServer:
             session_idle_timeout=limits.session_idle_timeout,
         )
         manager = self._server.session_manager
-        if not stateless:
-            guard_sessions(manager, limits)
-        # Inside authentication: a request is buffered only once its caller is known.
+        # Inside authentication and both guards: a body is buffered only once its caller
+        # is known and admitted (a refused session opening is answered unread).
         manager.asgi_app = ExactHTTP(  # type: ignore[assignment]
             manager.asgi_app, answers=self._answers, max_body=DEFAULT_MAX_REQUEST_BODY_SIZE
         )
+        if not stateless:
+            guard_sessions(manager, limits)
         guard_requests(manager, limits)
         return app
 
