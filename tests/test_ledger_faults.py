@@ -513,3 +513,112 @@ def test_give_backs_owed_to_an_unreachable_redis_are_bounded() -> None:
         assert len(keeper._held) == MAX_OWED
     finally:
         keeper.close()
+
+
+class StallingProxy:
+    """A TCP proxy to Redis that can stall the connections open now (new ones pass):
+    a connection whose replies stop coming while Redis itself stays reachable."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self._target = ("127.0.0.1", port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self._listener.getsockname()[1]}/0"
+        self._stalled: set[int] = set()
+        self._open: list[Any] = []
+        self.accepted = 0
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self) -> None:
+        """Stop forwarding on every connection open now."""
+        self._stalled.update(id(pair) for pair in self._open)
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            pair = (client, upstream)
+            self._open.append(pair)
+            self.accepted += 1
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(pair, source, sink), daemon=True).start()
+
+    def _pump(self, pair: Any, source: Any, sink: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                while id(pair) in self._stalled and not self._closed:
+                    time.sleep(0.01)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in pair:
+                end.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        for pair in self._open:
+            for end in pair:
+                end.close()
+
+
+async def test_a_stalled_renewal_does_not_outlast_the_lease(
+    redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The keeper's connection stops answering (Redis itself stays reachable): with a
+    1 s lease and a 10 s call timeout, the renewal gives up and the keeper renews on a
+    fresh connection within the lease, instead of sitting in one renewal past it
+    (while another replica could recover the record beside the running original)."""
+    import logging
+
+    proxy = StallingProxy(redis.server.port)
+    try:
+        lease = timedelta(seconds=1)
+        reg = replica(
+            proxy.url, redis.prefix, redis.effects, lease=lease, timeout=timedelta(seconds=10)
+        )
+        keeper = reg._ledger._keeper  # type: ignore[attr-defined]
+        caplog.set_level(logging.WARNING, logger="opgate.redis")
+        keeper.hold("r:c:k:x")
+        deadline = time.monotonic() + 5
+        while proxy.accepted < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)  # a renewal or two went through
+        proxy.stall()
+        stalled_at = time.monotonic()
+        while proxy.accepted < 2 and time.monotonic() < stalled_at + 12:
+            time.sleep(0.01)
+        reconnected = time.monotonic() - stalled_at
+        await reg.aclose()
+        assert proxy.accepted >= 2
+        assert reconnected < lease.total_seconds(), reconnected
+        assert "leases not renewed (TimeoutError)" in caplog.text
+    finally:
+        proxy.close()
+
+
+async def test_closing_the_ledger_gives_up_its_leases_explicitly(
+    redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leases still held when the ledger closes are given up (and logged), not resumed
+    silently by the next ``hold``: the new thread renews only its own records."""
+    import logging
+
+    reg = redis.replica(lease=timedelta(seconds=1))
+    keeper = reg._ledger._keeper  # type: ignore[attr-defined]
+    caplog.set_level(logging.WARNING, logger="opgate.redis")
+    keeper.hold("r:c:k:old")
+    await reg.aclose()
+    assert "ledger closed with 1 lease(s) held" in caplog.text
+    keeper.hold("r:c:k:new")
+    assert list(keeper._held) == ["r:c:k:new"]
+    keeper.drop("r:c:k:old")  # the old run ends later: nothing to release
+    assert list(keeper._held) == ["r:c:k:new"]

@@ -399,7 +399,10 @@ class _Keeper:
 
     The thread renews every lease the replica holds each quarter lease, on its own
     (synchronous) connection, so neither a handler that blocks the event loop nor a
-    busy loop delays a renewal. It also delivers *give-backs* that must reach Redis
+    busy loop delays a renewal. Each exchange of the thread waits at most a quarter
+    lease (or the call timeout, if shorter), so a connection that stopped answering
+    costs one renewal, not the lease: the next one goes out on a fresh connection.
+    It also delivers *give-backs* that must reach Redis
     (a claim whose reply never arrived, a ``REVERT`` that failed), retrying until
     Redis answers, while it keeps renewing their records. The thread ends when
     nothing is held or owed, and starts again on the next ``hold``.
@@ -418,7 +421,8 @@ class _Keeper:
         self._password = password
         self._key = key
         self._interval = lease_ms / 4000
-        self._timeout = timeout
+        self._timeout = min(timeout, self._interval)
+        self._connect_timeout = min(CONNECT_TIMEOUT, self._interval)
         self._argv = argv
         self._sha = hashlib.sha1(SCRIPT.encode(), usedforsecurity=False).hexdigest()
         self._lock = threading.Lock()
@@ -459,8 +463,19 @@ class _Keeper:
             self._wake.notify()
 
     def close(self) -> None:
-        """Stop the thread (it ends at its next wake-up); nothing is renewed after."""
+        """Stop the thread (it ends at its next wake-up) and give up what it holds and
+        owes: those records are no longer renewed (they are left to their leases; the
+        log says how many). A later ``hold`` or ``owe`` starts a new thread that keeps
+        only its own records."""
         with self._lock:
+            if self._held or self._owed:
+                logger.warning(
+                    "ledger closed with %d lease(s) held and %d give-back(s) owed; they "
+                    "are no longer renewed and run out after the lease",
+                    len(self._held), len(self._owed),
+                )  # fmt: skip
+            self._held.clear()
+            self._owed.clear()
             if self._stop is not None:
                 self._stop.set()
             self._thread = self._stop = None
@@ -483,7 +498,7 @@ class _Keeper:
         client = Redis.from_url(
             self._url,
             socket_timeout=self._timeout,
-            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_connect_timeout=self._connect_timeout,
             password=self._password,
         )
         try:
