@@ -577,7 +577,9 @@ async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
     assert answer_room < initial  # room to answer, no room for a second chain
     budget = max(retained + answer_room, Limits(**small).chain_floor())
     assert budget < retained + initial
-    reg, handler = make(Refund(rounds=1), chain_bytes=budget, ledger_bytes=budget, **small)
+    reg, handler = make(
+        Refund(rounds=1), chain_bytes=budget, ledger_bytes=budget, principal_bytes=budget, **small
+    )
     first = await start(reg)
     calls = len(handler.calls)
     outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)

@@ -190,7 +190,9 @@ async def test_default_limits_carry_ten_maximum_prompts_and_the_tenth_answer_fin
 @pytest.mark.memory_only
 async def test_closed_lifetimes_free_their_memory_not_only_their_accounting() -> None:
     ledger_bytes = MIB
-    limits = Limits(ledger_bytes=ledger_bytes)  # seven principals can fill it
+    limits = Limits(
+        ledger_bytes=ledger_bytes, principal_bytes=MIB // 2
+    )  # seven principals can fill it
     counter = iter(range(10**9))
 
     async def prompt(inv: Invocation) -> Any:
@@ -315,8 +317,7 @@ def tiny_prompts(limits: Limits) -> Registry:
 
 
 async def test_one_principal_cannot_fill_the_ledger_for_everyone() -> None:
-    limits = Limits(ledger_bytes=2 * MIB)
-    assert limits.principal_bytes == MIB // 2  # a quarter of the ledger by default
+    limits = Limits(ledger_bytes=2 * MIB, principal_bytes=MIB // 2)  # a quarter of the ledger
     reg = tiny_prompts(limits)
     flooded = await flood(reg, "mallory")
     assert flooded > 0
@@ -341,7 +342,7 @@ async def test_a_principal_at_its_share_can_still_answer_its_own_prompts() -> No
             return await_input(FormInput("ok?", {"type": "object", "properties": {}}, 1))
         return finish(Result([Text("answered")]))
 
-    limits = Limits(ledger_bytes=2 * MIB)
+    limits = Limits(ledger_bytes=2 * MIB, principal_bytes=MIB // 2)
     reg = registry([Operation("p", "Prompt", prompt)], limits=limits)
     pending: list[Pending] = []
     while True:
@@ -376,7 +377,7 @@ async def test_principals_that_fill_the_ledger_together_can_still_answer() -> No
             return await_input(FormInput("second?", note, 2))
         return finish(Result([Text("done")]))
 
-    limits = Limits(ledger_bytes=2 * MIB)
+    limits = Limits(ledger_bytes=2 * MIB, principal_bytes=MIB // 2)
     clock = Clock()
     reg = registry([Operation("p", "Prompt", twice)], limits=limits, clock=clock)
     principals = [f"p{index}" for index in range(8)]
@@ -441,7 +442,7 @@ async def test_an_answer_refused_by_policy_gives_its_room_back() -> None:
             return await_input(FormInput("note?", note, 1))
         return await_input(FormInput("again?", note, 2))
 
-    limits = Limits(ledger_bytes=2 * MIB)
+    limits = Limits(ledger_bytes=2 * MIB, principal_bytes=MIB // 2)
     reg = registry([Operation("p", "Prompt", ask)], limits=limits)
     pending: list[Pending] = []
     for index in range(10_000):  # eight principals fill the ledger
@@ -511,7 +512,7 @@ async def test_the_principal_busy_message_gives_advice_that_works() -> None:
         return finish(Result([Text("answered")]))
 
     clock = Clock()
-    limits = Limits(**SMALL, chain_bytes=8 * KIB, ledger_bytes=64 * KIB)
+    limits = Limits(**SMALL, chain_bytes=8 * KIB, ledger_bytes=64 * KIB, principal_bytes=16 * KIB)
     reg = registry([Operation("p", "Prompt", prompt)], limits=limits, clock=clock)
     pending: list[Pending] = []
     while isinstance(
@@ -538,7 +539,7 @@ async def test_the_principal_busy_message_gives_advice_that_works() -> None:
 
 @pytest.mark.memory_only
 async def test_the_principal_share_frees_with_its_prompts() -> None:
-    reg = tiny_prompts(Limits(ledger_bytes=2 * MIB))
+    reg = tiny_prompts(Limits(ledger_bytes=2 * MIB, principal_bytes=MIB // 2))
     made = await flood(reg, "mallory")
     serving_used = reg._ledger.used
     assert serving_used > 0
@@ -569,6 +570,7 @@ async def test_principal_share_floor_and_ceiling() -> None:
     with pytest.raises(ConfigurationError, match="principal_bytes"):
         Limits(ledger_bytes=4 * MIB, principal_bytes=4 * MIB + 1)
     assert Limits(principal_bytes=chain).principal_bytes == chain
-    # the derived default never breaks the floor: a small ledger gives its principals a chain
-    assert Limits(ledger_bytes=chain).principal_bytes == chain
-    assert Limits(ledger_bytes=8 * chain).principal_bytes == 2 * chain
+    # the default share does not shrink to fit a small ledger: it must be given
+    with pytest.raises(ConfigurationError, match="set principal_bytes"):
+        Limits(ledger_bytes=chain)
+    assert Limits(ledger_bytes=chain, principal_bytes=chain).principal_bytes == chain

@@ -670,7 +670,7 @@ async def test_the_redis_answer_rooms_follow_the_in_memory_ledger(redis_server: 
         "properties": {"size": {"type": "integer"}, "again": {"type": "boolean"}},
         "required": ["size", "again"],
     }
-    limits = Limits(ledger_bytes=2 * 1024 * 1024)
+    limits = Limits(ledger_bytes=2 * 1024 * 1024, principal_bytes=512 * 1024)
     now = [3_000_000.0]
     registries = []
     for ledger in (None, RedisLedger(redis_server.url, prefix=f"differential-{free_port()}")):

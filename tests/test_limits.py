@@ -88,8 +88,51 @@ def test_raising_the_ledger_or_the_chain_never_raises_the_principal_share() -> N
     with pytest.raises(ConfigurationError, match="principal_bytes"):
         Limits(chain_bytes=16 * 1024 * 1024)
     assert Limits(chain_bytes=16 * 1024 * 1024, principal_bytes=16 * 1024 * 1024)
-    # a smaller ledger still gets a share that fits it
-    assert Limits(ledger_bytes=2 * 1024 * 1024).principal_bytes == 512 * 1024
+    # a ledger smaller than the default share needs the share given, too
+    with pytest.raises(ConfigurationError, match="set principal_bytes in that range"):
+        Limits(ledger_bytes=2 * 1024 * 1024)
+    limits = Limits(ledger_bytes=2 * 1024 * 1024, principal_bytes=512 * 1024)
+    assert limits.principal_bytes == 512 * 1024
+
+
+MIB = 1024 * 1024
+LEDGERS = (MIB, 2 * MIB, 4 * MIB, 8 * MIB, 16 * MIB, 32 * MIB, 128 * MIB)
+CHAINS = (0, MIB // 2, MIB, 2 * MIB, 4 * MIB, 8 * MIB, 16 * MIB)
+
+
+def _share(ledger: int, chain: int) -> int | None:
+    try:
+        return Limits(ledger_bytes=ledger, chain_bytes=chain).principal_bytes
+    except ConfigurationError:
+        return None
+
+
+def test_raising_the_ledger_or_the_chain_from_any_pair_never_raises_the_share() -> None:
+    """From every valid (ledger_bytes, chain_bytes) pair, raising either one never raises
+    the default ``principal_bytes`` (issue 20, item 8); a raise it cannot hold is an error."""
+    valid = 0
+    for ledger in LEDGERS:
+        for chain in CHAINS:
+            share = _share(ledger, chain)
+            if share is None:
+                continue
+            valid += 1
+            for raised in (r for r in LEDGERS if r > ledger):
+                higher = _share(raised, chain)
+                assert higher is None or higher <= share, (ledger, raised, chain, share, higher)
+            for raised in (r for r in CHAINS if r > chain):
+                higher = _share(ledger, raised)
+                assert higher is None or higher <= share, (ledger, chain, raised, share, higher)
+    assert valid >= 10
+
+
+def test_a_default_share_that_does_not_fit_names_principal_bytes_and_a_value() -> None:
+    for ledger, chain in ((4 * MIB, 0), (4 * MIB, 2 * MIB), (32 * MIB, 16 * MIB)):
+        with pytest.raises(ConfigurationError, match="principal_bytes") as raised:
+            Limits(ledger_bytes=ledger, chain_bytes=chain)
+        suggested = int(str(raised.value).split("for example ")[1].split(" ")[0])
+        given = Limits(ledger_bytes=ledger, chain_bytes=chain, principal_bytes=suggested)
+        assert given.principal_bytes == suggested
 
 
 def test_chain_must_hold_one_maximum_transition() -> None:
@@ -137,7 +180,7 @@ def test_limits_either_hold_every_rule_or_say_which_field_breaks_one(
     if limits is None:
         assert any(field in problem for field in FIELDS)
         return
-    derived = {"inline_bytes", "form_schema_bytes", "principal_bytes"}
+    derived = {"inline_bytes", "form_schema_bytes"}
     for field, value in values.items():
         if value or field not in derived:
             assert getattr(limits, field) == (value or getattr(Limits(), field))

@@ -3,11 +3,12 @@
 A field left at zero takes its default. Negative values, values under a field's
 floor and inconsistent combinations raise ``ConfigurationError`` naming the field
 and the rule. Raising one field never silently raises another: a combination that
-only works if a related budget grows is an error, not an adjustment. A few
-defaults are *derived* from fields given explicitly (``inline_bytes`` and
-``form_schema_bytes`` from ``result_bytes``, ``principal_bytes`` from
-``ledger_bytes``) so that a smaller budget still gets defaults that fit it; a derived
-default never exceeds its own default, and a value given explicitly is never changed.
+only works if a related budget grows is an error, not an adjustment. Two
+defaults are *derived* from ``result_bytes`` (``inline_bytes`` and
+``form_schema_bytes``) so that a smaller result budget still gets defaults that fit
+it; a derived default never exceeds its own default, and a value given explicitly is
+never changed. ``principal_bytes`` has a constant default: a ledger or chain it does
+not fit needs ``principal_bytes`` given.
 """
 
 from __future__ import annotations
@@ -83,13 +84,12 @@ class Limits:
       chain; must hold everything one maximum transition retains and reserves (see
       ``chain_floor``). The default carries ten maximum prompts and answers.
     * ``ledger_bytes`` (32 MiB, ≥ ``principal_bytes``): all retained continuation data.
-    * ``principal_bytes`` (8 MiB, or less when ``ledger_bytes`` is below 32 MiB: a
-      quarter of it, but at least ``chain_bytes``; from ``chain_bytes`` to
+    * ``principal_bytes`` (8 MiB whatever the other fields; from ``chain_bytes`` to
       ``ledger_bytes``): the share of the ledger one principal (one scope key) may
-      hold, so one principal's flood leaves room for the others. Raising
-      ``ledger_bytes`` or ``chain_bytes`` does not raise it: a ``chain_bytes`` above
-      it needs ``principal_bytes`` given. Equal to ``ledger_bytes`` turns the share
-      off. This goes beyond the spec.
+      hold, so one principal's flood leaves room for the others. No other field
+      moves it: a ``ledger_bytes`` below 8 MiB or a ``chain_bytes`` above it needs
+      ``principal_bytes`` given. Equal to ``ledger_bytes`` turns the share off. This
+      goes beyond the spec.
 
     Interaction: ``max_prompts`` (10, ≥ 1) prompts per chain; ``input_lifetime``
     (10 minutes, > 0, ≤ 30 days) how long a continuation lives at most.
@@ -110,6 +110,7 @@ class Limits:
     input_lifetime: timedelta = field(default=timedelta(0))
 
     def __post_init__(self) -> None:
+        principal_given = self.principal_bytes != 0
         for spec in fields(self):
             value = getattr(self, spec.name)
             if spec.name == "input_lifetime":
@@ -140,7 +141,7 @@ class Limits:
                     else f"Limits.{spec.name} must be at least {_FLOORS[spec.name]}"
                 )
         self._derive_defaults()
-        self._check_combinations()
+        self._check_combinations(principal_given)
 
     def _derive_defaults(self) -> None:
         """Fill the derived defaults left at zero from the fields they depend on."""
@@ -150,12 +151,8 @@ class Limits:
         if self.form_schema_bytes == 0:
             public = min(_DEFAULTS["form_schema_bytes"], self.result_bytes - PROMPT_OVERHEAD_BYTES)
             object.__setattr__(self, "form_schema_bytes", public)
-        if self.principal_bytes == 0:
-            share = max(self.chain_bytes, self.ledger_bytes // PRINCIPAL_SHARE_DIVISOR)
-            share = min(_DEFAULTS["principal_bytes"], share)
-            object.__setattr__(self, "principal_bytes", share)
 
-    def _check_combinations(self) -> None:
+    def _check_combinations(self, principal_given: bool) -> None:
         if self.inline_bytes > self.result_bytes:
             raise ConfigurationError(
                 f"Limits.inline_bytes ({self.inline_bytes}) must not exceed "
@@ -181,12 +178,20 @@ class Limits:
                 f"Limits.chain_bytes ({self.chain_bytes})"
             )
         if not self.chain_bytes <= self.principal_bytes <= self.ledger_bytes:
+            if not principal_given:
+                suggested = min(self.ledger_bytes, max(self.chain_bytes, self.ledger_bytes // 4))
+                raise ConfigurationError(
+                    f"Limits.principal_bytes defaults to {self.principal_bytes} bytes, outside "
+                    f"Limits.chain_bytes ({self.chain_bytes}) to Limits.ledger_bytes "
+                    f"({self.ledger_bytes}); set principal_bytes in that range, for example "
+                    f"{suggested} (a quarter of the ledger, at least one chain), or "
+                    f"ledger_bytes to turn the per-principal share off"
+                )
             raise ConfigurationError(
                 f"Limits.principal_bytes ({self.principal_bytes}) must be from "
                 f"Limits.chain_bytes ({self.chain_bytes}) to Limits.ledger_bytes "
-                f"({self.ledger_bytes}): one principal must be able to hold a whole chain "
-                f"(the default share is at most {_DEFAULTS['principal_bytes']} bytes; set "
-                f"principal_bytes when chain_bytes is larger)"
+                f"({self.ledger_bytes}): one principal must be able to hold a whole chain, "
+                f"and no more than the ledger"
             )
 
     def max_prompt_charge(self) -> int:
@@ -247,15 +252,12 @@ _DEFAULTS: dict[str, int] = {
     "chain_bytes": 512 * KIB,
     "ledger_bytes": 32 * MIB,
     "max_prompts": 10,
-    # a quarter of the default ledger; a larger ledger does not raise it
+    # a quarter of the default ledger; no other field moves it
     "principal_bytes": 8 * MIB,
 }
 
 #: Fields whose zero takes a default derived from other fields (see ``_derive_defaults``).
-_DERIVED = frozenset({"inline_bytes", "form_schema_bytes", "principal_bytes"})
-
-#: Below the default ledger, a principal's default share is ``ledger_bytes`` divided by this.
-PRINCIPAL_SHARE_DIVISOR = 4
+_DERIVED = frozenset({"inline_bytes", "form_schema_bytes"})
 
 _FLOORS: dict[str, int] = {
     "result_bytes": 16 * KIB,
