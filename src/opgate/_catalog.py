@@ -27,6 +27,7 @@ from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
+from ._results import json_string_size
 from ._rules import utf8_size
 from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
 from ._search import IndexEntry, SearchIndex
@@ -111,7 +112,7 @@ def _snapshot(
         )
     )
     size = (
-        utf8_size(texts)
+        json_string_size(texts)  # as inspect writes them, escapes included
         + len(input_schema.canonical)
         + (len(output_schema.canonical) if output_schema else 0)
     )
