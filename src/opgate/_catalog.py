@@ -118,8 +118,8 @@ def _snapshot(
     )
     if size > limits.definition_bytes:
         raise ConfigurationError(
-            f"{where} is {size} bytes (texts, examples, source and schemas), over "
-            f"Limits.definition_bytes ({limits.definition_bytes})"
+            f"{where} is {size} bytes (texts, examples and source as JSON escapes them, "
+            f"and schemas), over Limits.definition_bytes ({limits.definition_bytes})"
         )
     item_bytes = _item_bytes(operation.name, operation.group, operation.summary)
     if item_bytes > PAGE_BYTES - PAGE_RESERVE_BYTES:
