@@ -30,6 +30,10 @@ from opgate._json import canonical_text
 HUGE = Decimal("1" * 400 + ".5")
 TINY = Decimal("1e-400")
 
+#: 3,680 bytes as JSON escapes it (1,880 raw UTF-8 bytes): quotes, backslashes, control
+#: characters and non-ASCII text, which the 2026-07-28 HTTP transport writes as escapes.
+ESCAPED_DESCRIPTION = '"\\' * 800 + "\x01é😀" * 40
+
 #: A form of 24 numbers bounded by 1e4000: 7 bytes each in canonical JSON, 4,001 digits
 #: each when written as integers (about 96 KB against a 16 KiB budget).
 WIDE_FORM = {
@@ -144,6 +148,13 @@ def operations() -> list[Operation]:
         Operation("wire.rich_form", "A 2025-11-25 form", ask(RICH_FORM), group="wire"),
         Operation("wire.plain_form", "A 2025-06-18 form", ask(PLAIN_FORM), group="wire"),
         Operation("wire.number_form", "A number up to 0.3", ask(NUMBER_FORM), group="wire"),
+        Operation(
+            "wire.escaped_text",
+            "A description written in escapes",
+            echo,
+            group="wire",
+            description=ESCAPED_DESCRIPTION,
+        ),
         Operation(
             "wire.wide_schema",
             "A schema of large bounds",

@@ -23,7 +23,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcp_wire_catalog import HUGE, LIMITS, TINY, WIDE_TEXT
+from mcp_wire_catalog import ESCAPED_DESCRIPTION, HUGE, LIMITS, TINY, WIDE_TEXT
 from opgate._json import number_text, parse
 
 from conftest import ROOT, free_port, serve_environment
@@ -483,6 +483,20 @@ async def test_an_inspect_reply_is_bounded_by_twice_the_definition_budget(
     assert isinstance(message["result"], dict)
     [text] = message["result"]["content"]  # type: ignore[misc]
     assert message["result"]["structuredContent"] == parse(text["text"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_inspect_reply_of_escaped_texts_is_bounded_by_the_definition_budget(
+    transport: str, era: str, request: pytest.FixtureRequest
+) -> None:
+    """The text copy escapes the structured JSON once more; 2026-07-28 HTTP escapes
+    non-ASCII characters too (up to six bytes of reply per counted byte)."""
+    async with raw_client(transport, era, request) as client:
+        exchange = await client.call('{"name":"inspect","arguments":{"name":"wire.escaped_text"}}')
+    assert exchange.result["isError"] is False
+    assert exchange.result["structuredContent"]["description"] == ESCAPED_DESCRIPTION
+    factor = 6 if transport == "http" and era == "2026-07-28" else 3
+    assert len(exchange.response) <= factor * LIMITS.definition_bytes + INSPECT_FRAMING
 
 
 async def test_another_sessions_response_never_answers_a_prompt(wire_server: str) -> None:

@@ -139,6 +139,14 @@ def test_definition_budget() -> None:
         registry([op("a", description="d" * 300)], limits=limits)
 
 
+@pytest.mark.parametrize("character", ['"', "\\", "\n", "\x01"])
+def test_definition_budget_counts_texts_as_json_writes_them(character: str) -> None:
+    """200 characters fit 300 bytes raw, but ``inspect`` writes each as an escape."""
+    limits = Limits(definition_bytes=300)
+    with pytest.raises(ConfigurationError, match=r"operation 'a' is \d+ bytes.*definition_bytes"):
+        registry([op("a", description=character * 200)], limits=limits)
+
+
 def test_schema_errors_name_operation_and_pointer() -> None:
     bad = {"type": "object", "properties": {"n": {"maxLength": 2**31}}}
     with pytest.raises(ConfigurationError, match=r"operation 'a' input_schema.*/properties/n"):

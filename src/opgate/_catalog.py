@@ -27,6 +27,7 @@ from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
+from ._results import json_string_size
 from ._rules import utf8_size
 from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
 from ._search import IndexEntry, SearchIndex
@@ -111,14 +112,14 @@ def _snapshot(
         )
     )
     size = (
-        utf8_size(texts)
+        json_string_size(texts)  # as inspect writes them, escapes included
         + len(input_schema.canonical)
         + (len(output_schema.canonical) if output_schema else 0)
     )
     if size > limits.definition_bytes:
         raise ConfigurationError(
-            f"{where} is {size} bytes (texts, examples, source and schemas), over "
-            f"Limits.definition_bytes ({limits.definition_bytes})"
+            f"{where} is {size} bytes (texts, examples and source as JSON escapes them, "
+            f"and schemas), over Limits.definition_bytes ({limits.definition_bytes})"
         )
     item_bytes = _item_bytes(operation.name, operation.group, operation.summary)
     if item_bytes > PAGE_BYTES - PAGE_RESERVE_BYTES:
