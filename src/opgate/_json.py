@@ -31,9 +31,9 @@ Goals, with their worst cases
   document costs one C decode (a hook call per fraction and per constant) and, when it
   has many openers or colons, one visit of the decoded value per level. A refused one
   costs that decode and one Python walk over its value tokens up to the first problem:
-  on a hostile 64 KiB document the walk is the largest cost: up to about 25 ms of CPU
-  on the development machine, where the per-problem C-pass locators it replaced held
-  about 12 ms. That is the price of one simple error path, paid only by malformed
+  on a hostile 64 KiB document the walk is the largest cost: up to about 35 ms on the
+  development machine, where the per-problem C-pass locators it replaced held about
+  12-16 ms. That is the price of one simple error path, paid only by malformed
   requests (docs/security.md, "JSON: one parser", has the figures of
   ``benchmarks/bench_adversarial_json.py`` before and after).
 
