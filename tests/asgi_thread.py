@@ -2,7 +2,8 @@
 
 ``serve_asgi(app, what)`` starts it on a free port, waits until it listens (``what``
 names it in the error if it does not start) and yields the port; leaving the block
-stops the server.
+stops the server (``force=True``: without waiting for open responses, for an app whose
+bodies never end).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_asgi(app: Any, what: str) -> Iterator[int]:
+def serve_asgi(app: Any, what: str, *, force: bool = False) -> Iterator[int]:
     """Run ``app`` with uvicorn in a thread; yield its port."""
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
@@ -43,4 +44,5 @@ def serve_asgi(app: Any, what: str) -> Iterator[int]:
         yield port
     finally:
         server.should_exit = True
+        server.force_exit = force
         thread.join(timeout=10)

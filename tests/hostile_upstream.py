@@ -22,14 +22,13 @@ import json
 import re
 import socket
 import threading
-import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from asgi_thread import serve_asgi
 
 __all__ = [
     "ESCAPES",
@@ -313,32 +312,12 @@ class Hostile:
     received: list[Received] = field(default_factory=lambda: RECEIVED)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def serve_hostile() -> Iterator[Hostile]:
     """Run the hostile app with uvicorn in a thread."""
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the hostile app did not start")
-        time.sleep(0.05)
-    try:
+    with serve_asgi(app, "the hostile app", force=True) as port:
         origin = f"http://127.0.0.1:{port}"
         yield Hostile(f"{origin}/api", origin)
-    finally:
-        server.should_exit = True
-        server.force_exit = True
-        thread.join(timeout=10)
 
 
 @contextmanager
