@@ -9,7 +9,6 @@ Users import only from ``opgate``; every implementation module is private.
 from ._failures import ConfigurationError, Failure, FailureCode
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
 from ._invocation import Invocation, Resume
-from ._ledger import Lifetime
 from ._limits import Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
@@ -28,6 +27,7 @@ from ._results import (
     Result,
     Text,
 )
+from .ledger import Lifetime
 
 __all__ = [
     "NO_STRUCTURED",

@@ -44,15 +44,6 @@ from ._forms import FormChecks, InputMode, StoredPrompt, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONValue, parsed_canonical_bytes
 from ._keys import ScopeHashes
-from ._ledger import (
-    Binding,
-    Event,
-    Ledger,
-    LedgerBackend,
-    LedgerRecord,
-    LedgerUnavailable,
-    Lifetime,
-)
 from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
@@ -66,6 +57,7 @@ from ._rules import (
     resume_parts,
     validated_arguments,
 )
+from .ledger import Binding, Event, LedgerBackend, LedgerRecord, LedgerUnavailable, Lifetime
 
 __all__ = ["Call", "Invoker"]
 
@@ -146,7 +138,7 @@ class Invoker:
         self._positions = positions
         self._policy = policy
         self._limits = limits
-        self._max_prompt_charge = Ledger.max_prompt_charge(limits)  # Limits are frozen
+        self._max_prompt_charge = limits.max_prompt_charge()  # Limits are frozen
         self._ledger = ledger
         self._monotonic = monotonic
         self._form_checks = form_checks

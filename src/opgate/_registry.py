@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from ._catalog import catalog_revision, search_index, snapshot_catalog
 from ._collector import paused_collector
@@ -30,7 +30,7 @@ from ._failures import ConfigurationError, Failure, FailureCode, internal_failur
 from ._forms import FormChecks, InputMode
 from ._invoke import Invoker
 from ._keys import RegistryKeys, ScopeHashes
-from ._ledger import Ledger, LedgerBackend, Lifetime
+from ._ledger import Ledger
 from ._limits import DEFAULT_LIMITS, SEARCH_DEFAULT_LIMIT, Limits
 from ._operation import Operation, OperationSpec, SearchPage
 from ._outcomes import Failed, InvokeOutcome
@@ -40,22 +40,9 @@ from ._ranking import Ranking, Scorer, build_ranker
 from ._responses import InputResponse
 from ._rules import search_problem
 from ._search import fold_group, normalize_query
+from .ledger import LedgerBackend, LedgerFactory, Lifetime
 
-__all__ = ["LedgerFactory", "Registry"]
-
-
-class LedgerFactory(Protocol):
-    """A shared continuation store's configuration, bound to one registry when it is
-    built (``opgate.redis.RedisLedger``): ``bind`` returns the store's backend."""
-
-    def bind(
-        self,
-        *,
-        limits: Limits,
-        clock: Callable[[], float],
-        keys: RegistryKeys,
-        revision: str,
-    ) -> LedgerBackend[Any, Any]: ...
+__all__ = ["Registry"]
 
 
 class Registry:

@@ -28,7 +28,6 @@ from ._json import (
     parsed_canonical_bytes,
     written_size,
 )
-from ._ledger import LedgerBackend, Lifetime, is_token_shaped
 from ._limits import PROMPT_OVERHEAD_BYTES, QUERY_BYTES, SEARCH_MAX_LIMIT, Limits
 from ._outcomes import Completed, Failed, Outcome
 from ._responses import (
@@ -41,6 +40,7 @@ from ._responses import (
 )
 from ._results import Result, check_result_budget, is_constructed, json_string_size
 from ._schema import ViolationDetail
+from .ledger import LedgerBackend, Lifetime, is_token_shaped
 
 if TYPE_CHECKING:
     from ._catalog import Entry
