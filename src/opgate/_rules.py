@@ -140,7 +140,7 @@ def call_options(
         seconds = min(seconds, input_expiry.total_seconds())
     if lifetime is None:
         serving = ledger.default_lifetime
-    elif isinstance(lifetime, Lifetime) and lifetime._ledger is ledger:
+    elif isinstance(lifetime, Lifetime) and lifetime.opened_by(ledger):
         serving = lifetime
     else:
         raise Failure(

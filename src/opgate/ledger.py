@@ -224,6 +224,11 @@ class Lifetime:
         """Expire this lifetime's continuations (in memory; see above); idempotent."""
         self._ledger.close_lifetime(self)
 
+    def opened_by(self, ledger: object) -> bool:
+        """Whether ``ledger`` (a backend) opened this lifetime: a registry accepts only
+        the lifetimes of its own ledger."""
+        return self._ledger is ledger
+
     def __repr__(self) -> str:
         return f"<Lifetime {'closed' if self.closed else 'open'}>"
 
