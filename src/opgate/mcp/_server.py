@@ -52,7 +52,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from .. import __version__
+from .. import Ranking, __version__
 from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from .._forms import FormPrompt, InputMode
 from .._json import JSONValue, canonical_bytes, parse
@@ -350,7 +350,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[_Serving], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         # The search tool tells agents how the registry's ranking treats keywords.
-        by_rule = getattr(self._registry, "_search_method", "search") == "search"
+        by_rule = self._registry.ranking is Ranking.RULE
         tools = [_tool(spec) for spec in (GATEWAY_TOOLS if by_rule else RELEVANCE_GATEWAY_TOOLS)]
         if self._pinned:
             call_ctx = self._context(ctx)
