@@ -503,10 +503,10 @@ def _served(
     if isinstance(target, GatewayServer):
         if arguments.pin:
             raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
-        if changes:
-            target._registry = target.registry.replace(**changes)
-        target._on_failure = _with_cause_log(target._on_failure)
-        return target
+        return target.replace(
+            registry=target.registry.replace(**changes) if changes else None,
+            on_failure=_with_cause_log(target.on_failure),
+        )
     raise UsageError(
         f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "
         "opgate.mcp.GatewayServer (or a function returning one)"

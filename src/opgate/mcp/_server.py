@@ -189,6 +189,7 @@ class GatewayServer:
             if not isinstance(key, str) or not key:
                 raise ConfigurationError(f"the input request key for {operation!r} must be a str")
         self._registry = registry
+        self._instructions = instructions
         self._input_keys = keys
         self._pinned = frozenset(pins)
         self._pin_order = pins
@@ -219,6 +220,29 @@ class GatewayServer:
     def pinned(self) -> tuple[str, ...]:
         """The pinned operation names, in the order given."""
         return self._pin_order
+
+    @property
+    def on_failure(self) -> FailureHook | None:
+        """The host's hook for failed calls, if any."""
+        return self._on_failure
+
+    def replace(
+        self, *, registry: Registry | None = None, on_failure: FailureHook | None = None
+    ) -> GatewayServer:
+        """A new server with this one's name, instructions, pinned tools and input
+        request keys, serving ``registry`` with the hook ``on_failure``; either left out
+        keeps this server's. Checked as ``GatewayServer(...)`` checks its arguments; the
+        new server has an SDK server of its own. This is how ``opgate serve`` applies
+        its registry options and cause log to a host's server.
+        """
+        return GatewayServer(
+            self._registry if registry is None else registry,
+            name=self._server.name,
+            instructions=self._instructions,
+            pinned=self._pin_order,
+            on_failure=self._on_failure if on_failure is None else on_failure,
+            input_request_keys=self._input_keys,
+        )
 
     @property
     def sdk_server(self) -> Server[Any]:
