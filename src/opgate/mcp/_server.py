@@ -55,13 +55,13 @@ from starlette.applications import Starlette
 from .. import Ranking, __version__
 from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from .._forms import FormPrompt, InputMode
-from .._json import JSONValue, canonical_bytes, parse
 from .._limits import PAGE_BYTES
 from .._operation import OperationSpec, SearchPage
 from .._outcomes import Completed, Failed, InvokeOutcome, Pending
 from .._progress import ProgressUpdate
 from .._registry import Registry
 from .._responses import InputResponse
+from ..json import JSONValue, canonical_bytes, parse
 from ..ledger import Lifetime, is_token_shaped
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
 from ._exact import (
