@@ -43,7 +43,7 @@ from mcp.server.transport_security import RequestBodyLimitMiddleware
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .._failures import ConfigurationError
+from .. import ConfigurationError
 
 __all__ = [
     "HTTPLimits",

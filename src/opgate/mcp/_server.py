@@ -52,17 +52,28 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from .. import Ranking, __version__
-from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
-from .._forms import FormPrompt, InputMode
+from .. import (
+    Completed,
+    ConfigurationError,
+    Failed,
+    Failure,
+    FailureCode,
+    FormPrompt,
+    InputMode,
+    InputResponse,
+    Lifetime,
+    OperationSpec,
+    Pending,
+    ProgressUpdate,
+    Ranking,
+    Registry,
+    SearchPage,
+    __version__,
+)
+from .._failures import internal_failure
 from .._limits import PAGE_BYTES
-from .._operation import OperationSpec, SearchPage
-from .._outcomes import Completed, Failed, InvokeOutcome, Pending
-from .._progress import ProgressUpdate
-from .._registry import Registry
-from .._responses import InputResponse
 from ..json import JSONValue, canonical_bytes, parse
-from ..ledger import Lifetime, is_token_shaped
+from ..ledger import is_token_shaped
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
 from ._exact import (
     Answers,
@@ -591,7 +602,9 @@ class _Invoker:
     lifetime: Lifetime
     progress: Callable[[ProgressUpdate], Any] | None
 
-    async def __call__(self, resume: tuple[str, InputResponse] | None) -> InvokeOutcome:
+    async def __call__(
+        self, resume: tuple[str, InputResponse] | None
+    ) -> Completed | Failed | Pending:
         return await self.registry.invoke(
             self.ctx,
             self.operation,
