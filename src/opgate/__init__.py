@@ -6,7 +6,7 @@ checks, human input that resumes safely (``FormInput``, ``URLInput``) and progre
 Users import only from ``opgate``; every implementation module is private.
 """
 
-from ._failures import ConfigurationError, Failure, FailureCode
+from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
 from ._invocation import Invocation, Resume
 from ._limits import Limits
@@ -71,6 +71,7 @@ __all__ = [
     "await_input",
     "fail",
     "finish",
+    "internal_failure",
 ]
 
 __version__ = "0.1.0"

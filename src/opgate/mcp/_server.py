@@ -69,8 +69,8 @@ from .. import (
     Registry,
     SearchPage,
     __version__,
+    internal_failure,
 )
-from .._failures import internal_failure
 from .._limits import PAGE_BYTES
 from ..json import JSONValue, canonical_bytes, parse
 from ..ledger import is_token_shaped
