@@ -9,7 +9,7 @@ Users import only from ``opgate``; every implementation module is private.
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
 from ._invocation import Invocation, Resume
-from ._limits import Limits
+from ._limits import PAGE_BYTES, Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
@@ -31,6 +31,7 @@ from .ledger import Lifetime
 
 __all__ = [
     "NO_STRUCTURED",
+    "PAGE_BYTES",
     "Audio",
     "Candidate",
     "Completed",

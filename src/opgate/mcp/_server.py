@@ -53,6 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from .. import (
+    PAGE_BYTES,
     Completed,
     ConfigurationError,
     Failed,
@@ -71,7 +72,6 @@ from .. import (
     __version__,
     internal_failure,
 )
-from .._limits import PAGE_BYTES
 from ..json import JSONValue, canonical_bytes, parse
 from ..ledger import is_token_shaped
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
