@@ -350,8 +350,7 @@ def _ledger(arguments: argparse.Namespace) -> Any:
     try:
         from redis.asyncio.connection import parse_url
 
-        from .redis import RedisLedger
-        from .redis._ledger import url_has_password
+        from .redis import RedisLedger, url_has_password
     except ImportError:
         raise UsageError("--ledger needs the redis extra: pip install 'opgate[redis]'") from None
     from datetime import timedelta
