@@ -566,7 +566,7 @@ class GatewayServer:
     async def _set_logging_level(
         self, ctx: ServerRequestContext[_Serving], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        connection = getattr(ctx.session, "_connection", None)
+        connection = _session_connection(ctx)
         if connection is not None:
             self._log_levels[connection] = _LOG_LEVELS.index(params.level)
         return types.EmptyResult()
@@ -576,7 +576,7 @@ class GatewayServer:
     ) -> None:
         """An MCP log notification for this request, when the client asked for that level."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = getattr(ctx.session, "_connection", None)
+            connection = _session_connection(ctx)
             wanted = self._log_levels.get(connection) if connection is not None else None
             if wanted is None or _LOG_LEVELS.index(level) < wanted:
                 return
@@ -677,17 +677,35 @@ async def _ask(
     return input_response(mode, answer, exact)
 
 
+def _session_connection(ctx: ServerRequestContext[Any, Any]) -> object | None:
+    """The SDK's per-client connection behind this request's session: the key of the
+    log level a client chose with ``logging/setLevel`` (it lasts for its connection).
+
+    SDK-private (``mcp`` 2.3): ``ServerSession`` keeps the connection only as
+    ``_connection``, and the ``ServerRequestContext`` handlers get has no
+    ``connection`` (only the SDK's ``Context``, which its runner does not build).
+    ``None`` if an SDK drops the attribute: clients of the handshake revisions (which
+    ask with ``logging/setLevel``) then get no log notifications.
+    """
+    return getattr(ctx.session, "_connection", None)
+
+
+def _request_channel(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """This call's request-scoped back-channel (a ``DispatchContext``).
+
+    SDK-private (``mcp`` 2.3): the channel, which takes a caller's id through
+    ``CallOptions``, is only ``ServerSession._request_outbound``; the public
+    ``send_request`` mints ids itself, and opgate needs its own id to match the
+    client's response to this call (``_exact.Answers``).
+    """
+    return ctx.session._request_outbound
+
+
 async def _send_request(
     ctx: ServerRequestContext[Any, Any], request: types.ElicitRequest, request_id: str
 ) -> dict[str, Any]:
-    """Send a request to the client on this call's back-channel, under ``request_id``.
-
-    SDK 2.3 offers the request-scoped channel (a ``DispatchContext``, which takes a
-    caller's id through ``CallOptions``) only as ``ServerSession._request_outbound``;
-    its public ``send_request`` mints ids itself, and opgate needs the id to match the
-    client's response to this call (``_exact.Answers``).
-    """
-    channel = ctx.session._request_outbound
+    """Send a request to the client on this call's back-channel, under ``request_id``."""
+    channel = _request_channel(ctx)
     data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
     result: dict[str, Any] = await channel.send_raw_request(
         data["method"], data.get("params"), {"request_id": request_id}
