@@ -52,7 +52,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, detach, from_python, parse, parsed_canonical_bytes
@@ -240,50 +240,51 @@ class Text(_Block):
         _seal(self, BLOCK_OVERHEAD + size, 0)
 
 
-def _seal_media(block: Image | Audio, kind: str, top: str) -> None:
-    """Check and normalise an inline media block; its data counts inline, base64-encoded."""
-    data = _data(block.data, f"{kind}.data")
-    mime_type, mime_size = _mime_type(block.mime_type, f"{kind}.mime_type", top=top)
-    object.__setattr__(block, "data", data)
-    object.__setattr__(block, "mime_type", mime_type)
-    inline = base64_length(len(data))
-    _seal(block, BLOCK_OVERHEAD + mime_size + inline, inline)
+@dataclass(frozen=True, slots=True)
+class _Media(_Block):
+    """The shape of ``Image`` and ``Audio``: raw bytes and a MIME type of one top-level type.
+
+    Inline media: the data counts toward both budgets, base64-encoded. The subclasses
+    differ only in ``_top``, the MIME top-level type they accept; messages and ``repr``
+    name the subclass.
+    """
+
+    _top: ClassVar[str]
+
+    data: bytes
+    mime_type: str
+    _size: int = field(init=False, repr=False, compare=False)
+    _inline: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kind = type(self).__name__
+        data = _data(self.data, f"{kind}.data")
+        mime_type, mime_size = _mime_type(self.mime_type, f"{kind}.mime_type", top=self._top)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "mime_type", mime_type)
+        inline = base64_length(len(data))
+        _seal(self, BLOCK_OVERHEAD + mime_size + inline, inline)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
 
 
 @final
 @_SEAL.mints
-@dataclass(frozen=True, slots=True)
-class Image(_Block):
+@dataclass(frozen=True, slots=True, repr=False)
+class Image(_Media):
     """An inline image: ``Image(data, mime_type)``; raw bytes and an ``image/*`` MIME type."""
 
-    data: bytes
-    mime_type: str
-    _size: int = field(init=False, repr=False, compare=False)
-    _inline: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _seal_media(self, "Image", "image")
-
-    def __repr__(self) -> str:
-        return f"Image(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
+    _top = "image"
 
 
 @final
 @_SEAL.mints
-@dataclass(frozen=True, slots=True)
-class Audio(_Block):
+@dataclass(frozen=True, slots=True, repr=False)
+class Audio(_Media):
     """Inline audio: ``Audio(data, mime_type)``; raw bytes and an ``audio/*`` MIME type."""
 
-    data: bytes
-    mime_type: str
-    _size: int = field(init=False, repr=False, compare=False)
-    _inline: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _seal_media(self, "Audio", "audio")
-
-    def __repr__(self) -> str:
-        return f"Audio(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
+    _top = "audio"
 
 
 @final
