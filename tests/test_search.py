@@ -11,8 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opgate import _search
-from opgate._search import IndexEntry, SearchIndex, fold_group, normalize_query, query_terms
+from opgate._search import _index
+from opgate._search._index import (
+    IndexEntry,
+    SearchIndex,
+    fold_group,
+    normalize_query,
+    query_terms,
+)
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -79,7 +85,7 @@ TUNINGS: list[dict[str, object]] = [
 def tuned(tuning: dict[str, object]) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in tuning.items():
-            patch.setattr(_search, name, value)
+            patch.setattr(_index, name, value)
         yield
 
 

@@ -31,7 +31,6 @@ from typing import Any
 import anyio
 
 from ._catalog import Entry
-from ._discovery import discoverable
 from ._execution import (
     honour_cancellation,
     is_own_close,
@@ -66,6 +65,7 @@ from ._rules import (
     resume_parts,
     validated_arguments,
 )
+from ._search import discoverable
 
 __all__ = ["Call", "Invoker"]
 

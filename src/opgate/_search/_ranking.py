@@ -2,7 +2,7 @@
 
 ``Registry(..., ranking=...)`` takes
 
-* ``Ranking.RULE`` (the default): the deterministic rule of ``_search`` — every term
+* ``Ranking.RULE`` (the default): the deterministic rule of ``_index`` — every term
   must match as a substring, results tier by the field they match in, ties by name;
 * ``Ranking.RELEVANCE``: field-weighted BM25 over stemmed words (``_relevance``), so
   the operation an agent means comes first even when a query word is missing from it;
@@ -32,12 +32,20 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group, query_terms
+from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group, query_terms
 
 if TYPE_CHECKING:
     from ._relevance import RelevanceEntry, RelevanceIndex
 
-__all__ = ["Candidate", "Ranker", "Ranking", "Scorer", "build_ranker"]
+__all__ = [
+    "Candidate",
+    "Ranker",
+    "Ranking",
+    "Scorer",
+    "build_ranker",
+    "index_entries",
+    "search_index",
+]
 
 
 class Ranking(enum.Enum):
@@ -126,6 +134,20 @@ class Described(Protocol):
     def source(self) -> str: ...
 
 
+def index_entries(entries: Sequence[Described]) -> list[IndexEntry]:
+    """What the indexes read of the registered operations: name, group, summary, and
+    the description, examples and source as documentation (never the schemas)."""
+    return [
+        IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
+        for e in entries
+    ]
+
+
+def search_index(entries: Sequence[Described]) -> SearchIndex:
+    """The search index over the entries' names, groups, summaries and other texts."""
+    return SearchIndex(index_entries(entries))
+
+
 def build_ranker(
     ranking: object, index: SearchIndex, entries: Sequence[Described]
 ) -> tuple[Ranker, str]:
@@ -136,15 +158,7 @@ def build_ranker(
         return index, "search"
     if ranking is Ranking.RELEVANCE:
         entry_type, index_type = _relevance_module()
-        relevance = index_type(
-            [
-                entry_type(
-                    IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
-                )
-                for e in entries
-            ],
-            index,
-        )
+        relevance = index_type(list(map(entry_type, index_entries(entries))), index)
         return relevance, "search/relevance"
     if isinstance(ranking, Scorer) and not isinstance(ranking, type):
         name = ranking.name

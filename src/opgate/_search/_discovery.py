@@ -14,13 +14,12 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ._catalog import Entry
-from ._cursor import CursorBinding, CursorSealer
-from ._execution import is_own_close
-from ._failures import Failure, FailureCode
-from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES
-from ._operation import OperationSpec, SearchPage, Summary
-from ._policy import (
+from .._catalog import Entry
+from .._execution import is_own_close
+from .._failures import Failure, FailureCode
+from .._limits import PAGE_BYTES, PAGE_RESERVE_BYTES
+from .._operation import OperationSpec, SearchPage, Summary
+from .._policy import (
     DiscoveryScope,
     Policy,
     PolicyError,
@@ -29,8 +28,9 @@ from ._policy import (
     judge_exception,
     judge_verdict,
 )
+from ._cursor import CursorBinding, CursorSealer
+from ._index import SearchIndex, fold_group
 from ._ranking import Ranker
-from ._search import SearchIndex, fold_group
 
 __all__ = ["discoverable", "exact_page", "operation_spec", "ranked_page"]
 

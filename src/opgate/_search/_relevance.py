@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
+from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
 from ._tokens import Stems, chunk_words, words
 
