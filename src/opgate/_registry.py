@@ -35,7 +35,6 @@ from ._outcomes import Failed, InvokeOutcome
 from ._policy import Policy, PolicyError, discovery_scope, scope_key, unavailable
 from ._progress import Diagnostics, ProgressSink
 from ._responses import InputResponse
-from ._rules import search_problem
 from ._search import (
     CursorBinding,
     CursorError,
@@ -50,6 +49,7 @@ from ._search import (
     operation_spec,
     ranked_page,
     search_index,
+    search_problem,
 )
 
 __all__ = ["LedgerFactory", "Registry"]

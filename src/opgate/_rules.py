@@ -1,7 +1,6 @@
 """The rules search and invoke apply, as small functions that run no callback and never await.
 
-Before anything runs: a search request's query, group, limit and cursor
-(``search_problem``); an invoke request's options (``call_options``), arguments
+Before anything runs: an invoke request's options (``call_options``), arguments
 (``validated_arguments``), resume (``resume_parts``) and answers
 (``checked_answers``). After the handler returned: a finish or fail outcome
 (``conclude``, ``operation_failure``) and a prompt (``check_prompt``).
@@ -29,7 +28,7 @@ from ._json import (
     written_size,
 )
 from ._ledger import LedgerBackend, Lifetime, is_token_shaped
-from ._limits import PROMPT_OVERHEAD_BYTES, QUERY_BYTES, SEARCH_MAX_LIMIT, Limits
+from ._limits import PROMPT_OVERHEAD_BYTES, Limits
 from ._outcomes import Completed, Failed, Outcome
 from ._responses import (
     AnswerError,
@@ -55,7 +54,6 @@ __all__ = [
     "has_surrogate",
     "operation_failure",
     "resume_parts",
-    "search_problem",
     "utf8_size",
     "validated_arguments",
 ]
@@ -87,29 +85,6 @@ def has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-# -- search ----------------------------------------------------------------------
-
-
-def search_problem(
-    query: object, group: object, limit: object, cursor: object, token_bytes: int
-) -> str | None:
-    """What is wrong with a search request's parameters, or ``None``."""
-    for label, value in (("query", query), ("group", group)):
-        if not isinstance(value, str):
-            return f"{label} must be a string"
-        if has_surrogate(value):
-            return f"{label} must be valid UTF-8"
-        if len(value) > QUERY_BYTES or utf8_size(value) > QUERY_BYTES:
-            return f"{label} must be at most {QUERY_BYTES} UTF-8 bytes"
-    if limit is not None and (
-        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= SEARCH_MAX_LIMIT
-    ):
-        return f"limit must be an integer from 1 to {SEARCH_MAX_LIMIT}"
-    if cursor is not None and (not isinstance(cursor, str) or len(cursor) > token_bytes):
-        return "malformed cursor: start the search again without a cursor"
-    return None
 
 
 # -- an invoke request -----------------------------------------------------------

@@ -3,6 +3,7 @@ invoke share with it.
 
 The modules, in the order a request meets them:
 
+* ``_request``: the checks of a request's query, group, limit and cursor;
 * ``_discovery``: the steps that ask the policy about catalog entries: the exact-name
   page, the ranked page filled to its byte budget (search's hot path), and the
   exact-name admission inspect and invoke start with;
@@ -23,6 +24,7 @@ from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._discovery import discoverable, exact_page, operation_spec, ranked_page
 from ._index import fold_group, normalize_query
 from ._ranking import Candidate, Ranking, Scorer, build_ranker, search_index
+from ._request import search_problem
 
 __all__ = [
     "Candidate",
@@ -39,4 +41,5 @@ __all__ = [
     "operation_spec",
     "ranked_page",
     "search_index",
+    "search_problem",
 ]
