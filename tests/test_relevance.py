@@ -436,6 +436,20 @@ async def test_exact_name_and_empty_query_behave_as_in_rule_mode() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_query_without_a_word_is_ranked_by_the_rule() -> None:
+    # Punctuation alone holds no word to score: the rule ranks it (substrings), as an
+    # empty query is browsed by the rule.
+    operations = [op("a.x", "Dots... here."), op("b.y", "No dots"), op("c.z", "A - dash.")]
+    relevance = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
+    rule = Registry(operations, AllowAll())
+    for query in ["...", ".", "-", "  "]:
+        assert await all_pages(relevance, query) == await all_pages(rule, query), query
+    assert await names(relevance, "...") == ["a.x"]
+    assert not relevance._ranker.ranks("...")
+    assert relevance._ranker.ranks("dots")
+
+
+@pytest.mark.anyio
 async def test_cursor_is_bound_to_the_ranking() -> None:
     operations = catalog()
     rule = Registry(operations, AllowAll(), secret=SECRET)

@@ -7,7 +7,7 @@
 * ``Ranking.RELEVANCE``: field-weighted BM25 over stemmed words (``_relevance``), so
   the operation an agent means comes first even when a query word is missing from it;
 * a ``Scorer``: the host's own scores (embeddings from a model the host provides, for
-  example), called with the query and the candidates.
+  example), called with the query and the candidates (``_scorer``).
 
 Whatever the ranking, the registry keeps the rest of search as it is: the exact
 operation name returns that operation alone, an empty query browses by name, the
@@ -15,24 +15,25 @@ group filter and discovery scope narrow the candidates, the policy judges each o
 pages fill to their byte budget, and sealed cursors continue them. A cursor binds
 the ranking (``method``), so one from another ranking is refused.
 
-Every ranking yields ``(tier, entry index)`` pairs from ``ranked(query, group, after,
-scope=...)`` (``SearchIndex.ranked``'s contract): the registry seals the last placed
-pair and turns it back into ``(tier, name)`` for the next page. The relevance and
-scorer rankings order by ``(-score, len(name), name)`` — a total order — and resume
-after the last placed name's own key, so pages never repeat or skip an operation.
+Every ranking is a ``Ranker``: the rule's ``SearchIndex``, the ``RelevanceIndex`` and
+a scorer's ``ScorerRanker``. The registry reaches them through ``ranked_by`` alone,
+which holds the one fallback: a query the ranking does not rank (an empty one; under
+relevance, one without a word) goes to the rule, which ranks every query and browses
+one without terms by name. Every ranking yields ``(tier, entry index)`` pairs: the
+registry seals the last placed pair and turns it back into ``(tier, name)`` for the
+next page. The relevance and scorer rankings order by ``(-score, len(name), name)``
+— a total order — and resume after the last placed name's own key, so pages never
+repeat or skip an operation.
 """
 
 from __future__ import annotations
 
 import enum
-import heapq
-import math
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group, query_terms
+from ._index import IndexEntry, Scope, SearchIndex
+from ._scorer import Candidate, Scorer, ScorerRanker
 
 if TYPE_CHECKING:
     from ._relevance import RelevanceEntry, RelevanceIndex
@@ -44,6 +45,7 @@ __all__ = [
     "Scorer",
     "build_ranker",
     "index_entries",
+    "ranked_by",
     "search_index",
 ]
 
@@ -57,55 +59,19 @@ class Ranking(enum.Enum):
     RELEVANCE = "relevance"
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """An operation as a ``Scorer`` sees it: its texts, never its handler or schemas.
-
-    Schemas are excluded from every ranking (spec 003): a host that wants parameter
-    names found writes them in the ``examples`` or the ``description``.
-    """
-
-    name: str
-    group: str
-    summary: str
-    description: str
-    examples: tuple[str, ...]
-
-
-@runtime_checkable
-class Scorer(Protocol):
-    """A host's own relevance scores, used by ``Registry(..., ranking=scorer)``.
-
-    ``name`` identifies the scorer (and its version, if scores change between
-    versions): cursors are bound to it, so a cursor issued under one scorer is refused
-    under another. ``score(query, candidates)`` returns one finite score per candidate,
-    in order (a list, tuple or numpy array; a set or mapping, having no order, fails
-    the search); a candidate scoring ``0`` or less does not match. It is called for each
-    search page with a query that has at least one word (an exact operation name and
-    an empty query never reach it) and every operation of the catalog, the same tuple
-    each time, so a scorer may key precomputed data (embeddings) by position or name.
-    A candidate's score must depend only on the query and that candidate, and be the
-    same every time: paging resumes after the last placed operation's score.
-
-    Results are ordered by descending score, then shorter name, then name; the group
-    filter, discovery scope, policy, page budget and cursors then apply as for the
-    built-in rankings. ``score`` runs inline in ``Registry.search``: keep it fast
-    (compute embeddings of the catalog beforehand). An exception from it fails that
-    search as an internal error.
-    """
-
-    @property
-    def name(self) -> str:
-        """The scorer's identity, bound into its cursors."""
-        ...
-
-    def score(self, query: str, candidates: Sequence[Candidate]) -> Collection[float]:
-        """One score per candidate, in order (a list, a tuple, a numpy array, ...)."""
-        ...
-
-
 class Ranker(Protocol):
-    """What the registry pages through: ``SearchIndex.ranked``'s contract."""
+    """One ordering of search results, as the registry pages through it.
+
+    ``ranks(query)`` says whether the ranking ranks ``query`` itself; ``ranked_by``
+    hands any other query to the rule. ``ranked(query, group, after, scope=...)``
+    yields ``(tier, entry index)`` for every match of a query it ranks, best first and
+    lazily (a page reads only as far as it fills): ``group`` keeps entries whose folded
+    group equals ``fold_group(group)`` (empty: no filter), ``after`` is the keyset
+    position ``(tier, name)`` of the last placed entry (only entries after it are
+    yielded), and ``scope`` (from ``SearchIndex.scope``) keeps only its entries.
+    """
+
+    def ranks(self, query: str) -> bool: ...
 
     def ranked(
         self,
@@ -115,6 +81,23 @@ class Ranker(Protocol):
         *,
         scope: Scope | None = None,
     ) -> Iterator[tuple[int, int]]: ...
+
+
+def ranked_by(
+    ranker: Ranker,
+    rule: SearchIndex,
+    query: str,
+    group: str,
+    after: tuple[int, str] | None,
+    scope: Scope | None,
+) -> Iterator[tuple[int, int]]:
+    """``ranker``'s matches for ``query``, or the rule's for a query it does not rank:
+    the one empty-query fallback of every ranking (the rule ranks every query, and
+    browses one without terms by name, so an empty query pages alike under every
+    ranking)."""
+    if ranker.ranks(query):
+        return ranker.ranked(query, group, after, scope=scope)
+    return rule.ranked(query, group, after, scope=scope)
 
 
 class Described(Protocol):
@@ -167,7 +150,7 @@ def build_ranker(
         candidates = tuple(
             Candidate(e.name, e.group, e.summary, e.description, e.examples) for e in entries
         )
-        return _Scored(ranking, candidates, index), "search/scorer/" + name
+        return ScorerRanker(ranking, candidates, index), "search/scorer/" + name
     raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
 
 
@@ -186,67 +169,3 @@ def _relevance_module() -> tuple[type[RelevanceEntry], type[RelevanceIndex]]:
     except ImportError as exc:
         raise ImportError(RELEVANCE_EXTRA, name=exc.name) from exc
     return RelevanceEntry, RelevanceIndex
-
-
-class _Scored:
-    """A host scorer's ranking: scores every candidate per page, orders, filters."""
-
-    __slots__ = ("_candidates", "_groups", "_lengths", "_rule", "_scorer")
-
-    def __init__(self, scorer: Scorer, candidates: tuple[Candidate, ...], rule: SearchIndex):
-        self._scorer = scorer
-        self._candidates = candidates
-        self._rule = rule
-        self._lengths = [len(c.name) for c in candidates]
-        self._groups = [fold_group(c.group) for c in candidates]
-
-    def ranked(
-        self,
-        query: str,
-        group: str = "",
-        after: tuple[int, str] | None = None,
-        *,
-        scope: Scope | None = None,
-    ) -> Iterator[tuple[int, int]]:
-        if not query_terms(query):
-            return self._rule.ranked(query, group, after, scope=scope)
-        return self._ranked(query, group, after, scope)
-
-    def _ranked(
-        self, query: str, group: str, after: tuple[int, str] | None, scope: Scope | None
-    ) -> Iterator[tuple[int, int]]:
-        candidates = self._candidates
-        returned = self._scorer.score(query, candidates)
-        if isinstance(returned, AbstractSet | Mapping):  # no order to pair scores with
-            raise TypeError(
-                f"Scorer {self._scorer.name!r} returned a {type(returned).__name__}: "
-                "return one score per candidate, in order (a list, tuple or array)"
-            )
-        if len(returned) != len(candidates):
-            raise ValueError(
-                f"Scorer {self._scorer.name!r} returned {len(returned)} scores "
-                f"for {len(candidates)} candidates"
-            )
-        scores = [float(value) for value in returned]
-        if not all(map(math.isfinite, scores)):
-            raise ValueError(f"Scorer {self._scorer.name!r} returned a score that is not finite")
-        lengths = self._lengths
-        # (-score, name length, entry id): entries are in name order, so this is the
-        # documented (-score, len(name), name) order, and a total one.
-        keys = [(-score, lengths[i], i) for i, score in enumerate(scores) if score > 0]
-        if group:
-            folded, groups = fold_group(group), self._groups
-            keys = [key for key in keys if groups[key[2]] == folded]
-        if scope is not None:
-            members = scope.members
-            keys = [key for key in keys if key[2] in members]
-        if after is not None:
-            last = self._rule.exact(after[1])
-            if last is None:  # pragma: no cover - cursors carry names of this catalog
-                return
-            placed = (-scores[last], lengths[last], last)
-            keys = [key for key in keys if key > placed]
-        # a heap, popped lazily: a page usually needs only the first few
-        heapq.heapify(keys)
-        while keys:
-            yield TIER_NAME, heapq.heappop(keys)[2]
