@@ -21,23 +21,25 @@ import sqlite3
 from typing import Any
 
 from .. import FormInput, InputAction, Invocation, Operation, URLInput, await_input, fail
-from ._database import Desk, cents, money
+from ._database import cents, money
 from ._kit import (
     ID,
     LIMIT,
     MONEY,
     OFFSET,
+    Application,
     Schema,
     arguments,
     as_object,
     audit,
     listing,
     obj,
+    operation,
     record,
     reply,
 )
 
-__all__ = ["CHECKOUT_BASE", "billing_operations", "checkout_id"]
+__all__ = ["CHECKOUT_BASE", "Billing", "checkout_id"]
 
 #: Where the (fictional) payment provider hosts its checkout pages.
 CHECKOUT_BASE = "https://pay.example.com/checkout/"
@@ -111,11 +113,8 @@ def refund_form(amount: str, customer: str, order_id: int) -> dict[str, Any]:
     }
 
 
-class Billing:
+class Billing(Application):
     """The handlers of the payments and refunds groups."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     # --- refunds -----------------------------------------------------------------
 
@@ -293,73 +292,65 @@ class Billing:
             return fail(f"payment {payment_id} not found")
         return reply(record(row, amounts=("amount",)))
 
-
-def billing_operations(desk: Desk) -> list[Operation]:
-    """The payments and refunds operations over ``desk``."""
-    b = Billing(desk)
-    page = {"limit": LIMIT, "offset": OFFSET}
-    return [
-        Operation(
-            "refunds.request",
-            "Refund a paid order (all or part) after a person confirms it in a form",
-            b.request_refund,
-            group="refunds",
-            description=(
-                "Asks the person to confirm the amount and pick a reason. Without 'amount' the"
-                " whole remaining balance is refunded. Safe to retry: a confirmed refund is"
-                " made once."
+    def operations(self) -> list[Operation]:
+        """The payments and refunds operations."""
+        page = {"limit": LIMIT, "offset": OFFSET}
+        return [
+            operation(
+                "refunds.request",
+                "Refund a paid order (all or part) after a person confirms it in a form",
+                self.request_refund,
+                description=(
+                    "Asks the person to confirm the amount and pick a reason. Without 'amount' the"
+                    " whole remaining balance is refunded. Safe to retry: a confirmed refund is"
+                    " made once."
+                ),
+                examples=('{"order": 1}', '{"order": 2, "amount": "10.00"}'),
+                input_schema=obj({"order": ID, "amount": MONEY}, ("order",)),
+                output_schema=REFUND_DONE,
             ),
-            examples=('{"order": 1}', '{"order": 2, "amount": "10.00"}'),
-            input_schema=obj({"order": ID, "amount": MONEY}, ("order",)),
-            output_schema=REFUND_DONE,
-        ),
-        Operation(
-            "refunds.list",
-            "List refunds, optionally for one order",
-            b.list_refunds,
-            group="refunds",
-            input_schema=obj({"order": ID, **page}),
-            output_schema=listing(REFUND),
-        ),
-        Operation(
-            "refunds.get",
-            "Show one refund",
-            b.get_refund,
-            group="refunds",
-            examples=('{"refund": 1}',),
-            input_schema=obj({"refund": ID}, ("refund",)),
-            output_schema=REFUND,
-        ),
-        Operation(
-            "payments.checkout",
-            "Pay an open invoice: hands the person off to the payment provider's page",
-            b.checkout,
-            group="payments",
-            description=(
-                "Asks the person to open an HTTPS checkout link. Accepting records a pending"
-                " payment; the provider's confirmation settles it later."
+            operation(
+                "refunds.list",
+                "List refunds, optionally for one order",
+                self.list_refunds,
+                input_schema=obj({"order": ID, **page}),
+                output_schema=listing(REFUND),
             ),
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=CHECKOUT,
-        ),
-        Operation(
-            "payments.list",
-            "List payments, optionally by invoice or status",
-            b.list_payments,
-            group="payments",
-            input_schema=obj(
-                {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **page}
+            operation(
+                "refunds.get",
+                "Show one refund",
+                self.get_refund,
+                examples=('{"refund": 1}',),
+                input_schema=obj({"refund": ID}, ("refund",)),
+                output_schema=REFUND,
             ),
-            output_schema=listing(PAYMENT),
-        ),
-        Operation(
-            "payments.status",
-            "Show one payment and whether it has settled",
-            b.payment_status,
-            group="payments",
-            examples=('{"payment": 1}',),
-            input_schema=obj({"payment": ID}, ("payment",)),
-            output_schema=PAYMENT,
-        ),
-    ]
+            operation(
+                "payments.checkout",
+                "Pay an open invoice: hands the person off to the payment provider's page",
+                self.checkout,
+                description=(
+                    "Asks the person to open an HTTPS checkout link. Accepting records a pending"
+                    " payment; the provider's confirmation settles it later."
+                ),
+                examples=('{"invoice": 6}',),
+                input_schema=obj({"invoice": ID}, ("invoice",)),
+                output_schema=CHECKOUT,
+            ),
+            operation(
+                "payments.list",
+                "List payments, optionally by invoice or status",
+                self.list_payments,
+                input_schema=obj(
+                    {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **page}
+                ),
+                output_schema=listing(PAYMENT),
+            ),
+            operation(
+                "payments.status",
+                "Show one payment and whether it has settled",
+                self.payment_status,
+                examples=('{"payment": 1}',),
+                input_schema=obj({"payment": ID}, ("payment",)),
+                output_schema=PAYMENT,
+            ),
+        ]

@@ -1,4 +1,9 @@
-"""Small shared pieces of the demo's operations: schema builders and the reply shape.
+"""The one shape of the demo's application modules, and the pieces they share.
+
+Each application module (``_sales``, ``_billing``, ``_support``, ``_reports``) is an
+``Application``: its handlers are methods over one ``Desk``, and ``operations()``
+lists its operations, each built with ``operation(...)``, which puts it in the group
+its name starts with.
 
 Every successful demo operation answers with ``reply(structured)``: the structured
 result, plus a ``Text`` copy of it as compact JSON (what MCP recommends for clients
@@ -9,11 +14,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import Invocation, Result, Text, finish
-from ._database import money, now
+from .. import Invocation, Operation, Result, Text, finish
+from ._database import Desk, money, now
 
 __all__ = [
     "ID",
@@ -22,6 +27,7 @@ __all__ = [
     "NULLABLE_ID",
     "NULLABLE_STRING",
     "OFFSET",
+    "Application",
     "Schema",
     "arguments",
     "as_object",
@@ -29,6 +35,7 @@ __all__ = [
     "like",
     "listing",
     "obj",
+    "operation",
     "record",
     "reply",
     "string",
@@ -52,6 +59,44 @@ NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 #: Page size of list operations: small pages keep results far below the result budget.
 LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
 OFFSET: Schema = {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0}
+
+
+class Application:
+    """One application module of the desk: handlers (methods) over one ``Desk``.
+
+    A subclass writes each handler as a method taking the ``Invocation`` and returns
+    its operations from ``operations()``; ``build_registry`` gathers them all.
+    """
+
+    def __init__(self, desk: Desk) -> None:
+        self.desk = desk
+
+    def operations(self) -> list[Operation]:
+        """This module's operations, their handlers bound to ``self``."""
+        raise NotImplementedError
+
+
+def operation(
+    name: str,
+    summary: str,
+    handler: Callable[[Invocation], object],
+    *,
+    description: str = "",
+    examples: tuple[str, ...] = (),
+    input_schema: Schema,
+    output_schema: Schema,
+) -> Operation:
+    """An ``Operation`` in the group its name starts with (``orders.get`` is in ``orders``)."""
+    return Operation(
+        name,
+        summary,
+        handler,
+        group=name.partition(".")[0],
+        description=description,
+        examples=examples,
+        input_schema=input_schema,
+        output_schema=output_schema,
+    )
 
 
 def string(max_length: int, *, min_length: int = 1, **extra: Any) -> Schema:

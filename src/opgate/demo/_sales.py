@@ -11,25 +11,27 @@ import sqlite3
 from typing import Any
 
 from .. import Invocation, Operation, fail
-from ._database import Desk, cents, money
+from ._database import cents, money
 from ._kit import (
     ID,
     LIMIT,
     MONEY,
     NULLABLE_ID,
     OFFSET,
+    Application,
     Schema,
     arguments,
     audit,
     like,
     listing,
     obj,
+    operation,
     record,
     reply,
     string,
 )
 
-__all__ = ["CUSTOMER", "ORDER", "sales_operations"]
+__all__ = ["CUSTOMER", "ORDER", "Sales"]
 
 TIERS = ["standard", "gold", "platinum"]
 ORDER_STATUSES = ["placed", "paid", "shipped", "delivered", "cancelled", "refunded"]
@@ -145,11 +147,8 @@ def _page(args: dict[str, Any]) -> tuple[int, int]:
     return int(args.get("limit", 10)), int(args.get("offset", 0))
 
 
-class Sales:
+class Sales(Application):
     """The handlers of the customers, products, orders and invoices groups."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     # --- customers ---------------------------------------------------------------
 
@@ -517,222 +516,213 @@ class Sales:
             row = db.execute(f"{_INVOICE_SELECT} WHERE i.id = ?", (invoice_id,)).fetchone()
         return reply(record(row, amounts=("amount",)))
 
-
-def sales_operations(desk: Desk) -> list[Operation]:
-    """The customers, products, orders and invoices operations over ``desk``."""
-    s = Sales(desk)
-    page = {"limit": LIMIT, "offset": OFFSET}
-    return [
-        Operation(
-            "customers.list",
-            "List customers, optionally filtered by name/email text or tier",
-            s.list_customers,
-            group="customers",
-            description="Pages with limit/offset; 'query' matches a substring of name or email.",
-            examples=('{"query": "ada"}', '{"tier": "gold", "limit": 5}'),
-            input_schema=obj({"query": string(100, min_length=0), "tier": {"enum": TIERS}, **page}),
-            output_schema=listing(CUSTOMER),
-        ),
-        Operation(
-            "customers.get",
-            "Show one customer with order count, open tickets and lifetime value",
-            s.get_customer,
-            group="customers",
-            examples=('{"customer": 1}',),
-            input_schema=obj({"customer": ID}, ("customer",)),
-            output_schema=CUSTOMER_DETAIL,
-        ),
-        Operation(
-            "customers.create",
-            "Create a customer account",
-            s.create_customer,
-            group="customers",
-            description="Emails are unique (compared in lower case); the tier defaults to standard",
-            examples=('{"name": "Hedy Lamarr", "email": "hedy@example.com"}',),
-            input_schema=obj(
-                {
-                    "name": string(100),
-                    "email": string(254, format="email"),
-                    "tier": {"enum": TIERS, "default": "standard"},
-                },
-                ("name", "email"),
+    def operations(self) -> list[Operation]:
+        """The customers, products, orders and invoices operations."""
+        page = {"limit": LIMIT, "offset": OFFSET}
+        return [
+            operation(
+                "customers.list",
+                "List customers, optionally filtered by name/email text or tier",
+                self.list_customers,
+                description=(
+                    "Pages with limit/offset; 'query' matches a substring of name or email."
+                ),
+                examples=('{"query": "ada"}', '{"tier": "gold", "limit": 5}'),
+                input_schema=obj(
+                    {"query": string(100, min_length=0), "tier": {"enum": TIERS}, **page}
+                ),
+                output_schema=listing(CUSTOMER),
             ),
-            output_schema=CUSTOMER,
-        ),
-        Operation(
-            "customers.update",
-            "Change a customer's name, email or tier",
-            s.update_customer,
-            group="customers",
-            examples=('{"customer": 3, "tier": "gold"}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "name": string(100),
-                    "email": string(254, format="email"),
-                    "tier": {"enum": TIERS},
-                },
-                ("customer",),
-                minProperties=2,
+            operation(
+                "customers.get",
+                "Show one customer with order count, open tickets and lifetime value",
+                self.get_customer,
+                examples=('{"customer": 1}',),
+                input_schema=obj({"customer": ID}, ("customer",)),
+                output_schema=CUSTOMER_DETAIL,
             ),
-            output_schema=CUSTOMER,
-        ),
-        Operation(
-            "customers.orders",
-            "List one customer's orders, newest first",
-            s.customer_orders,
-            group="customers",
-            examples=('{"customer": 1}',),
-            input_schema=obj({"customer": ID, **page}, ("customer",)),
-            output_schema=listing(ORDER),
-        ),
-        Operation(
-            "products.list",
-            "List products in the catalogue, optionally only those in stock",
-            s.list_products,
-            group="products",
-            examples=('{"query": "usb"}', '{"in_stock": true}'),
-            input_schema=obj(
-                {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **page}
-            ),
-            output_schema=listing(PRODUCT),
-        ),
-        Operation(
-            "products.get",
-            "Show one product with price and stock",
-            s.get_product,
-            group="products",
-            examples=('{"product": 3}',),
-            input_schema=obj({"product": ID}, ("product",)),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "products.restock",
-            "Add received units to a product's stock",
-            s.restock_product,
-            group="products",
-            examples=('{"product": 3, "quantity": 10}',),
-            input_schema=obj(
-                {"product": ID, "quantity": {"type": "integer", "minimum": 1, "maximum": 10_000}},
-                ("product", "quantity"),
-            ),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "products.set_price",
-            "Change a product's price (existing orders keep theirs)",
-            s.set_price,
-            group="products",
-            examples=('{"product": 2, "price": "27.50"}',),
-            input_schema=obj({"product": ID, "price": MONEY}, ("product", "price")),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "orders.list",
-            "List orders, optionally by status or customer",
-            s.list_orders,
-            group="orders",
-            examples=('{"status": "delivered"}', '{"customer": 2}'),
-            input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **page}),
-            output_schema=listing(ORDER),
-        ),
-        Operation(
-            "orders.get",
-            "Show one order with its lines and invoice",
-            s.get_order,
-            group="orders",
-            examples=('{"order": 7}',),
-            input_schema=obj({"order": ID}, ("order",)),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.create",
-            "Place an order for a customer; reserves stock and issues an open invoice",
-            s.create_order,
-            group="orders",
-            examples=('{"customer": 1, "lines": [{"product": 2, "quantity": 1}]}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "lines": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": 10,
-                        "items": obj(
-                            {
-                                "product": ID,
-                                "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
-                            },
-                            ("product", "quantity"),
-                        ),
+            operation(
+                "customers.create",
+                "Create a customer account",
+                self.create_customer,
+                description=(
+                    "Emails are unique (compared in lower case); the tier defaults to standard"
+                ),
+                examples=('{"name": "Hedy Lamarr", "email": "hedy@example.com"}',),
+                input_schema=obj(
+                    {
+                        "name": string(100),
+                        "email": string(254, format="email"),
+                        "tier": {"enum": TIERS, "default": "standard"},
                     },
-                },
-                ("customer", "lines"),
+                    ("name", "email"),
+                ),
+                output_schema=CUSTOMER,
             ),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.cancel",
-            "Cancel an unpaid order: voids its invoice and returns the stock",
-            s.cancel_order,
-            group="orders",
-            examples=('{"order": 6}',),
-            input_schema=obj({"order": ID}, ("order",)),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.ship",
-            "Mark a paid order as shipped with a carrier",
-            s.ship_order,
-            group="orders",
-            examples=('{"order": 4, "carrier": "dhl"}',),
-            input_schema=obj(
-                {"order": ID, "carrier": {"enum": ["dhl", "ups", "post"]}}, ("order", "carrier")
+            operation(
+                "customers.update",
+                "Change a customer's name, email or tier",
+                self.update_customer,
+                examples=('{"customer": 3, "tier": "gold"}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "name": string(100),
+                        "email": string(254, format="email"),
+                        "tier": {"enum": TIERS},
+                    },
+                    ("customer",),
+                    minProperties=2,
+                ),
+                output_schema=CUSTOMER,
             ),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "invoices.list",
-            "List invoices, optionally by status or customer",
-            s.list_invoices,
-            group="invoices",
-            examples=('{"status": "open"}',),
-            input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **page}),
-            output_schema=listing(INVOICE),
-        ),
-        Operation(
-            "invoices.get",
-            "Show one invoice with its payments and open balance",
-            s.get_invoice,
-            group="invoices",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=INVOICE_DETAIL,
-        ),
-        Operation(
-            "invoices.send",
-            "Email an invoice to the customer (or another address)",
-            s.send_invoice,
-            group="invoices",
-            description="The dispatch is written to the audit log; no mail leaves the machine.",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID, "email": string(254, format="email")}, ("invoice",)),
-            output_schema=obj(
-                {
-                    "invoice": ID,
-                    "sent_to": {"type": "string"},
-                    "status": {"enum": INVOICE_STATUSES},
-                },
-                ("invoice", "sent_to", "status"),
+            operation(
+                "customers.orders",
+                "List one customer's orders, newest first",
+                self.customer_orders,
+                examples=('{"customer": 1}',),
+                input_schema=obj({"customer": ID, **page}, ("customer",)),
+                output_schema=listing(ORDER),
             ),
-        ),
-        Operation(
-            "invoices.void",
-            "Void an open invoice",
-            s.void_invoice,
-            group="invoices",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=INVOICE,
-        ),
-    ]
+            operation(
+                "products.list",
+                "List products in the catalogue, optionally only those in stock",
+                self.list_products,
+                examples=('{"query": "usb"}', '{"in_stock": true}'),
+                input_schema=obj(
+                    {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **page}
+                ),
+                output_schema=listing(PRODUCT),
+            ),
+            operation(
+                "products.get",
+                "Show one product with price and stock",
+                self.get_product,
+                examples=('{"product": 3}',),
+                input_schema=obj({"product": ID}, ("product",)),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "products.restock",
+                "Add received units to a product's stock",
+                self.restock_product,
+                examples=('{"product": 3, "quantity": 10}',),
+                input_schema=obj(
+                    {
+                        "product": ID,
+                        "quantity": {"type": "integer", "minimum": 1, "maximum": 10_000},
+                    },
+                    ("product", "quantity"),
+                ),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "products.set_price",
+                "Change a product's price (existing orders keep theirs)",
+                self.set_price,
+                examples=('{"product": 2, "price": "27.50"}',),
+                input_schema=obj({"product": ID, "price": MONEY}, ("product", "price")),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "orders.list",
+                "List orders, optionally by status or customer",
+                self.list_orders,
+                examples=('{"status": "delivered"}', '{"customer": 2}'),
+                input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **page}),
+                output_schema=listing(ORDER),
+            ),
+            operation(
+                "orders.get",
+                "Show one order with its lines and invoice",
+                self.get_order,
+                examples=('{"order": 7}',),
+                input_schema=obj({"order": ID}, ("order",)),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.create",
+                "Place an order for a customer; reserves stock and issues an open invoice",
+                self.create_order,
+                examples=('{"customer": 1, "lines": [{"product": 2, "quantity": 1}]}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "lines": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": 10,
+                            "items": obj(
+                                {
+                                    "product": ID,
+                                    "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
+                                },
+                                ("product", "quantity"),
+                            ),
+                        },
+                    },
+                    ("customer", "lines"),
+                ),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.cancel",
+                "Cancel an unpaid order: voids its invoice and returns the stock",
+                self.cancel_order,
+                examples=('{"order": 6}',),
+                input_schema=obj({"order": ID}, ("order",)),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.ship",
+                "Mark a paid order as shipped with a carrier",
+                self.ship_order,
+                examples=('{"order": 4, "carrier": "dhl"}',),
+                input_schema=obj(
+                    {"order": ID, "carrier": {"enum": ["dhl", "ups", "post"]}}, ("order", "carrier")
+                ),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "invoices.list",
+                "List invoices, optionally by status or customer",
+                self.list_invoices,
+                examples=('{"status": "open"}',),
+                input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **page}),
+                output_schema=listing(INVOICE),
+            ),
+            operation(
+                "invoices.get",
+                "Show one invoice with its payments and open balance",
+                self.get_invoice,
+                examples=('{"invoice": 6}',),
+                input_schema=obj({"invoice": ID}, ("invoice",)),
+                output_schema=INVOICE_DETAIL,
+            ),
+            operation(
+                "invoices.send",
+                "Email an invoice to the customer (or another address)",
+                self.send_invoice,
+                description="The dispatch is written to the audit log; no mail leaves the machine.",
+                examples=('{"invoice": 6}',),
+                input_schema=obj(
+                    {"invoice": ID, "email": string(254, format="email")}, ("invoice",)
+                ),
+                output_schema=obj(
+                    {
+                        "invoice": ID,
+                        "sent_to": {"type": "string"},
+                        "status": {"enum": INVOICE_STATUSES},
+                    },
+                    ("invoice", "sent_to", "status"),
+                ),
+            ),
+            operation(
+                "invoices.void",
+                "Void an open invoice",
+                self.void_invoice,
+                examples=('{"invoice": 6}',),
+                input_schema=obj({"invoice": ID}, ("invoice",)),
+                output_schema=INVOICE,
+            ),
+        ]

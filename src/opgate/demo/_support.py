@@ -14,23 +14,24 @@ import sqlite3
 from typing import Any
 
 from .. import FormInput, InputAction, Invocation, Operation, await_input, fail
-from ._database import Desk
 from ._kit import (
     ID,
     LIMIT,
     OFFSET,
+    Application,
     Schema,
     arguments,
     as_object,
     audit,
     listing,
     obj,
+    operation,
     record,
     reply,
     string,
 )
 
-__all__ = ["TEAMS", "support_operations"]
+__all__ = ["TEAMS", "Support"]
 
 TICKET_STATUSES = ["open", "pending", "escalated", "closed"]
 PRIORITIES = ["low", "normal", "high", "urgent"]
@@ -102,11 +103,8 @@ def _detail(db: sqlite3.Connection, ticket_id: int) -> dict[str, Any] | None:
     }
 
 
-class Support:
+class Support(Application):
     """The handlers of the tickets group."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     def list_tickets(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -319,98 +317,91 @@ class Support:
         assert detail is not None
         return reply(detail)
 
-
-def support_operations(desk: Desk) -> list[Operation]:
-    """The tickets operations over ``desk``."""
-    s = Support(desk)
-    ticket = obj({"ticket": ID}, ("ticket",))
-    return [
-        Operation(
-            "tickets.list",
-            "List support tickets by status, priority or customer",
-            s.list_tickets,
-            group="tickets",
-            examples=('{"status": "open"}', '{"priority": "urgent"}'),
-            input_schema=obj(
-                {
-                    "status": {"enum": TICKET_STATUSES},
-                    "priority": {"enum": PRIORITIES},
-                    "customer": ID,
-                    "limit": LIMIT,
-                    "offset": OFFSET,
-                }
+    def operations(self) -> list[Operation]:
+        """The tickets operations."""
+        ticket = obj({"ticket": ID}, ("ticket",))
+        return [
+            operation(
+                "tickets.list",
+                "List support tickets by status, priority or customer",
+                self.list_tickets,
+                examples=('{"status": "open"}', '{"priority": "urgent"}'),
+                input_schema=obj(
+                    {
+                        "status": {"enum": TICKET_STATUSES},
+                        "priority": {"enum": PRIORITIES},
+                        "customer": ID,
+                        "limit": LIMIT,
+                        "offset": OFFSET,
+                    }
+                ),
+                output_schema=listing(TICKET),
             ),
-            output_schema=listing(TICKET),
-        ),
-        Operation(
-            "tickets.get",
-            "Show one ticket with its conversation",
-            s.get_ticket,
-            group="tickets",
-            examples=('{"ticket": 1}',),
-            input_schema=ticket,
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.open",
-            "Open a ticket for a customer, optionally about one of their orders",
-            s.open_ticket,
-            group="tickets",
-            examples=('{"customer": 1, "subject": "Late delivery", "body": "Still waiting."}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "order": ID,
-                    "subject": string(120),
-                    "body": string(2000),
-                    "priority": {"enum": PRIORITIES, "default": "normal"},
-                },
-                ("customer", "subject", "body"),
+            operation(
+                "tickets.get",
+                "Show one ticket with its conversation",
+                self.get_ticket,
+                examples=('{"ticket": 1}',),
+                input_schema=ticket,
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.comment",
-            "Add a reply or an internal note to a ticket",
-            s.comment,
-            group="tickets",
-            input_schema=obj(
-                {"ticket": ID, "body": string(2000), "internal": {"type": "boolean"}},
-                ("ticket", "body"),
+            operation(
+                "tickets.open",
+                "Open a ticket for a customer, optionally about one of their orders",
+                self.open_ticket,
+                examples=('{"customer": 1, "subject": "Late delivery", "body": "Still waiting."}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "order": ID,
+                        "subject": string(120),
+                        "body": string(2000),
+                        "priority": {"enum": PRIORITIES, "default": "normal"},
+                    },
+                    ("customer", "subject", "body"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.assign",
-            "Assign a ticket to an agent",
-            s.assign,
-            group="tickets",
-            examples=('{"ticket": 2, "assignee": "sam"}',),
-            input_schema=obj(
-                {"ticket": ID, "assignee": string(40, pattern="^[a-z][a-z0-9_-]*$")},
-                ("ticket", "assignee"),
+            operation(
+                "tickets.comment",
+                "Add a reply or an internal note to a ticket",
+                self.comment,
+                input_schema=obj(
+                    {"ticket": ID, "body": string(2000), "internal": {"type": "boolean"}},
+                    ("ticket", "body"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.close",
-            "Close a ticket with a resolution note",
-            s.close,
-            group="tickets",
-            input_schema=obj({"ticket": ID, "resolution": string(500)}, ("ticket", "resolution")),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.escalate",
-            "Escalate a ticket to another team, asking two questions first",
-            s.escalate,
-            group="tickets",
-            description=(
-                "Asks which team and priority, then whether to notify the customer; escalates"
-                " only when both questions are answered."
+            operation(
+                "tickets.assign",
+                "Assign a ticket to an agent",
+                self.assign,
+                examples=('{"ticket": 2, "assignee": "sam"}',),
+                input_schema=obj(
+                    {"ticket": ID, "assignee": string(40, pattern="^[a-z][a-z0-9_-]*$")},
+                    ("ticket", "assignee"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            examples=('{"ticket": 1}',),
-            input_schema=ticket,
-            output_schema=TICKET_DETAIL,
-        ),
-    ]
+            operation(
+                "tickets.close",
+                "Close a ticket with a resolution note",
+                self.close,
+                input_schema=obj(
+                    {"ticket": ID, "resolution": string(500)}, ("ticket", "resolution")
+                ),
+                output_schema=TICKET_DETAIL,
+            ),
+            operation(
+                "tickets.escalate",
+                "Escalate a ticket to another team, asking two questions first",
+                self.escalate,
+                description=(
+                    "Asks which team and priority, then whether to notify the customer; escalates"
+                    " only when both questions are answered."
+                ),
+                examples=('{"ticket": 1}',),
+                input_schema=ticket,
+                output_schema=TICKET_DETAIL,
+            ),
+        ]
