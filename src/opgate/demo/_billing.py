@@ -32,7 +32,9 @@ from ._kit import (
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
     operation,
     record,
@@ -86,6 +88,10 @@ REFUND_DONE: Schema = obj(
 )
 
 
+def _record(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("amount",))
+
+
 def checkout_id(invoice_id: int, amount_cents: int, issued_at: str) -> str:
     """The provider's checkout id for paying ``amount_cents`` of an invoice (deterministic)."""
     digest = hashlib.sha256(f"{invoice_id}:{amount_cents}:{issued_at}".encode()).hexdigest()
@@ -126,7 +132,7 @@ class Billing(Application):
             with self.desk.read() as db:
                 order = self._order(db, order_id)
             if order is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             remaining = order["total_cents"] - order["refunded_cents"]
             problem = self._refund_problem(order, remaining, args)
             if problem is not None:
@@ -153,7 +159,7 @@ class Billing(Application):
                 return fail("refund not made: the person did not confirm it")
             order = self._order(db, order_id)
             if order is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             remaining = order["total_cents"] - order["refunded_cents"]
             problem = self._refund_problem(order, remaining, {"amount": money(amount)})
             if problem is not None:
@@ -200,7 +206,7 @@ class Billing(Application):
     @staticmethod
     def _refunded(db: sqlite3.Connection, row: sqlite3.Row, *, replayed: bool) -> object:
         status = db.execute("SELECT status FROM orders WHERE id = ?", (row["order_id"],)).fetchone()
-        body = {**record(row, amounts=("amount",)), "order_status": status[0], "replayed": replayed}
+        body = {**_record(row), "order_status": status[0], "replayed": replayed}
         return reply(body)
 
     def list_refunds(self, inv: Invocation) -> object:
@@ -216,7 +222,7 @@ class Billing(Application):
                 " LIMIT ? OFFSET ?",
                 (order, order, limit, offset),
             ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
+        items = [_record(r) for r in rows]
         return reply({"items": items, "total": total, "offset": offset})
 
     def get_refund(self, inv: Invocation) -> object:
@@ -224,8 +230,8 @@ class Billing(Application):
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM refunds WHERE id = ?", (refund_id,)).fetchone()
         if row is None:
-            return fail(f"refund {refund_id} not found")
-        return reply(record(row, amounts=("amount",)))
+            return not_found("refund", refund_id)
+        return reply(_record(row))
 
     # --- payments ----------------------------------------------------------------
 
@@ -234,7 +240,7 @@ class Billing(Application):
         with self.desk.read() as db:
             invoice = db.execute("SELECT * FROM invoices WHERE id = ?", (invoice_id,)).fetchone()
         if invoice is None:
-            return fail(f"invoice {invoice_id} not found")
+            return not_found("invoice", invoice_id)
         session = checkout_id(invoice_id, invoice["amount_cents"], invoice["issued_at"])
         url = CHECKOUT_BASE + session
         resume = inv.resume
@@ -244,7 +250,7 @@ class Billing(Application):
                     "SELECT * FROM payments WHERE checkout_id = ?", (session,)
                 ).fetchone()
             if made is not None:  # a replay or a recovery: the payment is already recorded
-                return reply({**record(made, amounts=("amount",)), "checkout_url": url})
+                return reply({**_record(made), "checkout_url": url})
         if invoice["status"] != "open":
             return fail(f"invoice {invoice_id} is {invoice['status']}: only open invoices are paid")
         if resume is None:
@@ -267,7 +273,7 @@ class Billing(Application):
             )
             audit(db, inv.name, f"invoice {invoice_id}: checkout {session} pending")
             made = db.execute("SELECT * FROM payments WHERE checkout_id = ?", (session,)).fetchone()
-        return reply({**record(made, amounts=("amount",)), "checkout_url": url})
+        return reply({**_record(made), "checkout_url": url})
 
     def list_payments(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -281,7 +287,7 @@ class Billing(Application):
                 f"SELECT * FROM payments {where} ORDER BY id LIMIT ? OFFSET ?",
                 (*params, limit, offset),
             ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
+        items = [_record(r) for r in rows]
         return reply({"items": items, "total": total, "offset": offset})
 
     def payment_status(self, inv: Invocation) -> object:
@@ -289,8 +295,8 @@ class Billing(Application):
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM payments WHERE id = ?", (payment_id,)).fetchone()
         if row is None:
-            return fail(f"payment {payment_id} not found")
-        return reply(record(row, amounts=("amount",)))
+            return not_found("payment", payment_id)
+        return reply(_record(row))
 
     def operations(self) -> list[Operation]:
         """The payments and refunds operations."""
@@ -321,7 +327,7 @@ class Billing(Application):
                 "Show one refund",
                 self.get_refund,
                 examples=('{"refund": 1}',),
-                input_schema=obj({"refund": ID}, ("refund",)),
+                input_schema=by_id("refund"),
                 output_schema=REFUND,
             ),
             operation(
@@ -333,7 +339,7 @@ class Billing(Application):
                     " payment; the provider's confirmation settles it later."
                 ),
                 examples=('{"invoice": 6}',),
-                input_schema=obj({"invoice": ID}, ("invoice",)),
+                input_schema=by_id("invoice"),
                 output_schema=CHECKOUT,
             ),
             operation(
@@ -350,7 +356,7 @@ class Billing(Application):
                 "Show one payment and whether it has settled",
                 self.payment_status,
                 examples=('{"payment": 1}',),
-                input_schema=obj({"payment": ID}, ("payment",)),
+                input_schema=by_id("payment"),
                 output_schema=PAYMENT,
             ),
         ]

@@ -7,7 +7,8 @@ its name starts with.
 
 Every successful demo operation answers with ``reply(structured)``: the structured
 result, plus a ``Text`` copy of it as compact JSON (what MCP recommends for clients
-that read only text). Amounts are two-place decimal strings (see ``_database``).
+that read only text). An unknown id is answered with ``not_found``. Amounts are
+two-place decimal strings (see ``_database``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import Invocation, Operation, Result, Text, finish
+from .. import Invocation, Operation, Result, Text, fail, finish
 from ._database import Desk, money, now
 
 __all__ = [
@@ -32,8 +33,10 @@ __all__ = [
     "arguments",
     "as_object",
     "audit",
+    "by_id",
     "like",
     "listing",
+    "not_found",
     "obj",
     "operation",
     "record",
@@ -127,6 +130,11 @@ def listing(item: Schema) -> Schema:
     )
 
 
+def by_id(key: str) -> Schema:
+    """The input of an operation on one record: ``{key: <id>}``, required."""
+    return obj({key: ID}, (key,))
+
+
 def record(row: sqlite3.Row, *, amounts: Sequence[str] = ()) -> dict[str, Any]:
     """A row as a JSON object; each ``<name>_cents`` column in ``amounts`` becomes ``<name>``."""
     out: dict[str, Any] = {}
@@ -160,6 +168,11 @@ def arguments(inv: Invocation) -> dict[str, Any]:
 def as_object(value: object) -> dict[str, Any]:
     """A resume's state or answers as a JSON object (``{}`` when it is not one)."""
     return value if isinstance(value, dict) else {}
+
+
+def not_found(thing: str, key: object) -> object:
+    """Fail with the demo's answer for an unknown id: ``"<thing> <key> not found"``."""
+    return fail(f"{thing} {key} not found")
 
 
 def reply(structured: Mapping[str, Any], text: str | None = None) -> object:

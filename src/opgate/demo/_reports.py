@@ -41,7 +41,9 @@ from ._kit import (
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
     operation,
     record,
@@ -182,7 +184,7 @@ class Reports(Application):
         with self.desk.write() as db:
             payment = db.execute("SELECT * FROM payments WHERE id = ?", (payment_id,)).fetchone()
             if payment is None:
-                return fail(f"payment {payment_id} not found")
+                return not_found("payment", payment_id)
             if payment["status"] != "pending":
                 return fail(f"payment {payment_id} is {payment['status']}, not pending")
             db.execute("UPDATE payments SET status = 'settled' WHERE id = ?", (payment_id,))
@@ -316,7 +318,7 @@ class Reports(Application):
                 "admin.settle_payment",
                 "Mark a pending payment as settled (what the provider's webhook does)",
                 self.settle_payment,
-                input_schema=obj({"payment": ID}, ("payment",)),
+                input_schema=by_id("payment"),
                 output_schema=obj(
                     {
                         "id": ID,

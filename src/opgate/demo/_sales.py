@@ -2,7 +2,7 @@
 
 Every handler here is synchronous (the registry runs it in a worker thread), opens its
 own connection through ``Desk.read``/``Desk.write``, uses parameterized SQL only, and
-answers a missing record with ``fail("<thing> <id> not found")``.
+answers a missing record with ``not_found`` (``"<thing> <id> not found"``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from ._kit import (
     Schema,
     arguments,
     audit,
+    by_id,
     like,
     listing,
+    not_found,
     obj,
     operation,
     record,
@@ -143,6 +145,14 @@ def _order(row: sqlite3.Row) -> dict[str, Any]:
     return record(row, amounts=("total", "refunded"))
 
 
+def _product(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("price",))
+
+
+def _invoice(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("amount",))
+
+
 def _page(args: dict[str, Any]) -> tuple[int, int]:
     return int(args.get("limit", 10)), int(args.get("offset", 0))
 
@@ -193,7 +203,7 @@ class Sales(Application):
         with self.desk.read() as db:
             detail = self._customer_detail(db, customer_id)
         if detail is None:
-            return fail(f"customer {customer_id} not found")
+            return not_found("customer", customer_id)
         return reply(detail)
 
     def create_customer(self, inv: Invocation) -> object:
@@ -222,7 +232,7 @@ class Sales(Application):
         with self.desk.write() as db:
             row = db.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)).fetchone()
             if row is None:
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             if "email" in changes:
                 taken = db.execute(
                     "SELECT id FROM customers WHERE email = ? AND id != ?",
@@ -252,7 +262,7 @@ class Sales(Application):
                 db.execute("SELECT 1 FROM customers WHERE id = ?", (customer_id,)).fetchone()
                 is None
             ):
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             total = db.execute(
                 "SELECT count(*) FROM orders WHERE customer_id = ?", (customer_id,)
             ).fetchone()[0]
@@ -278,7 +288,7 @@ class Sales(Application):
                 f"SELECT * FROM products {where} ORDER BY id LIMIT ? OFFSET ?",
                 (*params, limit, offset),
             ).fetchall()
-        items = [record(r, amounts=("price",)) for r in rows]
+        items = [_product(r) for r in rows]
         return reply({"items": items, "total": total, "offset": offset})
 
     def get_product(self, inv: Invocation) -> object:
@@ -286,8 +296,8 @@ class Sales(Application):
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
         if row is None:
-            return fail(f"product {product_id} not found")
-        return reply(record(row, amounts=("price",)))
+            return not_found("product", product_id)
+        return reply(_product(row))
 
     def restock_product(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -297,10 +307,10 @@ class Sales(Application):
                 "UPDATE products SET stock = stock + ? WHERE id = ?", (quantity, product_id)
             )
             if cursor.rowcount == 0:
-                return fail(f"product {product_id} not found")
+                return not_found("product", product_id)
             audit(db, inv.name, f"product {product_id}: +{quantity} in stock")
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
-        return reply(record(row, amounts=("price",)))
+        return reply(_product(row))
 
     def set_price(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -310,10 +320,10 @@ class Sales(Application):
                 "UPDATE products SET price_cents = ? WHERE id = ?", (price, product_id)
             )
             if cursor.rowcount == 0:
-                return fail(f"product {product_id} not found")
+                return not_found("product", product_id)
             audit(db, inv.name, f"product {product_id}: price {money(price)}")
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
-        return reply(record(row, amounts=("price",)))
+        return reply(_product(row))
 
     # --- orders ------------------------------------------------------------------
 
@@ -354,7 +364,7 @@ class Sales(Application):
         with self.desk.read() as db:
             detail = self._order_detail(db, order_id)
         if detail is None:
-            return fail(f"order {order_id} not found")
+            return not_found("order", order_id)
         return reply(detail)
 
     def create_order(self, inv: Invocation) -> object:
@@ -368,14 +378,14 @@ class Sales(Application):
                 db.execute("SELECT 1 FROM customers WHERE id = ?", (customer_id,)).fetchone()
                 is None
             ):
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             priced: list[tuple[int, int, int]] = []
             for product_id, quantity in sorted(wanted.items()):
                 product = db.execute(
                     "SELECT price_cents, stock, name FROM products WHERE id = ?", (product_id,)
                 ).fetchone()
                 if product is None:
-                    return fail(f"product {product_id} not found")
+                    return not_found("product", product_id)
                 if product["stock"] < quantity:
                     return fail(f"only {product['stock']} of {product['name']} in stock")
                 priced.append((product_id, quantity, product["price_cents"]))
@@ -411,7 +421,7 @@ class Sales(Application):
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
             if row is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             if row["status"] != "placed":
                 return fail(
                     f"order {order_id} is {row['status']}: only placed (unpaid) orders can be"
@@ -436,7 +446,7 @@ class Sales(Application):
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
             if row is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             if row["status"] != "paid":
                 return fail(f"order {order_id} is {row['status']}: only paid orders can ship")
             db.execute("UPDATE orders SET status = 'shipped' WHERE id = ?", (order_id,))
@@ -460,7 +470,7 @@ class Sales(Application):
                 f"{_INVOICE_SELECT} {where} ORDER BY i.id LIMIT ? OFFSET ?",
                 (*params, limit, offset),
             ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
+        items = [_invoice(r) for r in rows]
         return reply({"items": items, "total": total, "offset": offset})
 
     def get_invoice(self, inv: Invocation) -> object:
@@ -468,7 +478,7 @@ class Sales(Application):
         with self.desk.read() as db:
             row = db.execute(f"{_INVOICE_SELECT} WHERE i.id = ?", (invoice_id,)).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             payments = db.execute(
                 "SELECT id, status, method, amount_cents, created_at FROM payments"
                 " WHERE invoice_id = ? ORDER BY id",
@@ -478,7 +488,7 @@ class Sales(Application):
         balance = 0 if row["status"] == "void" else max(row["amount_cents"] - settled, 0)
         return reply(
             {
-                **record(row, amounts=("amount",)),
+                **_invoice(row),
                 "balance": money(balance),
                 "payments": [record(p, amounts=("amount",)) for p in payments],
             }
@@ -494,7 +504,7 @@ class Sales(Application):
                 (invoice_id,),
             ).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             if row["status"] == "void":
                 return fail(f"invoice {invoice_id} is void")
             recipient = str(args.get("email", row["email"]))
@@ -506,7 +516,7 @@ class Sales(Application):
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM invoices WHERE id = ?", (invoice_id,)).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             if row["status"] != "open":
                 return fail(
                     f"invoice {invoice_id} is {row['status']}: only open invoices can be voided"
@@ -514,7 +524,7 @@ class Sales(Application):
             db.execute("UPDATE invoices SET status = 'void' WHERE id = ?", (invoice_id,))
             audit(db, inv.name, f"invoice {invoice_id} voided")
             row = db.execute(f"{_INVOICE_SELECT} WHERE i.id = ?", (invoice_id,)).fetchone()
-        return reply(record(row, amounts=("amount",)))
+        return reply(_invoice(row))
 
     def operations(self) -> list[Operation]:
         """The customers, products, orders and invoices operations."""
@@ -538,7 +548,7 @@ class Sales(Application):
                 "Show one customer with order count, open tickets and lifetime value",
                 self.get_customer,
                 examples=('{"customer": 1}',),
-                input_schema=obj({"customer": ID}, ("customer",)),
+                input_schema=by_id("customer"),
                 output_schema=CUSTOMER_DETAIL,
             ),
             operation(
@@ -599,7 +609,7 @@ class Sales(Application):
                 "Show one product with price and stock",
                 self.get_product,
                 examples=('{"product": 3}',),
-                input_schema=obj({"product": ID}, ("product",)),
+                input_schema=by_id("product"),
                 output_schema=PRODUCT,
             ),
             operation(
@@ -637,7 +647,7 @@ class Sales(Application):
                 "Show one order with its lines and invoice",
                 self.get_order,
                 examples=('{"order": 7}',),
-                input_schema=obj({"order": ID}, ("order",)),
+                input_schema=by_id("order"),
                 output_schema=ORDER_DETAIL,
             ),
             operation(
@@ -670,7 +680,7 @@ class Sales(Application):
                 "Cancel an unpaid order: voids its invoice and returns the stock",
                 self.cancel_order,
                 examples=('{"order": 6}',),
-                input_schema=obj({"order": ID}, ("order",)),
+                input_schema=by_id("order"),
                 output_schema=ORDER_DETAIL,
             ),
             operation(
@@ -696,7 +706,7 @@ class Sales(Application):
                 "Show one invoice with its payments and open balance",
                 self.get_invoice,
                 examples=('{"invoice": 6}',),
-                input_schema=obj({"invoice": ID}, ("invoice",)),
+                input_schema=by_id("invoice"),
                 output_schema=INVOICE_DETAIL,
             ),
             operation(
@@ -722,7 +732,7 @@ class Sales(Application):
                 "Void an open invoice",
                 self.void_invoice,
                 examples=('{"invoice": 6}',),
-                input_schema=obj({"invoice": ID}, ("invoice",)),
+                input_schema=by_id("invoice"),
                 output_schema=INVOICE,
             ),
         ]

@@ -23,7 +23,9 @@ from ._kit import (
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
     operation,
     record,
@@ -127,7 +129,7 @@ class Support(Application):
         with self.desk.read() as db:
             detail = _detail(db, ticket_id)
         if detail is None:
-            return fail(f"ticket {ticket_id} not found")
+            return not_found("ticket", ticket_id)
         return reply(detail)
 
     def open_ticket(self, inv: Invocation) -> object:
@@ -138,7 +140,7 @@ class Support(Application):
                 "SELECT name FROM customers WHERE id = ?", (customer_id,)
             ).fetchone()
             if customer is None:
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             if order_id is not None:
                 owner = db.execute(
                     "SELECT customer_id FROM orders WHERE id = ?", (order_id,)
@@ -167,7 +169,7 @@ class Support(Application):
         ticket_id = args["ticket"]
         with self.desk.write() as db:
             if db.execute("SELECT 1 FROM tickets WHERE id = ?", (ticket_id,)).fetchone() is None:
-                return fail(f"ticket {ticket_id} not found")
+                return not_found("ticket", ticket_id)
             db.execute(
                 "INSERT INTO ticket_comments (ticket_id, author, body, internal, created_at)"
                 f" VALUES (?, 'agent', ?, ?, {_NOW})",
@@ -191,9 +193,9 @@ class Support(Application):
             )
             if cursor.rowcount == 0:
                 exists = db.execute("SELECT 1 FROM tickets WHERE id = ?", (ticket_id,)).fetchone()
-                return fail(
-                    f"ticket {ticket_id} is closed" if exists else f"ticket {ticket_id} not found"
-                )
+                if exists is None:
+                    return not_found("ticket", ticket_id)
+                return fail(f"ticket {ticket_id} is closed")
             audit(db, inv.name, f"ticket {ticket_id} assigned to {args['assignee']}")
             detail = _detail(db, ticket_id)
         assert detail is not None
@@ -205,7 +207,7 @@ class Support(Application):
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM tickets WHERE id = ?", (ticket_id,)).fetchone()
             if row is None:
-                return fail(f"ticket {ticket_id} not found")
+                return not_found("ticket", ticket_id)
             if row["status"] == "closed":
                 return fail(f"ticket {ticket_id} is already closed")
             db.execute(
@@ -228,7 +230,7 @@ class Support(Application):
         with self.desk.read() as db:
             ticket = db.execute(f"{_SELECT} WHERE t.id = ?", (ticket_id,)).fetchone()
         if ticket is None:
-            return fail(f"ticket {ticket_id} not found")
+            return not_found("ticket", ticket_id)
         if resume is None:
             if ticket["status"] in ("closed", "escalated"):
                 return fail(f"ticket {ticket_id} is {ticket['status']}")
@@ -319,7 +321,6 @@ class Support(Application):
 
     def operations(self) -> list[Operation]:
         """The tickets operations."""
-        ticket = obj({"ticket": ID}, ("ticket",))
         return [
             operation(
                 "tickets.list",
@@ -342,7 +343,7 @@ class Support(Application):
                 "Show one ticket with its conversation",
                 self.get_ticket,
                 examples=('{"ticket": 1}',),
-                input_schema=ticket,
+                input_schema=by_id("ticket"),
                 output_schema=TICKET_DETAIL,
             ),
             operation(
@@ -401,7 +402,7 @@ class Support(Application):
                     " only when both questions are answered."
                 ),
                 examples=('{"ticket": 1}',),
-                input_schema=ticket,
+                input_schema=by_id("ticket"),
                 output_schema=TICKET_DETAIL,
             ),
         ]
