@@ -24,9 +24,8 @@ from .. import FormInput, InputAction, Invocation, Operation, URLInput, await_in
 from ._database import cents, money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
-    OFFSET,
+    PAGE,
     Application,
     Schema,
     arguments,
@@ -37,6 +36,7 @@ from ._kit import (
     not_found,
     obj,
     operation,
+    page,
     record,
     reply,
 )
@@ -210,20 +210,12 @@ class Billing(Application):
         return reply(body)
 
     def list_refunds(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
-        order = args.get("order")
+        order = arguments(inv).get("order")
+        where = "WHERE ? IS NULL OR order_id = ?"
+        count = f"SELECT count(*) FROM refunds {where}"
+        select = f"SELECT * FROM refunds {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(
-                "SELECT count(*) FROM refunds WHERE ? IS NULL OR order_id = ?", (order, order)
-            ).fetchone()[0]
-            rows = db.execute(
-                "SELECT * FROM refunds WHERE ? IS NULL OR order_id = ? ORDER BY id"
-                " LIMIT ? OFFSET ?",
-                (order, order, limit, offset),
-            ).fetchall()
-        items = [_record(r) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, (order, order), item=_record))
 
     def get_refund(self, inv: Invocation) -> object:
         refund_id = arguments(inv)["refund"]
@@ -277,18 +269,13 @@ class Billing(Application):
 
     def list_payments(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         invoice, status = args.get("invoice"), args.get("status")
         where = "WHERE (? IS NULL OR invoice_id = ?) AND (? IS NULL OR status = ?)"
         params = (invoice, invoice, status, status)
+        count = f"SELECT count(*) FROM payments {where}"
+        select = f"SELECT * FROM payments {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM payments {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM payments {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [_record(r) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_record))
 
     def payment_status(self, inv: Invocation) -> object:
         payment_id = arguments(inv)["payment"]
@@ -300,7 +287,6 @@ class Billing(Application):
 
     def operations(self) -> list[Operation]:
         """The payments and refunds operations."""
-        page = {"limit": LIMIT, "offset": OFFSET}
         return [
             operation(
                 "refunds.request",
@@ -319,7 +305,7 @@ class Billing(Application):
                 "refunds.list",
                 "List refunds, optionally for one order",
                 self.list_refunds,
-                input_schema=obj({"order": ID, **page}),
+                input_schema=obj({"order": ID, **PAGE}),
                 output_schema=listing(REFUND),
             ),
             operation(
@@ -347,7 +333,7 @@ class Billing(Application):
                 "List payments, optionally by invoice or status",
                 self.list_payments,
                 input_schema=obj(
-                    {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **page}
+                    {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **PAGE}
                 ),
                 output_schema=listing(PAYMENT),
             ),

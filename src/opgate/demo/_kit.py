@@ -3,12 +3,14 @@
 Each application module (``_sales``, ``_billing``, ``_support``, ``_reports``) is an
 ``Application``: its handlers are methods over one ``Desk``, and ``operations()``
 lists its operations, each built with ``operation(...)``, which puts it in the group
-its name starts with.
+its name starts with. What a module writes is only what is its own: record schemas,
+SQL, and the rules of its groups.
 
 Every successful demo operation answers with ``reply(structured)``: the structured
 result, plus a ``Text`` copy of it as compact JSON (what MCP recommends for clients
-that read only text). An unknown id is answered with ``not_found``. Amounts are
-two-place decimal strings (see ``_database``).
+that read only text). A list operation takes ``PAGE`` and answers ``page(...)``
+(output schema ``listing(item)``); an unknown id is answered with ``not_found``.
+Amounts are two-place decimal strings (see ``_database``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "NULLABLE_ID",
     "NULLABLE_STRING",
     "OFFSET",
+    "PAGE",
     "Application",
     "Schema",
     "arguments",
@@ -39,6 +42,7 @@ __all__ = [
     "not_found",
     "obj",
     "operation",
+    "page",
     "record",
     "reply",
     "string",
@@ -62,6 +66,8 @@ NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 #: Page size of list operations: small pages keep results far below the result budget.
 LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
 OFFSET: Schema = {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0}
+#: The paging properties of a list operation's input (spread into its properties).
+PAGE: Schema = {"limit": LIMIT, "offset": OFFSET}
 
 
 class Application:
@@ -145,6 +151,27 @@ def record(row: sqlite3.Row, *, amounts: Sequence[str] = ()) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def page(
+    db: sqlite3.Connection,
+    inv: Invocation,
+    count: str,
+    select: str,
+    params: Sequence[object] = (),
+    *,
+    item: Callable[[sqlite3.Row], dict[str, Any]] = record,
+) -> dict[str, Any]:
+    """One page of a list operation, ``{items, total, offset}`` (see ``listing``).
+
+    ``count`` and ``select`` share ``params``; ``select`` is ordered, and gets the
+    ``LIMIT``/``OFFSET`` of the invocation's ``limit`` and ``offset`` (see ``PAGE``).
+    """
+    args = arguments(inv)
+    limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
+    total = db.execute(count, params).fetchone()[0]
+    rows = db.execute(f"{select} LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+    return {"items": [item(row) for row in rows], "total": total, "offset": offset}
 
 
 def audit(connection: sqlite3.Connection, operation: str, detail: str) -> None:

@@ -33,9 +33,8 @@ from .. import (
 from ._database import money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
-    OFFSET,
+    PAGE,
     Application,
     Schema,
     arguments,
@@ -46,6 +45,7 @@ from ._kit import (
     not_found,
     obj,
     operation,
+    page,
     record,
     reply,
 )
@@ -170,14 +170,10 @@ class Reports(Application):
     # --- admin -------------------------------------------------------------------
 
     def audit_log(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         with self.desk.read() as db:
-            total = db.execute("SELECT count(*) FROM audit").fetchone()[0]
-            rows = db.execute(
-                "SELECT * FROM audit ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(
+                page(db, inv, "SELECT count(*) FROM audit", "SELECT * FROM audit ORDER BY id DESC")
+            )
 
     def settle_payment(self, inv: Invocation) -> object:
         payment_id = arguments(inv)["payment"]
@@ -301,7 +297,7 @@ class Reports(Application):
                 "admin.audit_log",
                 "Read the audit log of every change, newest first",
                 self.audit_log,
-                input_schema=obj({"limit": LIMIT, "offset": OFFSET}),
+                input_schema=obj(PAGE),
                 output_schema=listing(
                     obj(
                         {

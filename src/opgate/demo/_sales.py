@@ -14,10 +14,9 @@ from .. import Invocation, Operation, fail
 from ._database import cents, money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
     NULLABLE_ID,
-    OFFSET,
+    PAGE,
     Application,
     Schema,
     arguments,
@@ -28,6 +27,7 @@ from ._kit import (
     not_found,
     obj,
     operation,
+    page,
     record,
     reply,
     string,
@@ -153,10 +153,6 @@ def _invoice(row: sqlite3.Row) -> dict[str, Any]:
     return record(row, amounts=("amount",))
 
 
-def _page(args: dict[str, Any]) -> tuple[int, int]:
-    return int(args.get("limit", 10)), int(args.get("offset", 0))
-
-
 class Sales(Application):
     """The handlers of the customers, products, orders and invoices groups."""
 
@@ -164,19 +160,21 @@ class Sales(Application):
 
     def list_customers(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         where = "WHERE (? = '' OR name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\')"
         where += " AND (? IS NULL OR tier = ?)"
         query = str(args.get("query", ""))
         tier = args.get("tier")
-        params: tuple[Any, ...] = (query, like(query), like(query), tier, tier)
+        params = (query, like(query), like(query), tier, tier)
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM customers {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM customers {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(
+                page(
+                    db,
+                    inv,
+                    f"SELECT count(*) FROM customers {where}",
+                    f"SELECT * FROM customers {where} ORDER BY id",
+                    params,
+                )
+            )
 
     def _customer_detail(self, db: sqlite3.Connection, customer_id: int) -> dict[str, Any] | None:
         row = db.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)).fetchone()
@@ -254,42 +252,30 @@ class Sales(Application):
         return reply(record(row))
 
     def customer_orders(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        customer_id = args["customer"]
-        limit, offset = _page(args)
+        customer_id = arguments(inv)["customer"]
         with self.desk.read() as db:
             if (
                 db.execute("SELECT 1 FROM customers WHERE id = ?", (customer_id,)).fetchone()
                 is None
             ):
                 return not_found("customer", customer_id)
-            total = db.execute(
-                "SELECT count(*) FROM orders WHERE customer_id = ?", (customer_id,)
-            ).fetchone()[0]
-            rows = db.execute(
-                f"{_ORDER_SELECT} WHERE o.customer_id = ? ORDER BY o.id DESC LIMIT ? OFFSET ?",
-                (customer_id, limit, offset),
-            ).fetchall()
-        return reply({"items": [_order(r) for r in rows], "total": total, "offset": offset})
+            count = "SELECT count(*) FROM orders WHERE customer_id = ?"
+            select = f"{_ORDER_SELECT} WHERE o.customer_id = ? ORDER BY o.id DESC"
+            return reply(page(db, inv, count, select, (customer_id,), item=_order))
 
     # --- products ----------------------------------------------------------------
 
     def list_products(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         query = str(args.get("query", ""))
         in_stock = 1 if args.get("in_stock") is True else 0
         where = "WHERE (? = '' OR name LIKE ? ESCAPE '\\' OR sku LIKE ? ESCAPE '\\')"
         where += " AND (? = 0 OR stock > 0)"
         params = (query, like(query), like(query), in_stock)
+        count = f"SELECT count(*) FROM products {where}"
+        select = f"SELECT * FROM products {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM products {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM products {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [_product(r) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_product))
 
     def get_product(self, inv: Invocation) -> object:
         product_id = arguments(inv)["product"]
@@ -329,16 +315,13 @@ class Sales(Application):
 
     def list_orders(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         status, customer = args.get("status"), args.get("customer")
         where = "WHERE (? IS NULL OR o.status = ?) AND (? IS NULL OR o.customer_id = ?)"
         params = (status, status, customer, customer)
+        count = f"SELECT count(*) FROM orders o {where}"
+        select = f"{_ORDER_SELECT} {where} ORDER BY o.id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM orders o {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_ORDER_SELECT} {where} ORDER BY o.id LIMIT ? OFFSET ?", (*params, limit, offset)
-            ).fetchall()
-        return reply({"items": [_order(r) for r in rows], "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_order))
 
     def _order_detail(self, db: sqlite3.Connection, order_id: int) -> dict[str, Any] | None:
         row = db.execute(f"{_ORDER_SELECT} WHERE o.id = ?", (order_id,)).fetchone()
@@ -459,19 +442,13 @@ class Sales(Application):
 
     def list_invoices(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         status, customer = args.get("status"), args.get("customer")
         where = "WHERE (? IS NULL OR i.status = ?) AND (? IS NULL OR o.customer_id = ?)"
         params = (status, status, customer, customer)
-        count = "SELECT count(*) FROM invoices i JOIN orders o ON o.id = i.order_id"
+        count = f"SELECT count(*) FROM invoices i JOIN orders o ON o.id = i.order_id {where}"
+        select = f"{_INVOICE_SELECT} {where} ORDER BY i.id"
         with self.desk.read() as db:
-            total = db.execute(f"{count} {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_INVOICE_SELECT} {where} ORDER BY i.id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [_invoice(r) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_invoice))
 
     def get_invoice(self, inv: Invocation) -> object:
         invoice_id = arguments(inv)["invoice"]
@@ -528,7 +505,6 @@ class Sales(Application):
 
     def operations(self) -> list[Operation]:
         """The customers, products, orders and invoices operations."""
-        page = {"limit": LIMIT, "offset": OFFSET}
         return [
             operation(
                 "customers.list",
@@ -539,7 +515,7 @@ class Sales(Application):
                 ),
                 examples=('{"query": "ada"}', '{"tier": "gold", "limit": 5}'),
                 input_schema=obj(
-                    {"query": string(100, min_length=0), "tier": {"enum": TIERS}, **page}
+                    {"query": string(100, min_length=0), "tier": {"enum": TIERS}, **PAGE}
                 ),
                 output_schema=listing(CUSTOMER),
             ),
@@ -591,7 +567,7 @@ class Sales(Application):
                 "List one customer's orders, newest first",
                 self.customer_orders,
                 examples=('{"customer": 1}',),
-                input_schema=obj({"customer": ID, **page}, ("customer",)),
+                input_schema=obj({"customer": ID, **PAGE}, ("customer",)),
                 output_schema=listing(ORDER),
             ),
             operation(
@@ -600,7 +576,7 @@ class Sales(Application):
                 self.list_products,
                 examples=('{"query": "usb"}', '{"in_stock": true}'),
                 input_schema=obj(
-                    {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **page}
+                    {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **PAGE}
                 ),
                 output_schema=listing(PRODUCT),
             ),
@@ -639,7 +615,7 @@ class Sales(Application):
                 "List orders, optionally by status or customer",
                 self.list_orders,
                 examples=('{"status": "delivered"}', '{"customer": 2}'),
-                input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **page}),
+                input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **PAGE}),
                 output_schema=listing(ORDER),
             ),
             operation(
@@ -698,7 +674,7 @@ class Sales(Application):
                 "List invoices, optionally by status or customer",
                 self.list_invoices,
                 examples=('{"status": "open"}',),
-                input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **page}),
+                input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **PAGE}),
                 output_schema=listing(INVOICE),
             ),
             operation(

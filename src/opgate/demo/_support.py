@@ -16,8 +16,7 @@ from typing import Any
 from .. import FormInput, InputAction, Invocation, Operation, await_input, fail
 from ._kit import (
     ID,
-    LIMIT,
-    OFFSET,
+    PAGE,
     Application,
     Schema,
     arguments,
@@ -28,6 +27,7 @@ from ._kit import (
     not_found,
     obj,
     operation,
+    page,
     record,
     reply,
     string,
@@ -110,19 +110,15 @@ class Support(Application):
 
     def list_tickets(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         status, priority, customer = args.get("status"), args.get("priority"), args.get("customer")
         where = (
             "WHERE (? IS NULL OR t.status = ?) AND (? IS NULL OR t.priority = ?)"
             " AND (? IS NULL OR t.customer_id = ?)"
         )
         params = (status, status, priority, priority, customer, customer)
+        count = f"SELECT count(*) FROM tickets t {where}"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM tickets t {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_SELECT} {where} ORDER BY t.id LIMIT ? OFFSET ?", (*params, limit, offset)
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(page(db, inv, count, f"{_SELECT} {where} ORDER BY t.id", params))
 
     def get_ticket(self, inv: Invocation) -> object:
         ticket_id = arguments(inv)["ticket"]
@@ -332,8 +328,7 @@ class Support(Application):
                         "status": {"enum": TICKET_STATUSES},
                         "priority": {"enum": PRIORITIES},
                         "customer": ID,
-                        "limit": LIMIT,
-                        "offset": OFFSET,
+                        **PAGE,
                     }
                 ),
                 output_schema=listing(TICKET),
