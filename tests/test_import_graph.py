@@ -275,7 +275,6 @@ def test_no_circle_of_runtime_imports(graph: ImportGraph) -> None:
         pytest.fail(_report(graph.runtime))
 
 
-@pytest.mark.xfail(strict=True, reason="_catalog defers `from . import __version__`")
 def test_no_deferred_import_closes_a_circle(graph: ImportGraph) -> None:
     merged = _merged(graph.runtime, graph.deferred)
     if find_circles(merged):

@@ -31,6 +31,7 @@ from ._results import json_string_size
 from ._rules import utf8_size
 from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
 from ._search import IndexEntry, SearchIndex
+from ._version import __version__
 
 __all__ = ["Entry", "catalog_revision", "search_index", "snapshot_catalog"]
 
@@ -161,8 +162,6 @@ def search_index(entries: tuple[Entry, ...]) -> SearchIndex:
 
 def catalog_revision(entries: tuple[Entry, ...]) -> str:
     """The definitions revision (``_keys``): the entries as compiled, and the version."""
-    from . import __version__
-
     return definitions_revision(
         (
             Definition(
