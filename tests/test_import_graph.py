@@ -281,7 +281,6 @@ def test_no_deferred_import_closes_a_circle(graph: ImportGraph) -> None:
         pytest.fail(_report(merged))
 
 
-@pytest.mark.xfail(strict=True, reason="_rules needs _catalog.Entry, _catalog needs _rules")
 def test_no_circle_through_type_checking_imports(graph: ImportGraph) -> None:
     merged = _merged(graph.runtime, graph.deferred, graph.type_checking)
     if find_circles(merged):

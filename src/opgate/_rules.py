@@ -39,8 +39,9 @@ from ._responses import (
     decode_answers_canonical,
     is_genuine_response,
 )
-from ._results import Result, check_result_budget, is_constructed, json_string_size
+from ._results import Result, check_result_budget, is_constructed
 from ._schema import ViolationDetail
+from ._text import has_surrogate, json_string_size, utf8_size
 
 if TYPE_CHECKING:
     from ._catalog import Entry
@@ -52,11 +53,9 @@ __all__ = [
     "check_prompt",
     "checked_answers",
     "conclude",
-    "has_surrogate",
     "operation_failure",
     "resume_parts",
     "search_problem",
-    "utf8_size",
     "validated_arguments",
 ]
 
@@ -73,20 +72,6 @@ LIFETIME_CLOSED = (
     "the serving lifetime is closed: this server no longer accepts calls; "
     "use the application's own intent or job key to find the outcome of earlier requests"
 )
-
-
-def utf8_size(text: str) -> int:
-    """The UTF-8 size of ``text`` (a lone surrogate counts as it would encode)."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (is not valid UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 # -- search ----------------------------------------------------------------------
