@@ -28,6 +28,7 @@ from ._results import (
     Text,
 )
 from ._search import Candidate, Ranking, Scorer
+from ._version import __version__ as __version__
 
 __all__ = [
     "NO_STRUCTURED",
@@ -72,5 +73,3 @@ __all__ = [
     "fail",
     "finish",
 ]
-
-__version__ = "0.1.0"

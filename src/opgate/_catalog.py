@@ -27,9 +27,9 @@ from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
-from ._results import json_string_size
-from ._rules import utf8_size
 from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
+from ._text import json_string_size, utf8_size
+from ._version import __version__
 
 __all__ = ["Entry", "catalog_revision", "snapshot_catalog"]
 
@@ -150,8 +150,6 @@ def _snapshot(
 
 def catalog_revision(entries: tuple[Entry, ...]) -> str:
     """The definitions revision (``_keys``): the entries as compiled, and the version."""
-    from . import __version__
-
     return definitions_revision(
         (
             Definition(

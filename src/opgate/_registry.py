@@ -3,10 +3,10 @@
 A ``Registry`` is built once from the host's operations (``_catalog`` snapshots and
 compiles them) and serves three requests: ``search`` (sequenced here, its steps in
 the ``_search`` package), ``inspect`` and ``invoke`` (sequenced by ``_invoke``). The
-rules they apply live in their own modules (``_rules``, ``_json``, ``_schema``,
-``_search``, ``_policy``, ``_results``, ``_forms``, ``_responses``, ``_ledger``,
-``_progress``); this module turns every request-level problem into a
-returned ``Failed``. Requests never raise for bad input, nor for anything a callback
+rules they apply live in their own modules (``_search``, ``_request``, ``_answers``,
+``_conclusion``, ``_json``, ``_schema``, ``_policy``, ``_results``, ``_forms``,
+``_responses``, ``_ledger``, ``_progress``); this module turns every request-level
+problem into a returned ``Failed``. Requests never raise for bad input, nor for anything a callback
 raises (``BaseException`` included); real cancellation of the calling task,
 ``KeyboardInterrupt`` and ``SystemExit`` propagate (``_execution``). A returned
 failure holds no traceback frames.

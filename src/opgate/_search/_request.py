@@ -8,7 +8,7 @@ callback and never awaits.
 from __future__ import annotations
 
 from .._limits import QUERY_BYTES, SEARCH_MAX_LIMIT
-from .._rules import has_surrogate, utf8_size
+from .._text import has_surrogate, utf8_size
 
 __all__ = ["search_problem"]
 
