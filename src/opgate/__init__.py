@@ -15,7 +15,6 @@ from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
-from ._ranking import Candidate, Ranking, Scorer
 from ._registry import Registry
 from ._responses import InputAction, InputResponse
 from ._results import (
@@ -28,6 +27,8 @@ from ._results import (
     Result,
     Text,
 )
+from ._search import Candidate, Ranking, Scorer
+from ._version import __version__ as __version__
 
 __all__ = [
     "NO_STRUCTURED",
@@ -72,5 +73,3 @@ __all__ = [
     "fail",
     "finish",
 ]
-
-__version__ = "0.1.0"

@@ -63,6 +63,7 @@ from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse, pointer
 from ._schema import MAX_COUNT, CompiledSchema, SchemaRole, compile_schema
 from ._sealed import Seal, Sealed, is_genuine
+from ._text import has_surrogate
 
 __all__ = [
     "FORM_CHECKS_CACHED",
@@ -367,10 +368,8 @@ def _check_message(owner: str, message: object) -> str:
         raise TypeError(f"{owner} message must be a str, not {type(message).__name__}")
     if not message.strip():
         raise ConfigurationError(f"{owner} needs a nonblank message to show the person")
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigurationError(f"{owner} message contains a lone surrogate") from None
+    if has_surrogate(message):
+        raise ConfigurationError(f"{owner} message contains a lone surrogate")
     return str.__str__(message)
 
 

@@ -51,12 +51,12 @@ import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring
 from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, detach, from_python, parse, parsed_canonical_bytes
 from ._sealed import Seal, Sealed, is_genuine
+from ._text import json_string_size
 
 __all__ = [
     "BLOCK_OVERHEAD",
@@ -76,7 +76,6 @@ __all__ = [
     "base64_length",
     "check_result_budget",
     "is_constructed",
-    "json_string_size",
     "result_size",
 ]
 
@@ -118,20 +117,6 @@ _RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
 def base64_length(size: int) -> int:
     """The length of the padded base64 encoding of ``size`` bytes."""
     return (size + 2) // 3 * 4
-
-
-def json_string_size(text: str) -> int:
-    """UTF-8 bytes of ``text`` as the body of a JSON string, quotes excluded.
-
-    Escaped as canonical JSON escapes it: ``\\"``, ``\\\\``, the short escapes,
-    ``\\u00xx`` for the other control characters, everything else literal. Equal to the
-    UTF-8 length for text without quotes, backslashes or controls; escapes only add.
-    ``ValueError`` (``UnicodeEncodeError``) for a lone surrogate.
-    """
-    escaped = encode_basestring(text)
-    if escaped.isascii():
-        return len(escaped) - 2
-    return len(escaped.encode("utf-8")) - 2
 
 
 # --- validation helpers ---------------------------------------------------------------
