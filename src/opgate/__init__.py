@@ -14,7 +14,6 @@ from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
-from ._ranking import Candidate, Ranking, Scorer
 from ._registry import Registry
 from ._responses import InputAction, InputResponse
 from ._results import (
@@ -27,6 +26,8 @@ from ._results import (
     Result,
     Text,
 )
+from ._search import Candidate, Ranking, Scorer
+from ._version import __version__ as __version__
 from .ledger import Lifetime
 
 __all__ = [
@@ -74,5 +75,3 @@ __all__ = [
     "finish",
     "internal_failure",
 ]
-
-__version__ = "0.1.0"

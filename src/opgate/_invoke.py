@@ -1,7 +1,7 @@
 """The invoke sequence: the one place that orders an invoke's rules, callbacks and ledger steps.
 
 ``Invoker.invoke`` checks the request's options, asks ``scope_key`` and whether the
-operation is discoverable, validates the arguments (``_rules``), then either runs a
+operation is discoverable, validates the arguments (``_request``), then either runs a
 first call (``_initial``: authorize, reserve a prompt chain if the host can show
 prompts — while a shared store is down, run as for a host that cannot — dispatch,
 conclude or commit a prompt) or answers a prompt (``_resume``:
@@ -30,8 +30,9 @@ from typing import Any
 
 import anyio
 
+from ._answers import checked_answers, resume_parts
 from ._catalog import Entry
-from ._discovery import discoverable
+from ._conclusion import check_prompt, conclude
 from ._execution import (
     honour_cancellation,
     is_own_close,
@@ -48,15 +49,8 @@ from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
 from ._progress import Diagnostics, ProgressChannel
-from ._rules import (
-    LIFETIME_CLOSED,
-    call_options,
-    check_prompt,
-    checked_answers,
-    conclude,
-    resume_parts,
-    validated_arguments,
-)
+from ._request import LIFETIME_CLOSED, call_options, validated_arguments
+from ._search import discoverable
 from .ledger import Binding, Event, LedgerBackend, LedgerRecord, LedgerUnavailable, Lifetime
 
 __all__ = ["Call", "Invoker"]

@@ -130,6 +130,7 @@ from typing import Any, Final, TypeAlias, cast
 import orjson
 
 from ._failures import short_prefix
+from ._text import utf8_size
 
 __all__ = [
     "INT_EXPONENT",
@@ -1251,7 +1252,7 @@ def written_size(value: object) -> int | None:
         )
     except (TypeError, ValueError, RecursionError):
         return None
-    return len(text.encode("utf-8", "surrogatepass"))
+    return utf8_size(text)
 
 
 def _quoted_decimal(value: object) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from ._failures import ConfigurationError
 from ._json import JSONValue, detach
 from ._limits import QUERY_BYTES
+from ._text import utf8_size
 
 __all__ = ["NAME_PATTERN", "Operation", "OperationSpec", "SearchPage", "Summary", "check_name"]
 
@@ -86,9 +87,9 @@ class Operation:
             raise TypeError(f"{where} handler must be callable")
         object.__setattr__(self, "description", _text(self.description, f"{where} description"))
         group = _text(self.group, f"{where} group")
-        if len(group.encode("utf-8")) > QUERY_BYTES:
+        if utf8_size(group) > QUERY_BYTES:
             raise ConfigurationError(
-                f"{where} group is {len(group.encode('utf-8'))} UTF-8 bytes; a search filter "
+                f"{where} group is {utf8_size(group)} UTF-8 bytes; a search filter "
                 f"accepts at most {QUERY_BYTES}, so it could never be searched"
             )
         object.__setattr__(self, "group", group)
