@@ -2,10 +2,11 @@
 
 A registry keeps the continuations of its prompts (the *ledger*) in a backend: the
 in-memory ``Ledger`` by default (``opgate._ledger``), or a shared store that every
-replica reaches (``opgate.redis.RedisLedger``). A third store implements the two
+replica reaches (``opgate.redis.RedisLedger``). A third store implements the
 protocols of this module: a ``LedgerFactory`` (what ``Registry(..., ledger=...)``
 takes; ``bind`` is called once per registry with its limits, clock, ``RegistryKeys``
-and revision) returning a ``LedgerBackend`` (what the registry calls). Everything a
+and revision) returning a ``LedgerBackend`` (what the registry calls), whose records
+are ``LedgerRecord``s. Everything a
 backend needs is here: the state table, the charge arithmetic, the token rules, the
 public answers and the compact ``StoredPrompt`` it retains. See
 ``docs/ledger-backends.md``.
