@@ -8,11 +8,12 @@ Users import only from ``opgate``; every implementation module is private.
 
 from ._failures import ConfigurationError, Failure, FailureCode
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
+from ._functions import operation
 from ._invocation import Invocation, Resume
 from ._ledger import Lifetime
 from ._limits import Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
-from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
+from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, finish
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
 from ._ranking import Candidate, Ranking, Scorer
@@ -55,6 +56,7 @@ __all__ = [
     "NoStructured",
     "Operation",
     "OperationSpec",
+    "Outcome",
     "Pending",
     "Policy",
     "ProgressUpdate",
@@ -72,4 +74,5 @@ __all__ = [
     "await_input",
     "fail",
     "finish",
+    "operation",
 ]
