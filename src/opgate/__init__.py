@@ -14,6 +14,7 @@ from ._ledger import Lifetime
 from ._limits import Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
 from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, finish
+from ._policies import LocalPolicy, ScopePolicy
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
 from ._ranking import Candidate, Ranking, Scorer
@@ -53,6 +54,7 @@ __all__ = [
     "Invocation",
     "Lifetime",
     "Limits",
+    "LocalPolicy",
     "NoStructured",
     "Operation",
     "OperationSpec",
@@ -65,6 +67,7 @@ __all__ = [
     "ResourceLink",
     "Result",
     "Resume",
+    "ScopePolicy",
     "Scorer",
     "SearchPage",
     "Summary",
