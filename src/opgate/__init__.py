@@ -17,7 +17,6 @@ from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, f
 from ._policies import LocalPolicy, ScopePolicy
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
-from ._ranking import Candidate, Ranking, Scorer
 from ._registry import Registry
 from ._responses import InputAction, InputResponse
 from ._results import (
@@ -30,6 +29,7 @@ from ._results import (
     Result,
     Text,
 )
+from ._search import Candidate, Ranking, Scorer
 from ._version import __version__ as __version__
 
 __all__ = [

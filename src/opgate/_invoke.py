@@ -33,7 +33,6 @@ import anyio
 from ._answers import checked_answers, resume_parts
 from ._catalog import Entry
 from ._conclusion import check_prompt, conclude
-from ._discovery import discoverable
 from ._execution import (
     honour_cancellation,
     is_own_close,
@@ -60,6 +59,7 @@ from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
 from ._progress import Diagnostics, ProgressChannel
 from ._request import LIFETIME_CLOSED, call_options, validated_arguments
+from ._search import discoverable
 
 __all__ = ["Call", "Invoker"]
 

@@ -2,11 +2,11 @@
 
 A ``Registry`` is built once from the host's operations (``_catalog`` snapshots and
 compiles them) and serves three requests: ``search`` (sequenced here, its steps in
-``_discovery``), ``inspect`` and ``invoke`` (sequenced by ``_invoke``). The rules
-they apply live in their own modules (``_rules``, ``_json``, ``_schema``,
-``_search``, ``_cursor``, ``_policy``, ``_results``, ``_forms``, ``_responses``,
-``_ledger``, ``_progress``); this module turns every request-level problem into a
-returned ``Failed``. Requests never raise for bad input, nor for anything a callback
+the ``_search`` package), ``inspect`` and ``invoke`` (sequenced by ``_invoke``). The
+rules they apply live in their own modules (``_search``, ``_request``, ``_answers``,
+``_conclusion``, ``_json``, ``_schema``, ``_policy``, ``_results``, ``_forms``,
+``_responses``, ``_ledger``, ``_progress``); this module turns every request-level
+problem into a returned ``Failed``. Requests never raise for bad input, nor for anything a callback
 raises (``BaseException`` included); real cancellation of the calling task,
 ``KeyboardInterrupt`` and ``SystemExit`` propagate (``_execution``). A returned
 failure holds no traceback frames.
@@ -21,10 +21,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ._catalog import catalog_revision, search_index, snapshot_catalog
+from ._catalog import catalog_revision, snapshot_catalog
 from ._collector import paused_collector
-from ._cursor import CursorBinding, CursorError, CursorSealer
-from ._discovery import discoverable, exact_page, operation_spec, ranked_page
 from ._execution import must_propagate
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, InputMode
@@ -36,10 +34,23 @@ from ._operation import Operation, OperationSpec, SearchPage
 from ._outcomes import Failed, InvokeOutcome
 from ._policy import Policy, PolicyError, discovery_scope, scope_key, unavailable
 from ._progress import Diagnostics, ProgressSink
-from ._ranking import Ranking, Scorer, build_ranker
 from ._responses import InputResponse
-from ._rules import search_problem
-from ._search import fold_group, normalize_query
+from ._search import (
+    CursorBinding,
+    CursorError,
+    CursorSealer,
+    Ranking,
+    Scorer,
+    build_ranker,
+    discoverable,
+    exact_page,
+    fold_group,
+    normalize_query,
+    operation_spec,
+    ranked_page,
+    search_index,
+    search_problem,
+)
 
 __all__ = ["LedgerFactory", "Registry"]
 
@@ -127,7 +138,7 @@ class Registry:
             self._entries = snapshot_catalog(operations, limits, regex_backtrack_limit)
             self._positions = {entry.name: index for index, entry in enumerate(self._entries)}
             self._index = search_index(self._entries)
-            # The search order (see _ranking): the rule's index itself by default.
+            # The search order (see _search._ranking): the rule's index itself by default.
             self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
             # Inside the paused collector too: 20,000 Definition objects would trigger passes.
             self._revision = catalog_revision(self._entries)

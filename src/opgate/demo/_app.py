@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 
 from .. import Registry
-from ._billing import billing_operations
+from ._billing import Billing
 from ._database import Desk, resolve_database_path
 from ._policy import DeskPolicy
-from ._reports import report_operations
-from ._sales import sales_operations
-from ._support import support_operations
+from ._reports import Reports
+from ._sales import Sales
+from ._support import Support
 
-__all__ = ["build_registry"]
+__all__ = ["APPLICATIONS", "build_registry"]
+
+#: The desk's application modules, in the order their operations are registered.
+APPLICATIONS = (Sales, Billing, Support, Reports)
 
 
 def build_registry(database: str | os.PathLike[str] | None = None) -> Registry:
@@ -24,10 +27,5 @@ def build_registry(database: str | os.PathLike[str] | None = None) -> Registry:
     """
     desk = Desk(resolve_database_path(database))
     desk.open()
-    operations = [
-        *sales_operations(desk),
-        *billing_operations(desk),
-        *support_operations(desk),
-        *report_operations(desk),
-    ]
+    operations = [op for application in APPLICATIONS for op in application(desk).operations()]
     return Registry(operations, DeskPolicy())

@@ -21,23 +21,27 @@ import sqlite3
 from typing import Any
 
 from .. import FormInput, InputAction, Invocation, Operation, URLInput, await_input, fail
-from ._database import Desk, cents, money
+from ._database import cents, money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
-    OFFSET,
+    PAGE,
+    Application,
     Schema,
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
+    operation,
+    page,
     record,
     reply,
 )
 
-__all__ = ["CHECKOUT_BASE", "billing_operations", "checkout_id"]
+__all__ = ["CHECKOUT_BASE", "Billing", "checkout_id"]
 
 #: Where the (fictional) payment provider hosts its checkout pages.
 CHECKOUT_BASE = "https://pay.example.com/checkout/"
@@ -84,6 +88,10 @@ REFUND_DONE: Schema = obj(
 )
 
 
+def _record(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("amount",))
+
+
 def checkout_id(invoice_id: int, amount_cents: int, issued_at: str) -> str:
     """The provider's checkout id for paying ``amount_cents`` of an invoice (deterministic)."""
     digest = hashlib.sha256(f"{invoice_id}:{amount_cents}:{issued_at}".encode()).hexdigest()
@@ -111,11 +119,8 @@ def refund_form(amount: str, customer: str, order_id: int) -> dict[str, Any]:
     }
 
 
-class Billing:
+class Billing(Application):
     """The handlers of the payments and refunds groups."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     # --- refunds -----------------------------------------------------------------
 
@@ -127,7 +132,7 @@ class Billing:
             with self.desk.read() as db:
                 order = self._order(db, order_id)
             if order is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             remaining = order["total_cents"] - order["refunded_cents"]
             problem = self._refund_problem(order, remaining, args)
             if problem is not None:
@@ -154,7 +159,7 @@ class Billing:
                 return fail("refund not made: the person did not confirm it")
             order = self._order(db, order_id)
             if order is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             remaining = order["total_cents"] - order["refunded_cents"]
             problem = self._refund_problem(order, remaining, {"amount": money(amount)})
             if problem is not None:
@@ -201,32 +206,24 @@ class Billing:
     @staticmethod
     def _refunded(db: sqlite3.Connection, row: sqlite3.Row, *, replayed: bool) -> object:
         status = db.execute("SELECT status FROM orders WHERE id = ?", (row["order_id"],)).fetchone()
-        body = {**record(row, amounts=("amount",)), "order_status": status[0], "replayed": replayed}
+        body = {**_record(row), "order_status": status[0], "replayed": replayed}
         return reply(body)
 
     def list_refunds(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
-        order = args.get("order")
+        order = arguments(inv).get("order")
+        where = "WHERE ? IS NULL OR order_id = ?"
+        count = f"SELECT count(*) FROM refunds {where}"
+        select = f"SELECT * FROM refunds {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(
-                "SELECT count(*) FROM refunds WHERE ? IS NULL OR order_id = ?", (order, order)
-            ).fetchone()[0]
-            rows = db.execute(
-                "SELECT * FROM refunds WHERE ? IS NULL OR order_id = ? ORDER BY id"
-                " LIMIT ? OFFSET ?",
-                (order, order, limit, offset),
-            ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, (order, order), item=_record))
 
     def get_refund(self, inv: Invocation) -> object:
         refund_id = arguments(inv)["refund"]
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM refunds WHERE id = ?", (refund_id,)).fetchone()
         if row is None:
-            return fail(f"refund {refund_id} not found")
-        return reply(record(row, amounts=("amount",)))
+            return not_found("refund", refund_id)
+        return reply(_record(row))
 
     # --- payments ----------------------------------------------------------------
 
@@ -235,7 +232,7 @@ class Billing:
         with self.desk.read() as db:
             invoice = db.execute("SELECT * FROM invoices WHERE id = ?", (invoice_id,)).fetchone()
         if invoice is None:
-            return fail(f"invoice {invoice_id} not found")
+            return not_found("invoice", invoice_id)
         session = checkout_id(invoice_id, invoice["amount_cents"], invoice["issued_at"])
         url = CHECKOUT_BASE + session
         resume = inv.resume
@@ -245,7 +242,7 @@ class Billing:
                     "SELECT * FROM payments WHERE checkout_id = ?", (session,)
                 ).fetchone()
             if made is not None:  # a replay or a recovery: the payment is already recorded
-                return reply({**record(made, amounts=("amount",)), "checkout_url": url})
+                return reply({**_record(made), "checkout_url": url})
         if invoice["status"] != "open":
             return fail(f"invoice {invoice_id} is {invoice['status']}: only open invoices are paid")
         if resume is None:
@@ -268,98 +265,84 @@ class Billing:
             )
             audit(db, inv.name, f"invoice {invoice_id}: checkout {session} pending")
             made = db.execute("SELECT * FROM payments WHERE checkout_id = ?", (session,)).fetchone()
-        return reply({**record(made, amounts=("amount",)), "checkout_url": url})
+        return reply({**_record(made), "checkout_url": url})
 
     def list_payments(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         invoice, status = args.get("invoice"), args.get("status")
         where = "WHERE (? IS NULL OR invoice_id = ?) AND (? IS NULL OR status = ?)"
         params = (invoice, invoice, status, status)
+        count = f"SELECT count(*) FROM payments {where}"
+        select = f"SELECT * FROM payments {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM payments {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM payments {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_record))
 
     def payment_status(self, inv: Invocation) -> object:
         payment_id = arguments(inv)["payment"]
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM payments WHERE id = ?", (payment_id,)).fetchone()
         if row is None:
-            return fail(f"payment {payment_id} not found")
-        return reply(record(row, amounts=("amount",)))
+            return not_found("payment", payment_id)
+        return reply(_record(row))
 
-
-def billing_operations(desk: Desk) -> list[Operation]:
-    """The payments and refunds operations over ``desk``."""
-    b = Billing(desk)
-    page = {"limit": LIMIT, "offset": OFFSET}
-    return [
-        Operation(
-            "refunds.request",
-            "Refund a paid order (all or part) after a person confirms it in a form",
-            b.request_refund,
-            group="refunds",
-            description=(
-                "Asks the person to confirm the amount and pick a reason. Without 'amount' the"
-                " whole remaining balance is refunded. Safe to retry: a confirmed refund is"
-                " made once."
+    def operations(self) -> list[Operation]:
+        """The payments and refunds operations."""
+        return [
+            operation(
+                "refunds.request",
+                "Refund a paid order (all or part) after a person confirms it in a form",
+                self.request_refund,
+                description=(
+                    "Asks the person to confirm the amount and pick a reason. Without 'amount' the"
+                    " whole remaining balance is refunded. Safe to retry: a confirmed refund is"
+                    " made once."
+                ),
+                examples=('{"order": 1}', '{"order": 2, "amount": "10.00"}'),
+                input_schema=obj({"order": ID, "amount": MONEY}, ("order",)),
+                output_schema=REFUND_DONE,
             ),
-            examples=('{"order": 1}', '{"order": 2, "amount": "10.00"}'),
-            input_schema=obj({"order": ID, "amount": MONEY}, ("order",)),
-            output_schema=REFUND_DONE,
-        ),
-        Operation(
-            "refunds.list",
-            "List refunds, optionally for one order",
-            b.list_refunds,
-            group="refunds",
-            input_schema=obj({"order": ID, **page}),
-            output_schema=listing(REFUND),
-        ),
-        Operation(
-            "refunds.get",
-            "Show one refund",
-            b.get_refund,
-            group="refunds",
-            examples=('{"refund": 1}',),
-            input_schema=obj({"refund": ID}, ("refund",)),
-            output_schema=REFUND,
-        ),
-        Operation(
-            "payments.checkout",
-            "Pay an open invoice: hands the person off to the payment provider's page",
-            b.checkout,
-            group="payments",
-            description=(
-                "Asks the person to open an HTTPS checkout link. Accepting records a pending"
-                " payment; the provider's confirmation settles it later."
+            operation(
+                "refunds.list",
+                "List refunds, optionally for one order",
+                self.list_refunds,
+                input_schema=obj({"order": ID, **PAGE}),
+                output_schema=listing(REFUND),
             ),
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=CHECKOUT,
-        ),
-        Operation(
-            "payments.list",
-            "List payments, optionally by invoice or status",
-            b.list_payments,
-            group="payments",
-            input_schema=obj(
-                {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **page}
+            operation(
+                "refunds.get",
+                "Show one refund",
+                self.get_refund,
+                examples=('{"refund": 1}',),
+                input_schema=by_id("refund"),
+                output_schema=REFUND,
             ),
-            output_schema=listing(PAYMENT),
-        ),
-        Operation(
-            "payments.status",
-            "Show one payment and whether it has settled",
-            b.payment_status,
-            group="payments",
-            examples=('{"payment": 1}',),
-            input_schema=obj({"payment": ID}, ("payment",)),
-            output_schema=PAYMENT,
-        ),
-    ]
+            operation(
+                "payments.checkout",
+                "Pay an open invoice: hands the person off to the payment provider's page",
+                self.checkout,
+                description=(
+                    "Asks the person to open an HTTPS checkout link. Accepting records a pending"
+                    " payment; the provider's confirmation settles it later."
+                ),
+                examples=('{"invoice": 6}',),
+                input_schema=by_id("invoice"),
+                output_schema=CHECKOUT,
+            ),
+            operation(
+                "payments.list",
+                "List payments, optionally by invoice or status",
+                self.list_payments,
+                input_schema=obj(
+                    {"invoice": ID, "status": {"enum": ["pending", "settled", "failed"]}, **PAGE}
+                ),
+                output_schema=listing(PAYMENT),
+            ),
+            operation(
+                "payments.status",
+                "Show one payment and whether it has settled",
+                self.payment_status,
+                examples=('{"payment": 1}',),
+                input_schema=by_id("payment"),
+                output_schema=PAYMENT,
+            ),
+        ]

@@ -30,24 +30,28 @@ from .. import (
     fail,
     finish,
 )
-from ._database import Desk, money
+from ._database import money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
-    OFFSET,
+    PAGE,
+    Application,
     Schema,
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
+    operation,
+    page,
     record,
     reply,
 )
 from ._sales import ORDER_STATUSES
 
-__all__ = ["EXPORT_STEPS", "report_operations"]
+__all__ = ["EXPORT_STEPS", "Reports"]
 
 #: The export writes its file in this many chunks, reporting progress after each.
 EXPORT_STEPS = 5
@@ -76,11 +80,8 @@ EXPORT: Schema = obj(
 )
 
 
-class Reports:
+class Reports(Application):
     """The handlers of the reports and admin groups."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     def sales_summary(self, inv: Invocation) -> object:
         month = arguments(inv).get("month")
@@ -169,21 +170,17 @@ class Reports:
     # --- admin -------------------------------------------------------------------
 
     def audit_log(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         with self.desk.read() as db:
-            total = db.execute("SELECT count(*) FROM audit").fetchone()[0]
-            rows = db.execute(
-                "SELECT * FROM audit ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(
+                page(db, inv, "SELECT count(*) FROM audit", "SELECT * FROM audit ORDER BY id DESC")
+            )
 
     def settle_payment(self, inv: Invocation) -> object:
         payment_id = arguments(inv)["payment"]
         with self.desk.write() as db:
             payment = db.execute("SELECT * FROM payments WHERE id = ?", (payment_id,)).fetchone()
             if payment is None:
-                return fail(f"payment {payment_id} not found")
+                return not_found("payment", payment_id)
             if payment["status"] != "pending":
                 return fail(f"payment {payment_id} is {payment['status']}, not pending")
             db.execute("UPDATE payments SET status = 'settled' WHERE id = ?", (payment_id,))
@@ -230,133 +227,128 @@ class Reports:
         self.desk.reset()  # a recovery resets again, which leaves the same state
         return reply({"reset": True, "path": str(self.desk.path)})
 
-
-def report_operations(desk: Desk) -> list[Operation]:
-    """The reports and admin operations over ``desk``."""
-    r = Reports(desk)
-    count = {"type": "integer", "minimum": 0}
-    return [
-        Operation(
-            "reports.sales_summary",
-            "Orders, revenue and refunds per month",
-            r.sales_summary,
-            group="reports",
-            examples=("{}", '{"month": "2025-02"}'),
-            input_schema=obj({"month": MONTH}),
-            output_schema=obj(
-                {
-                    "months": {"type": "array", "items": SALES_ROW},
-                    "orders": count,
-                    "revenue": MONEY,
-                    "refunded": MONEY,
-                },
-                ("months", "orders", "revenue", "refunded"),
+    def operations(self) -> list[Operation]:
+        """The reports and admin operations."""
+        count = {"type": "integer", "minimum": 0}
+        return [
+            operation(
+                "reports.sales_summary",
+                "Orders, revenue and refunds per month",
+                self.sales_summary,
+                examples=("{}", '{"month": "2025-02"}'),
+                input_schema=obj({"month": MONTH}),
+                output_schema=obj(
+                    {
+                        "months": {"type": "array", "items": SALES_ROW},
+                        "orders": count,
+                        "revenue": MONEY,
+                        "refunded": MONEY,
+                    },
+                    ("months", "orders", "revenue", "refunded"),
+                ),
             ),
-        ),
-        Operation(
-            "reports.top_customers",
-            "The customers who spent the most, net of refunds",
-            r.top_customers,
-            group="reports",
-            input_schema=obj({"limit": {"type": "integer", "minimum": 1, "maximum": 20}}),
-            output_schema=obj(
-                {
-                    "items": {
-                        "type": "array",
-                        "items": obj(
-                            {"id": ID, "name": {"type": "string"}, "orders": count, "spent": MONEY},
-                            ("id", "name", "orders", "spent"),
-                        ),
-                    }
-                },
-                ("items",),
+            operation(
+                "reports.top_customers",
+                "The customers who spent the most, net of refunds",
+                self.top_customers,
+                input_schema=obj({"limit": {"type": "integer", "minimum": 1, "maximum": 20}}),
+                output_schema=obj(
+                    {
+                        "items": {
+                            "type": "array",
+                            "items": obj(
+                                {
+                                    "id": ID,
+                                    "name": {"type": "string"},
+                                    "orders": count,
+                                    "spent": MONEY,
+                                },
+                                ("id", "name", "orders", "spent"),
+                            ),
+                        }
+                    },
+                    ("items",),
+                ),
             ),
-        ),
-        Operation(
-            "reports.ticket_backlog",
-            "Unresolved tickets by status and priority",
-            r.ticket_backlog,
-            group="reports",
-            input_schema=obj({}),
-            output_schema=obj(
-                {
-                    "by_status": {"type": "object", "additionalProperties": count},
-                    "open_by_priority": {"type": "object", "additionalProperties": count},
-                    "unresolved": count,
-                },
-                ("by_status", "open_by_priority", "unresolved"),
+            operation(
+                "reports.ticket_backlog",
+                "Unresolved tickets by status and priority",
+                self.ticket_backlog,
+                input_schema=obj({}),
+                output_schema=obj(
+                    {
+                        "by_status": {"type": "object", "additionalProperties": count},
+                        "open_by_priority": {"type": "object", "additionalProperties": count},
+                        "unresolved": count,
+                    },
+                    ("by_status", "open_by_priority", "unresolved"),
+                ),
             ),
-        ),
-        Operation(
-            "reports.export_orders",
-            "Export orders as CSV, streaming progress while the file is written",
-            r.export_orders,
-            group="reports",
-            description="Returns the CSV as an embedded text/csv resource (about a second).",
-            examples=("{}", '{"status": "delivered"}'),
-            input_schema=obj({"status": {"enum": ORDER_STATUSES}}),
-            output_schema=EXPORT,
-        ),
-        Operation(
-            "admin.audit_log",
-            "Read the audit log of every change, newest first",
-            r.audit_log,
-            group="admin",
-            input_schema=obj({"limit": LIMIT, "offset": OFFSET}),
-            output_schema=listing(
-                obj(
+            operation(
+                "reports.export_orders",
+                "Export orders as CSV, streaming progress while the file is written",
+                self.export_orders,
+                description="Returns the CSV as an embedded text/csv resource (about a second).",
+                examples=("{}", '{"status": "delivered"}'),
+                input_schema=obj({"status": {"enum": ORDER_STATUSES}}),
+                output_schema=EXPORT,
+            ),
+            operation(
+                "admin.audit_log",
+                "Read the audit log of every change, newest first",
+                self.audit_log,
+                input_schema=obj(PAGE),
+                output_schema=listing(
+                    obj(
+                        {
+                            "id": ID,
+                            "at": {"type": "string"},
+                            "operation": {"type": "string"},
+                            "detail": {"type": "string"},
+                        },
+                        ("id", "at", "operation", "detail"),
+                    )
+                ),
+            ),
+            operation(
+                "admin.settle_payment",
+                "Mark a pending payment as settled (what the provider's webhook does)",
+                self.settle_payment,
+                input_schema=by_id("payment"),
+                output_schema=obj(
                     {
                         "id": ID,
-                        "at": {"type": "string"},
-                        "operation": {"type": "string"},
-                        "detail": {"type": "string"},
+                        "invoice_id": ID,
+                        "checkout_id": {"type": ["string", "null"]},
+                        "status": {"type": "string"},
+                        "method": {"type": "string"},
+                        "amount": MONEY,
+                        "created_at": {"type": "string"},
                     },
-                    ("id", "at", "operation", "detail"),
-                )
+                    ("id", "invoice_id", "status", "amount"),
+                ),
             ),
-        ),
-        Operation(
-            "admin.settle_payment",
-            "Mark a pending payment as settled (what the provider's webhook does)",
-            r.settle_payment,
-            group="admin",
-            input_schema=obj({"payment": ID}, ("payment",)),
-            output_schema=obj(
-                {
-                    "id": ID,
-                    "invoice_id": ID,
-                    "checkout_id": {"type": ["string", "null"]},
-                    "status": {"type": "string"},
-                    "method": {"type": "string"},
-                    "amount": MONEY,
-                    "created_at": {"type": "string"},
-                },
-                ("id", "invoice_id", "status", "amount"),
+            operation(
+                "admin.database_info",
+                "Where the demo database lives and how many rows it holds",
+                self.database_info,
+                input_schema=obj({}),
+                output_schema=obj(
+                    {
+                        "path": {"type": "string"},
+                        "seeded_at": {"type": "string"},
+                        "rows": {"type": "object", "additionalProperties": count},
+                    },
+                    ("path", "seeded_at", "rows"),
+                ),
             ),
-        ),
-        Operation(
-            "admin.database_info",
-            "Where the demo database lives and how many rows it holds",
-            r.database_info,
-            group="admin",
-            input_schema=obj({}),
-            output_schema=obj(
-                {
-                    "path": {"type": "string"},
-                    "seeded_at": {"type": "string"},
-                    "rows": {"type": "object", "additionalProperties": count},
-                },
-                ("path", "seeded_at", "rows"),
+            operation(
+                "admin.reset_demo",
+                "Restore the seeded demo data, after a confirmation form",
+                self.reset_demo,
+                input_schema=obj({}),
+                output_schema=obj(
+                    {"reset": {"type": "boolean"}, "path": {"type": "string"}}, ("reset", "path")
+                ),
             ),
-        ),
-        Operation(
-            "admin.reset_demo",
-            "Restore the seeded demo data, after a confirmation form",
-            r.reset_demo,
-            group="admin",
-            input_schema=obj({}),
-            output_schema=obj(
-                {"reset": {"type": "boolean"}, "path": {"type": "string"}}, ("reset", "path")
-            ),
-        ),
-    ]
+        ]

@@ -2,7 +2,7 @@
 
 Every handler here is synchronous (the registry runs it in a worker thread), opens its
 own connection through ``Desk.read``/``Desk.write``, uses parameterized SQL only, and
-answers a missing record with ``fail("<thing> <id> not found")``.
+answers a missing record with ``not_found`` (``"<thing> <id> not found"``).
 """
 
 from __future__ import annotations
@@ -11,25 +11,29 @@ import sqlite3
 from typing import Any
 
 from .. import Invocation, Operation, fail
-from ._database import Desk, cents, money
+from ._database import cents, money
 from ._kit import (
     ID,
-    LIMIT,
     MONEY,
     NULLABLE_ID,
-    OFFSET,
+    PAGE,
+    Application,
     Schema,
     arguments,
     audit,
+    by_id,
     like,
     listing,
+    not_found,
     obj,
+    operation,
+    page,
     record,
     reply,
     string,
 )
 
-__all__ = ["CUSTOMER", "ORDER", "sales_operations"]
+__all__ = ["CUSTOMER", "ORDER", "Sales"]
 
 TIERS = ["standard", "gold", "platinum"]
 ORDER_STATUSES = ["placed", "paid", "shipped", "delivered", "cancelled", "refunded"]
@@ -141,33 +145,36 @@ def _order(row: sqlite3.Row) -> dict[str, Any]:
     return record(row, amounts=("total", "refunded"))
 
 
-def _page(args: dict[str, Any]) -> tuple[int, int]:
-    return int(args.get("limit", 10)), int(args.get("offset", 0))
+def _product(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("price",))
 
 
-class Sales:
+def _invoice(row: sqlite3.Row) -> dict[str, Any]:
+    return record(row, amounts=("amount",))
+
+
+class Sales(Application):
     """The handlers of the customers, products, orders and invoices groups."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     # --- customers ---------------------------------------------------------------
 
     def list_customers(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         where = "WHERE (? = '' OR name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\')"
         where += " AND (? IS NULL OR tier = ?)"
         query = str(args.get("query", ""))
         tier = args.get("tier")
-        params: tuple[Any, ...] = (query, like(query), like(query), tier, tier)
+        params = (query, like(query), like(query), tier, tier)
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM customers {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM customers {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(
+                page(
+                    db,
+                    inv,
+                    f"SELECT count(*) FROM customers {where}",
+                    f"SELECT * FROM customers {where} ORDER BY id",
+                    params,
+                )
+            )
 
     def _customer_detail(self, db: sqlite3.Connection, customer_id: int) -> dict[str, Any] | None:
         row = db.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)).fetchone()
@@ -194,7 +201,7 @@ class Sales:
         with self.desk.read() as db:
             detail = self._customer_detail(db, customer_id)
         if detail is None:
-            return fail(f"customer {customer_id} not found")
+            return not_found("customer", customer_id)
         return reply(detail)
 
     def create_customer(self, inv: Invocation) -> object:
@@ -223,7 +230,7 @@ class Sales:
         with self.desk.write() as db:
             row = db.execute("SELECT * FROM customers WHERE id = ?", (customer_id,)).fetchone()
             if row is None:
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             if "email" in changes:
                 taken = db.execute(
                     "SELECT id FROM customers WHERE email = ? AND id != ?",
@@ -245,50 +252,38 @@ class Sales:
         return reply(record(row))
 
     def customer_orders(self, inv: Invocation) -> object:
-        args = arguments(inv)
-        customer_id = args["customer"]
-        limit, offset = _page(args)
+        customer_id = arguments(inv)["customer"]
         with self.desk.read() as db:
             if (
                 db.execute("SELECT 1 FROM customers WHERE id = ?", (customer_id,)).fetchone()
                 is None
             ):
-                return fail(f"customer {customer_id} not found")
-            total = db.execute(
-                "SELECT count(*) FROM orders WHERE customer_id = ?", (customer_id,)
-            ).fetchone()[0]
-            rows = db.execute(
-                f"{_ORDER_SELECT} WHERE o.customer_id = ? ORDER BY o.id DESC LIMIT ? OFFSET ?",
-                (customer_id, limit, offset),
-            ).fetchall()
-        return reply({"items": [_order(r) for r in rows], "total": total, "offset": offset})
+                return not_found("customer", customer_id)
+            count = "SELECT count(*) FROM orders WHERE customer_id = ?"
+            select = f"{_ORDER_SELECT} WHERE o.customer_id = ? ORDER BY o.id DESC"
+            return reply(page(db, inv, count, select, (customer_id,), item=_order))
 
     # --- products ----------------------------------------------------------------
 
     def list_products(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         query = str(args.get("query", ""))
         in_stock = 1 if args.get("in_stock") is True else 0
         where = "WHERE (? = '' OR name LIKE ? ESCAPE '\\' OR sku LIKE ? ESCAPE '\\')"
         where += " AND (? = 0 OR stock > 0)"
         params = (query, like(query), like(query), in_stock)
+        count = f"SELECT count(*) FROM products {where}"
+        select = f"SELECT * FROM products {where} ORDER BY id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM products {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"SELECT * FROM products {where} ORDER BY id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [record(r, amounts=("price",)) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_product))
 
     def get_product(self, inv: Invocation) -> object:
         product_id = arguments(inv)["product"]
         with self.desk.read() as db:
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
         if row is None:
-            return fail(f"product {product_id} not found")
-        return reply(record(row, amounts=("price",)))
+            return not_found("product", product_id)
+        return reply(_product(row))
 
     def restock_product(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -298,10 +293,10 @@ class Sales:
                 "UPDATE products SET stock = stock + ? WHERE id = ?", (quantity, product_id)
             )
             if cursor.rowcount == 0:
-                return fail(f"product {product_id} not found")
+                return not_found("product", product_id)
             audit(db, inv.name, f"product {product_id}: +{quantity} in stock")
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
-        return reply(record(row, amounts=("price",)))
+        return reply(_product(row))
 
     def set_price(self, inv: Invocation) -> object:
         args = arguments(inv)
@@ -311,25 +306,22 @@ class Sales:
                 "UPDATE products SET price_cents = ? WHERE id = ?", (price, product_id)
             )
             if cursor.rowcount == 0:
-                return fail(f"product {product_id} not found")
+                return not_found("product", product_id)
             audit(db, inv.name, f"product {product_id}: price {money(price)}")
             row = db.execute("SELECT * FROM products WHERE id = ?", (product_id,)).fetchone()
-        return reply(record(row, amounts=("price",)))
+        return reply(_product(row))
 
     # --- orders ------------------------------------------------------------------
 
     def list_orders(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         status, customer = args.get("status"), args.get("customer")
         where = "WHERE (? IS NULL OR o.status = ?) AND (? IS NULL OR o.customer_id = ?)"
         params = (status, status, customer, customer)
+        count = f"SELECT count(*) FROM orders o {where}"
+        select = f"{_ORDER_SELECT} {where} ORDER BY o.id"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM orders o {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_ORDER_SELECT} {where} ORDER BY o.id LIMIT ? OFFSET ?", (*params, limit, offset)
-            ).fetchall()
-        return reply({"items": [_order(r) for r in rows], "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_order))
 
     def _order_detail(self, db: sqlite3.Connection, order_id: int) -> dict[str, Any] | None:
         row = db.execute(f"{_ORDER_SELECT} WHERE o.id = ?", (order_id,)).fetchone()
@@ -355,7 +347,7 @@ class Sales:
         with self.desk.read() as db:
             detail = self._order_detail(db, order_id)
         if detail is None:
-            return fail(f"order {order_id} not found")
+            return not_found("order", order_id)
         return reply(detail)
 
     def create_order(self, inv: Invocation) -> object:
@@ -369,14 +361,14 @@ class Sales:
                 db.execute("SELECT 1 FROM customers WHERE id = ?", (customer_id,)).fetchone()
                 is None
             ):
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             priced: list[tuple[int, int, int]] = []
             for product_id, quantity in sorted(wanted.items()):
                 product = db.execute(
                     "SELECT price_cents, stock, name FROM products WHERE id = ?", (product_id,)
                 ).fetchone()
                 if product is None:
-                    return fail(f"product {product_id} not found")
+                    return not_found("product", product_id)
                 if product["stock"] < quantity:
                     return fail(f"only {product['stock']} of {product['name']} in stock")
                 priced.append((product_id, quantity, product["price_cents"]))
@@ -412,7 +404,7 @@ class Sales:
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
             if row is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             if row["status"] != "placed":
                 return fail(
                     f"order {order_id} is {row['status']}: only placed (unpaid) orders can be"
@@ -437,7 +429,7 @@ class Sales:
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
             if row is None:
-                return fail(f"order {order_id} not found")
+                return not_found("order", order_id)
             if row["status"] != "paid":
                 return fail(f"order {order_id} is {row['status']}: only paid orders can ship")
             db.execute("UPDATE orders SET status = 'shipped' WHERE id = ?", (order_id,))
@@ -450,26 +442,20 @@ class Sales:
 
     def list_invoices(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = _page(args)
         status, customer = args.get("status"), args.get("customer")
         where = "WHERE (? IS NULL OR i.status = ?) AND (? IS NULL OR o.customer_id = ?)"
         params = (status, status, customer, customer)
-        count = "SELECT count(*) FROM invoices i JOIN orders o ON o.id = i.order_id"
+        count = f"SELECT count(*) FROM invoices i JOIN orders o ON o.id = i.order_id {where}"
+        select = f"{_INVOICE_SELECT} {where} ORDER BY i.id"
         with self.desk.read() as db:
-            total = db.execute(f"{count} {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_INVOICE_SELECT} {where} ORDER BY i.id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        items = [record(r, amounts=("amount",)) for r in rows]
-        return reply({"items": items, "total": total, "offset": offset})
+            return reply(page(db, inv, count, select, params, item=_invoice))
 
     def get_invoice(self, inv: Invocation) -> object:
         invoice_id = arguments(inv)["invoice"]
         with self.desk.read() as db:
             row = db.execute(f"{_INVOICE_SELECT} WHERE i.id = ?", (invoice_id,)).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             payments = db.execute(
                 "SELECT id, status, method, amount_cents, created_at FROM payments"
                 " WHERE invoice_id = ? ORDER BY id",
@@ -479,7 +465,7 @@ class Sales:
         balance = 0 if row["status"] == "void" else max(row["amount_cents"] - settled, 0)
         return reply(
             {
-                **record(row, amounts=("amount",)),
+                **_invoice(row),
                 "balance": money(balance),
                 "payments": [record(p, amounts=("amount",)) for p in payments],
             }
@@ -495,7 +481,7 @@ class Sales:
                 (invoice_id,),
             ).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             if row["status"] == "void":
                 return fail(f"invoice {invoice_id} is void")
             recipient = str(args.get("email", row["email"]))
@@ -507,7 +493,7 @@ class Sales:
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM invoices WHERE id = ?", (invoice_id,)).fetchone()
             if row is None:
-                return fail(f"invoice {invoice_id} not found")
+                return not_found("invoice", invoice_id)
             if row["status"] != "open":
                 return fail(
                     f"invoice {invoice_id} is {row['status']}: only open invoices can be voided"
@@ -515,224 +501,214 @@ class Sales:
             db.execute("UPDATE invoices SET status = 'void' WHERE id = ?", (invoice_id,))
             audit(db, inv.name, f"invoice {invoice_id} voided")
             row = db.execute(f"{_INVOICE_SELECT} WHERE i.id = ?", (invoice_id,)).fetchone()
-        return reply(record(row, amounts=("amount",)))
+        return reply(_invoice(row))
 
-
-def sales_operations(desk: Desk) -> list[Operation]:
-    """The customers, products, orders and invoices operations over ``desk``."""
-    s = Sales(desk)
-    page = {"limit": LIMIT, "offset": OFFSET}
-    return [
-        Operation(
-            "customers.list",
-            "List customers, optionally filtered by name/email text or tier",
-            s.list_customers,
-            group="customers",
-            description="Pages with limit/offset; 'query' matches a substring of name or email.",
-            examples=('{"query": "ada"}', '{"tier": "gold", "limit": 5}'),
-            input_schema=obj({"query": string(100, min_length=0), "tier": {"enum": TIERS}, **page}),
-            output_schema=listing(CUSTOMER),
-        ),
-        Operation(
-            "customers.get",
-            "Show one customer with order count, open tickets and lifetime value",
-            s.get_customer,
-            group="customers",
-            examples=('{"customer": 1}',),
-            input_schema=obj({"customer": ID}, ("customer",)),
-            output_schema=CUSTOMER_DETAIL,
-        ),
-        Operation(
-            "customers.create",
-            "Create a customer account",
-            s.create_customer,
-            group="customers",
-            description="Emails are unique (compared in lower case); the tier defaults to standard",
-            examples=('{"name": "Hedy Lamarr", "email": "hedy@example.com"}',),
-            input_schema=obj(
-                {
-                    "name": string(100),
-                    "email": string(254, format="email"),
-                    "tier": {"enum": TIERS, "default": "standard"},
-                },
-                ("name", "email"),
+    def operations(self) -> list[Operation]:
+        """The customers, products, orders and invoices operations."""
+        return [
+            operation(
+                "customers.list",
+                "List customers, optionally filtered by name/email text or tier",
+                self.list_customers,
+                description=(
+                    "Pages with limit/offset; 'query' matches a substring of name or email."
+                ),
+                examples=('{"query": "ada"}', '{"tier": "gold", "limit": 5}'),
+                input_schema=obj(
+                    {"query": string(100, min_length=0), "tier": {"enum": TIERS}, **PAGE}
+                ),
+                output_schema=listing(CUSTOMER),
             ),
-            output_schema=CUSTOMER,
-        ),
-        Operation(
-            "customers.update",
-            "Change a customer's name, email or tier",
-            s.update_customer,
-            group="customers",
-            examples=('{"customer": 3, "tier": "gold"}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "name": string(100),
-                    "email": string(254, format="email"),
-                    "tier": {"enum": TIERS},
-                },
-                ("customer",),
-                minProperties=2,
+            operation(
+                "customers.get",
+                "Show one customer with order count, open tickets and lifetime value",
+                self.get_customer,
+                examples=('{"customer": 1}',),
+                input_schema=by_id("customer"),
+                output_schema=CUSTOMER_DETAIL,
             ),
-            output_schema=CUSTOMER,
-        ),
-        Operation(
-            "customers.orders",
-            "List one customer's orders, newest first",
-            s.customer_orders,
-            group="customers",
-            examples=('{"customer": 1}',),
-            input_schema=obj({"customer": ID, **page}, ("customer",)),
-            output_schema=listing(ORDER),
-        ),
-        Operation(
-            "products.list",
-            "List products in the catalogue, optionally only those in stock",
-            s.list_products,
-            group="products",
-            examples=('{"query": "usb"}', '{"in_stock": true}'),
-            input_schema=obj(
-                {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **page}
-            ),
-            output_schema=listing(PRODUCT),
-        ),
-        Operation(
-            "products.get",
-            "Show one product with price and stock",
-            s.get_product,
-            group="products",
-            examples=('{"product": 3}',),
-            input_schema=obj({"product": ID}, ("product",)),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "products.restock",
-            "Add received units to a product's stock",
-            s.restock_product,
-            group="products",
-            examples=('{"product": 3, "quantity": 10}',),
-            input_schema=obj(
-                {"product": ID, "quantity": {"type": "integer", "minimum": 1, "maximum": 10_000}},
-                ("product", "quantity"),
-            ),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "products.set_price",
-            "Change a product's price (existing orders keep theirs)",
-            s.set_price,
-            group="products",
-            examples=('{"product": 2, "price": "27.50"}',),
-            input_schema=obj({"product": ID, "price": MONEY}, ("product", "price")),
-            output_schema=PRODUCT,
-        ),
-        Operation(
-            "orders.list",
-            "List orders, optionally by status or customer",
-            s.list_orders,
-            group="orders",
-            examples=('{"status": "delivered"}', '{"customer": 2}'),
-            input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **page}),
-            output_schema=listing(ORDER),
-        ),
-        Operation(
-            "orders.get",
-            "Show one order with its lines and invoice",
-            s.get_order,
-            group="orders",
-            examples=('{"order": 7}',),
-            input_schema=obj({"order": ID}, ("order",)),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.create",
-            "Place an order for a customer; reserves stock and issues an open invoice",
-            s.create_order,
-            group="orders",
-            examples=('{"customer": 1, "lines": [{"product": 2, "quantity": 1}]}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "lines": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": 10,
-                        "items": obj(
-                            {
-                                "product": ID,
-                                "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
-                            },
-                            ("product", "quantity"),
-                        ),
+            operation(
+                "customers.create",
+                "Create a customer account",
+                self.create_customer,
+                description=(
+                    "Emails are unique (compared in lower case); the tier defaults to standard"
+                ),
+                examples=('{"name": "Hedy Lamarr", "email": "hedy@example.com"}',),
+                input_schema=obj(
+                    {
+                        "name": string(100),
+                        "email": string(254, format="email"),
+                        "tier": {"enum": TIERS, "default": "standard"},
                     },
-                },
-                ("customer", "lines"),
+                    ("name", "email"),
+                ),
+                output_schema=CUSTOMER,
             ),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.cancel",
-            "Cancel an unpaid order: voids its invoice and returns the stock",
-            s.cancel_order,
-            group="orders",
-            examples=('{"order": 6}',),
-            input_schema=obj({"order": ID}, ("order",)),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "orders.ship",
-            "Mark a paid order as shipped with a carrier",
-            s.ship_order,
-            group="orders",
-            examples=('{"order": 4, "carrier": "dhl"}',),
-            input_schema=obj(
-                {"order": ID, "carrier": {"enum": ["dhl", "ups", "post"]}}, ("order", "carrier")
+            operation(
+                "customers.update",
+                "Change a customer's name, email or tier",
+                self.update_customer,
+                examples=('{"customer": 3, "tier": "gold"}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "name": string(100),
+                        "email": string(254, format="email"),
+                        "tier": {"enum": TIERS},
+                    },
+                    ("customer",),
+                    minProperties=2,
+                ),
+                output_schema=CUSTOMER,
             ),
-            output_schema=ORDER_DETAIL,
-        ),
-        Operation(
-            "invoices.list",
-            "List invoices, optionally by status or customer",
-            s.list_invoices,
-            group="invoices",
-            examples=('{"status": "open"}',),
-            input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **page}),
-            output_schema=listing(INVOICE),
-        ),
-        Operation(
-            "invoices.get",
-            "Show one invoice with its payments and open balance",
-            s.get_invoice,
-            group="invoices",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=INVOICE_DETAIL,
-        ),
-        Operation(
-            "invoices.send",
-            "Email an invoice to the customer (or another address)",
-            s.send_invoice,
-            group="invoices",
-            description="The dispatch is written to the audit log; no mail leaves the machine.",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID, "email": string(254, format="email")}, ("invoice",)),
-            output_schema=obj(
-                {
-                    "invoice": ID,
-                    "sent_to": {"type": "string"},
-                    "status": {"enum": INVOICE_STATUSES},
-                },
-                ("invoice", "sent_to", "status"),
+            operation(
+                "customers.orders",
+                "List one customer's orders, newest first",
+                self.customer_orders,
+                examples=('{"customer": 1}',),
+                input_schema=obj({"customer": ID, **PAGE}, ("customer",)),
+                output_schema=listing(ORDER),
             ),
-        ),
-        Operation(
-            "invoices.void",
-            "Void an open invoice",
-            s.void_invoice,
-            group="invoices",
-            examples=('{"invoice": 6}',),
-            input_schema=obj({"invoice": ID}, ("invoice",)),
-            output_schema=INVOICE,
-        ),
-    ]
+            operation(
+                "products.list",
+                "List products in the catalogue, optionally only those in stock",
+                self.list_products,
+                examples=('{"query": "usb"}', '{"in_stock": true}'),
+                input_schema=obj(
+                    {"query": string(100, min_length=0), "in_stock": {"type": "boolean"}, **PAGE}
+                ),
+                output_schema=listing(PRODUCT),
+            ),
+            operation(
+                "products.get",
+                "Show one product with price and stock",
+                self.get_product,
+                examples=('{"product": 3}',),
+                input_schema=by_id("product"),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "products.restock",
+                "Add received units to a product's stock",
+                self.restock_product,
+                examples=('{"product": 3, "quantity": 10}',),
+                input_schema=obj(
+                    {
+                        "product": ID,
+                        "quantity": {"type": "integer", "minimum": 1, "maximum": 10_000},
+                    },
+                    ("product", "quantity"),
+                ),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "products.set_price",
+                "Change a product's price (existing orders keep theirs)",
+                self.set_price,
+                examples=('{"product": 2, "price": "27.50"}',),
+                input_schema=obj({"product": ID, "price": MONEY}, ("product", "price")),
+                output_schema=PRODUCT,
+            ),
+            operation(
+                "orders.list",
+                "List orders, optionally by status or customer",
+                self.list_orders,
+                examples=('{"status": "delivered"}', '{"customer": 2}'),
+                input_schema=obj({"status": {"enum": ORDER_STATUSES}, "customer": ID, **PAGE}),
+                output_schema=listing(ORDER),
+            ),
+            operation(
+                "orders.get",
+                "Show one order with its lines and invoice",
+                self.get_order,
+                examples=('{"order": 7}',),
+                input_schema=by_id("order"),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.create",
+                "Place an order for a customer; reserves stock and issues an open invoice",
+                self.create_order,
+                examples=('{"customer": 1, "lines": [{"product": 2, "quantity": 1}]}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "lines": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": 10,
+                            "items": obj(
+                                {
+                                    "product": ID,
+                                    "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
+                                },
+                                ("product", "quantity"),
+                            ),
+                        },
+                    },
+                    ("customer", "lines"),
+                ),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.cancel",
+                "Cancel an unpaid order: voids its invoice and returns the stock",
+                self.cancel_order,
+                examples=('{"order": 6}',),
+                input_schema=by_id("order"),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "orders.ship",
+                "Mark a paid order as shipped with a carrier",
+                self.ship_order,
+                examples=('{"order": 4, "carrier": "dhl"}',),
+                input_schema=obj(
+                    {"order": ID, "carrier": {"enum": ["dhl", "ups", "post"]}}, ("order", "carrier")
+                ),
+                output_schema=ORDER_DETAIL,
+            ),
+            operation(
+                "invoices.list",
+                "List invoices, optionally by status or customer",
+                self.list_invoices,
+                examples=('{"status": "open"}',),
+                input_schema=obj({"status": {"enum": INVOICE_STATUSES}, "customer": ID, **PAGE}),
+                output_schema=listing(INVOICE),
+            ),
+            operation(
+                "invoices.get",
+                "Show one invoice with its payments and open balance",
+                self.get_invoice,
+                examples=('{"invoice": 6}',),
+                input_schema=by_id("invoice"),
+                output_schema=INVOICE_DETAIL,
+            ),
+            operation(
+                "invoices.send",
+                "Email an invoice to the customer (or another address)",
+                self.send_invoice,
+                description="The dispatch is written to the audit log; no mail leaves the machine.",
+                examples=('{"invoice": 6}',),
+                input_schema=obj(
+                    {"invoice": ID, "email": string(254, format="email")}, ("invoice",)
+                ),
+                output_schema=obj(
+                    {
+                        "invoice": ID,
+                        "sent_to": {"type": "string"},
+                        "status": {"enum": INVOICE_STATUSES},
+                    },
+                    ("invoice", "sent_to", "status"),
+                ),
+            ),
+            operation(
+                "invoices.void",
+                "Void an open invoice",
+                self.void_invoice,
+                examples=('{"invoice": 6}',),
+                input_schema=by_id("invoice"),
+                output_schema=INVOICE,
+            ),
+        ]

@@ -14,23 +14,26 @@ import sqlite3
 from typing import Any
 
 from .. import FormInput, InputAction, Invocation, Operation, await_input, fail
-from ._database import Desk
 from ._kit import (
     ID,
-    LIMIT,
-    OFFSET,
+    PAGE,
+    Application,
     Schema,
     arguments,
     as_object,
     audit,
+    by_id,
     listing,
+    not_found,
     obj,
+    operation,
+    page,
     record,
     reply,
     string,
 )
 
-__all__ = ["TEAMS", "support_operations"]
+__all__ = ["TEAMS", "Support"]
 
 TICKET_STATUSES = ["open", "pending", "escalated", "closed"]
 PRIORITIES = ["low", "normal", "high", "urgent"]
@@ -102,34 +105,27 @@ def _detail(db: sqlite3.Connection, ticket_id: int) -> dict[str, Any] | None:
     }
 
 
-class Support:
+class Support(Application):
     """The handlers of the tickets group."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
 
     def list_tickets(self, inv: Invocation) -> object:
         args = arguments(inv)
-        limit, offset = int(args.get("limit", 10)), int(args.get("offset", 0))
         status, priority, customer = args.get("status"), args.get("priority"), args.get("customer")
         where = (
             "WHERE (? IS NULL OR t.status = ?) AND (? IS NULL OR t.priority = ?)"
             " AND (? IS NULL OR t.customer_id = ?)"
         )
         params = (status, status, priority, priority, customer, customer)
+        count = f"SELECT count(*) FROM tickets t {where}"
         with self.desk.read() as db:
-            total = db.execute(f"SELECT count(*) FROM tickets t {where}", params).fetchone()[0]
-            rows = db.execute(
-                f"{_SELECT} {where} ORDER BY t.id LIMIT ? OFFSET ?", (*params, limit, offset)
-            ).fetchall()
-        return reply({"items": [record(r) for r in rows], "total": total, "offset": offset})
+            return reply(page(db, inv, count, f"{_SELECT} {where} ORDER BY t.id", params))
 
     def get_ticket(self, inv: Invocation) -> object:
         ticket_id = arguments(inv)["ticket"]
         with self.desk.read() as db:
             detail = _detail(db, ticket_id)
         if detail is None:
-            return fail(f"ticket {ticket_id} not found")
+            return not_found("ticket", ticket_id)
         return reply(detail)
 
     def open_ticket(self, inv: Invocation) -> object:
@@ -140,7 +136,7 @@ class Support:
                 "SELECT name FROM customers WHERE id = ?", (customer_id,)
             ).fetchone()
             if customer is None:
-                return fail(f"customer {customer_id} not found")
+                return not_found("customer", customer_id)
             if order_id is not None:
                 owner = db.execute(
                     "SELECT customer_id FROM orders WHERE id = ?", (order_id,)
@@ -169,7 +165,7 @@ class Support:
         ticket_id = args["ticket"]
         with self.desk.write() as db:
             if db.execute("SELECT 1 FROM tickets WHERE id = ?", (ticket_id,)).fetchone() is None:
-                return fail(f"ticket {ticket_id} not found")
+                return not_found("ticket", ticket_id)
             db.execute(
                 "INSERT INTO ticket_comments (ticket_id, author, body, internal, created_at)"
                 f" VALUES (?, 'agent', ?, ?, {_NOW})",
@@ -193,9 +189,9 @@ class Support:
             )
             if cursor.rowcount == 0:
                 exists = db.execute("SELECT 1 FROM tickets WHERE id = ?", (ticket_id,)).fetchone()
-                return fail(
-                    f"ticket {ticket_id} is closed" if exists else f"ticket {ticket_id} not found"
-                )
+                if exists is None:
+                    return not_found("ticket", ticket_id)
+                return fail(f"ticket {ticket_id} is closed")
             audit(db, inv.name, f"ticket {ticket_id} assigned to {args['assignee']}")
             detail = _detail(db, ticket_id)
         assert detail is not None
@@ -207,7 +203,7 @@ class Support:
         with self.desk.write() as db:
             row = db.execute("SELECT status FROM tickets WHERE id = ?", (ticket_id,)).fetchone()
             if row is None:
-                return fail(f"ticket {ticket_id} not found")
+                return not_found("ticket", ticket_id)
             if row["status"] == "closed":
                 return fail(f"ticket {ticket_id} is already closed")
             db.execute(
@@ -230,7 +226,7 @@ class Support:
         with self.desk.read() as db:
             ticket = db.execute(f"{_SELECT} WHERE t.id = ?", (ticket_id,)).fetchone()
         if ticket is None:
-            return fail(f"ticket {ticket_id} not found")
+            return not_found("ticket", ticket_id)
         if resume is None:
             if ticket["status"] in ("closed", "escalated"):
                 return fail(f"ticket {ticket_id} is {ticket['status']}")
@@ -319,98 +315,89 @@ class Support:
         assert detail is not None
         return reply(detail)
 
-
-def support_operations(desk: Desk) -> list[Operation]:
-    """The tickets operations over ``desk``."""
-    s = Support(desk)
-    ticket = obj({"ticket": ID}, ("ticket",))
-    return [
-        Operation(
-            "tickets.list",
-            "List support tickets by status, priority or customer",
-            s.list_tickets,
-            group="tickets",
-            examples=('{"status": "open"}', '{"priority": "urgent"}'),
-            input_schema=obj(
-                {
-                    "status": {"enum": TICKET_STATUSES},
-                    "priority": {"enum": PRIORITIES},
-                    "customer": ID,
-                    "limit": LIMIT,
-                    "offset": OFFSET,
-                }
+    def operations(self) -> list[Operation]:
+        """The tickets operations."""
+        return [
+            operation(
+                "tickets.list",
+                "List support tickets by status, priority or customer",
+                self.list_tickets,
+                examples=('{"status": "open"}', '{"priority": "urgent"}'),
+                input_schema=obj(
+                    {
+                        "status": {"enum": TICKET_STATUSES},
+                        "priority": {"enum": PRIORITIES},
+                        "customer": ID,
+                        **PAGE,
+                    }
+                ),
+                output_schema=listing(TICKET),
             ),
-            output_schema=listing(TICKET),
-        ),
-        Operation(
-            "tickets.get",
-            "Show one ticket with its conversation",
-            s.get_ticket,
-            group="tickets",
-            examples=('{"ticket": 1}',),
-            input_schema=ticket,
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.open",
-            "Open a ticket for a customer, optionally about one of their orders",
-            s.open_ticket,
-            group="tickets",
-            examples=('{"customer": 1, "subject": "Late delivery", "body": "Still waiting."}',),
-            input_schema=obj(
-                {
-                    "customer": ID,
-                    "order": ID,
-                    "subject": string(120),
-                    "body": string(2000),
-                    "priority": {"enum": PRIORITIES, "default": "normal"},
-                },
-                ("customer", "subject", "body"),
+            operation(
+                "tickets.get",
+                "Show one ticket with its conversation",
+                self.get_ticket,
+                examples=('{"ticket": 1}',),
+                input_schema=by_id("ticket"),
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.comment",
-            "Add a reply or an internal note to a ticket",
-            s.comment,
-            group="tickets",
-            input_schema=obj(
-                {"ticket": ID, "body": string(2000), "internal": {"type": "boolean"}},
-                ("ticket", "body"),
+            operation(
+                "tickets.open",
+                "Open a ticket for a customer, optionally about one of their orders",
+                self.open_ticket,
+                examples=('{"customer": 1, "subject": "Late delivery", "body": "Still waiting."}',),
+                input_schema=obj(
+                    {
+                        "customer": ID,
+                        "order": ID,
+                        "subject": string(120),
+                        "body": string(2000),
+                        "priority": {"enum": PRIORITIES, "default": "normal"},
+                    },
+                    ("customer", "subject", "body"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.assign",
-            "Assign a ticket to an agent",
-            s.assign,
-            group="tickets",
-            examples=('{"ticket": 2, "assignee": "sam"}',),
-            input_schema=obj(
-                {"ticket": ID, "assignee": string(40, pattern="^[a-z][a-z0-9_-]*$")},
-                ("ticket", "assignee"),
+            operation(
+                "tickets.comment",
+                "Add a reply or an internal note to a ticket",
+                self.comment,
+                input_schema=obj(
+                    {"ticket": ID, "body": string(2000), "internal": {"type": "boolean"}},
+                    ("ticket", "body"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.close",
-            "Close a ticket with a resolution note",
-            s.close,
-            group="tickets",
-            input_schema=obj({"ticket": ID, "resolution": string(500)}, ("ticket", "resolution")),
-            output_schema=TICKET_DETAIL,
-        ),
-        Operation(
-            "tickets.escalate",
-            "Escalate a ticket to another team, asking two questions first",
-            s.escalate,
-            group="tickets",
-            description=(
-                "Asks which team and priority, then whether to notify the customer; escalates"
-                " only when both questions are answered."
+            operation(
+                "tickets.assign",
+                "Assign a ticket to an agent",
+                self.assign,
+                examples=('{"ticket": 2, "assignee": "sam"}',),
+                input_schema=obj(
+                    {"ticket": ID, "assignee": string(40, pattern="^[a-z][a-z0-9_-]*$")},
+                    ("ticket", "assignee"),
+                ),
+                output_schema=TICKET_DETAIL,
             ),
-            examples=('{"ticket": 1}',),
-            input_schema=ticket,
-            output_schema=TICKET_DETAIL,
-        ),
-    ]
+            operation(
+                "tickets.close",
+                "Close a ticket with a resolution note",
+                self.close,
+                input_schema=obj(
+                    {"ticket": ID, "resolution": string(500)}, ("ticket", "resolution")
+                ),
+                output_schema=TICKET_DETAIL,
+            ),
+            operation(
+                "tickets.escalate",
+                "Escalate a ticket to another team, asking two questions first",
+                self.escalate,
+                description=(
+                    "Asks which team and priority, then whether to notify the customer; escalates"
+                    " only when both questions are answered."
+                ),
+                examples=('{"ticket": 1}',),
+                input_schema=by_id("ticket"),
+                output_schema=TICKET_DETAIL,
+            ),
+        ]
