@@ -467,7 +467,7 @@ async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> 
     assert completed(await invoke(halve, {"number": {"value": 8}})).content == (Text("4"),)
     code, message = failed(await invoke(halve, {"number": {"value": 7}}))
     assert code is FailureCode.OPERATION_FAILED
-    assert message == "invalid arguments: number/value: Value error, must be even"
+    assert message == "invalid arguments: /number/value: Value error, must be even"
     assert "7" not in message
 
 

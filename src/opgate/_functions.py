@@ -75,7 +75,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
-from ._failures import ConfigurationError, short_prefix
+from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
 from ._invocation import Invocation
 from ._operation import NAME_PATTERN, Operation
 from ._outcomes import Outcome, fail, finish
@@ -324,9 +324,13 @@ class _Plan:
 
 
 def _refusal(exc: pydantic.ValidationError) -> str:
+    """``invalid arguments: /pointer: rule`` for the first error, without the value."""
     error = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-    where = "/".join(short_prefix(str(part))[1:-1] for part in error["loc"])
-    return f"invalid arguments: {where or 'arguments'}: {error['msg']}"
+    parts = [str(part) for part in error["loc"]]
+    pointer = "".join(
+        "/" + (p if len(p) <= PREFIX_CHARS else p[:PREFIX_CHARS] + "…") for p in parts
+    )
+    return f"invalid arguments: {pointer or '/'}: {error['msg']}"
 
 
 def _handler(fn: Callable[..., Any], plan: _Plan) -> Callable[[Invocation], Any]:
