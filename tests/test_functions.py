@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import sys
 import threading
+import types as types_module
 import typing
 from datetime import datetime
 from decimal import Decimal
@@ -889,3 +891,44 @@ async def test_typed_operations_over_mcp_with_the_official_client() -> None:
         )
         assert not cancelled.is_error
         assert cancelled.structured_content == {"order": 3, "amount": 9.99, "color": "red"}
+
+
+# -- the example in docs/contracts.md runs as written ------------------------------------
+
+
+def docs_block(heading: str) -> str:
+    """The first Python code block under ``heading`` in docs/contracts.md."""
+    from conftest import ROOT
+
+    text = (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```\n", start)]
+
+
+async def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types_module.ModuleType("contracts_example")  # a module, as a user's app is
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(docs_block("## Operations from typed functions"), module.__dict__)
+    refund = module.refund
+    assert (refund.name, refund.group, refund.summary) == (
+        "orders.refund",
+        "orders",
+        "Refund an order.",
+    )
+    assert refund.description == "Money goes back to the card it came from."
+    reg = await registry(refund)
+    arguments = {"order": 7, "amount": 0.1}
+    pending = await reg.invoke(None, "orders.refund", arguments, input_support={InputMode.FORM})
+    assert isinstance(pending, Pending)
+    assert pending.prompt.message == "Refund 0.1 on order 7?"
+    outcome = await reg.invoke(
+        None,
+        "orders.refund",
+        arguments,
+        input_support={InputMode.FORM},
+        resume=(pending.continuation, InputResponse.accept({"ok": True})),
+    )
+    assert completed(outcome).structured == {"order": 7, "amount": Decimal("0.1")}
+    refused = await reg.invoke(None, "orders.refund", {"order": 7, "amount": 0})
+    assert failed(refused)[0] is FailureCode.INVALID_ARGUMENTS  # Field(gt=0)

@@ -218,3 +218,18 @@ def test_both_are_policies_a_registry_needs_explicitly() -> None:
     op = Operation("x", "X", lambda inv: None)
     assert isinstance(Registry([op], LocalPolicy()), Registry)
     assert isinstance(Registry([op], ScopePolicy({})), Registry)
+
+
+async def test_the_documented_example_builds_both() -> None:
+    from conftest import ROOT
+
+    text = (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")
+    section = text[text.index("### Ready policies") :]
+    start = section.index("```python\n") + len("```python\n")
+    block = section[start : section.index("```\n", start)]
+    namespace: dict[str, Any] = {"operations": OPERATIONS}
+    exec(block.replace("Registry(operations", "built = Registry(operations", 1), namespace)
+    exec(block, namespace)  # both statements build a registry without raising
+    assert isinstance(namespace["built"], Registry)
+    scoped = Registry(OPERATIONS, ScopePolicy({"orders.read": {"orders"}}, everyone={"help"}))
+    assert await visible(scoped, ctx_with("orders.read")) == {"orders.lookup", "help.hours"}
