@@ -1,9 +1,10 @@
 """opgate: a large catalog of application operations behind three MCP tools.
 
 ``search``, ``inspect`` and ``invoke`` over a fixed ``Registry`` of ``Operation``
-definitions, with per-principal authorization (``Policy``), exact JSON Schema
-checks, human input that resumes safely (``FormInput``, ``URLInput``) and progress.
-Users import only from ``opgate``; every implementation module is private.
+definitions (written by hand, or made from typed functions by ``@operation``), with
+per-principal authorization (``Policy``; ``LocalPolicy`` and ``ScopePolicy`` ready-made),
+exact JSON Schema checks, human input that resumes safely (``FormInput``, ``URLInput``)
+and progress. Users import only from ``opgate``; every implementation module is private.
 """
 
 from ._failures import ConfigurationError, Failure, FailureCode
