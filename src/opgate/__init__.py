@@ -1,17 +1,22 @@
 """opgate: a large catalog of application operations behind three MCP tools.
 
 ``search``, ``inspect`` and ``invoke`` over a fixed ``Registry`` of ``Operation``
-definitions, with per-principal authorization (``Policy``), exact JSON Schema
-checks, human input that resumes safely (``FormInput``, ``URLInput``) and progress.
-Users import only from ``opgate``; every implementation module is private.
+definitions (written by hand, or made from typed functions by ``@operation``), with
+per-principal authorization (``Policy``; ``LocalPolicy`` and ``ScopePolicy`` ready-made),
+exact JSON Schema checks, human input that resumes safely (``FormInput``, ``URLInput``)
+and progress. Users import only from ``opgate``; adapters also use the seams
+``opgate.ledger`` (the continuation-ledger contract) and ``opgate.json`` (the JSON
+profile). Every implementation module is private.
 """
 
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
+from ._functions import operation
 from ._invocation import Invocation, Resume
 from ._limits import PAGE_BYTES, Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
-from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
+from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, finish
+from ._policies import LocalPolicy, ScopePolicy
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
 from ._registry import Registry
@@ -53,9 +58,11 @@ __all__ = [
     "Invocation",
     "Lifetime",
     "Limits",
+    "LocalPolicy",
     "NoStructured",
     "Operation",
     "OperationSpec",
+    "Outcome",
     "Pending",
     "Policy",
     "ProgressUpdate",
@@ -64,6 +71,7 @@ __all__ = [
     "ResourceLink",
     "Result",
     "Resume",
+    "ScopePolicy",
     "Scorer",
     "SearchPage",
     "Summary",
@@ -74,4 +82,5 @@ __all__ = [
     "fail",
     "finish",
     "internal_failure",
+    "operation",
 ]
