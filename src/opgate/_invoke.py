@@ -49,7 +49,7 @@ from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
 from ._progress import Diagnostics, ProgressChannel
-from ._request import LIFETIME_CLOSED, call_options, validated_arguments
+from ._invoke_request import LIFETIME_CLOSED, call_options, validated_arguments
 from ._search import discoverable
 from .ledger import Binding, Event, LedgerBackend, LedgerRecord, LedgerUnavailable, Lifetime
 
