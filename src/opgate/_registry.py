@@ -19,10 +19,11 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from ._catalog import catalog_revision, snapshot_catalog
+from ._catalog import Entry, catalog_revision, snapshot_catalog
 from ._collector import paused_collector
 from ._execution import must_propagate
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
@@ -40,8 +41,10 @@ from ._search import (
     CursorBinding,
     CursorError,
     CursorSealer,
+    Ranker,
     Ranking,
     Scorer,
+    SearchIndex,
     build_ranker,
     discoverable,
     exact_page,
@@ -127,21 +130,27 @@ class Registry:
                 raise TypeError(f"policy must provide a callable {method}(ctx, ...)")
         if isinstance(operations, Operation) or not isinstance(operations, Iterable):
             raise TypeError("operations must be an iterable of opgate.Operation")
-        self._limits = limits
-        self._policy = policy
-        self._clock = clock or time.time
-        self._monotonic = monotonic or time.monotonic
-        if not callable(self._clock) or not callable(self._monotonic):
+        clock = clock or time.time
+        monotonic = monotonic or time.monotonic
+        if not callable(clock) or not callable(monotonic):
             raise TypeError("clock and monotonic must be callables returning seconds")
         with paused_collector():
-            self._entries = snapshot_catalog(operations, limits, regex_backtrack_limit)
-            self._positions = {entry.name: index for index, entry in enumerate(self._entries)}
-            self._index = search_index(self._entries)
-            self._rank_by(ranking)
-            # Inside the paused collector too: 20,000 Definition objects would trigger passes.
-            self._revision = catalog_revision(self._entries)
-        self._form_checks = FormChecks()
-        self._bind_state(_keys(secret), ledger)
+            entries = snapshot_catalog(operations, limits, regex_backtrack_limit)
+            index = search_index(entries)
+            compiled = _Compiled(
+                limits=limits,
+                policy=policy,
+                clock=clock,
+                monotonic=monotonic,
+                entries=entries,
+                positions={entry.name: position for position, entry in enumerate(entries)},
+                index=index,
+                # Inside the paused collector too: 20,000 Definition objects would trigger passes.
+                revision=catalog_revision(entries),
+                form_checks=FormChecks(),
+            )
+            order = _order(compiled, ranking)
+        self._assemble(compiled, order, _state(compiled, _keys(secret), ledger))
 
     def replace(
         self,
@@ -161,77 +170,41 @@ class Registry:
         ``opgate serve`` applies ``OPGATE_SECRET``, ``--ledger`` and ``--ranking`` to a
         host's registry.
         """
-        copy = Registry._sharing_catalog(self)
-        if ranking is KEEP:
-            copy._ranking, copy._ranker = self._ranking, self._ranker
-            copy._search_method = self._search_method
-        else:
-            copy._rank_by(ranking)
+        compiled = self._compiled
+        order = self._order if ranking is KEEP else _order(compiled, ranking)
         if secret is KEEP and ledger is KEEP:
-            copy._keys, copy._ledger_factory = self._keys, self._ledger_factory
-            copy._secret, copy._cursors = self._secret, self._cursors
-            copy._scope_hashes, copy._ledger = self._scope_hashes, self._ledger
-            copy._invoker = self._invoker
+            state = self._state
         else:
-            copy._bind_state(
-                self._keys if secret is KEEP else _keys(secret),
-                self._ledger_factory if ledger is KEEP else ledger,
+            state = _state(
+                compiled,
+                self._state.keys if secret is KEEP else _keys(secret),
+                self._state.ledger_factory if ledger is KEEP else ledger,
             )
+        copy = Registry.__new__(Registry)
+        copy._assemble(compiled, order, state)
         return copy
 
-    @classmethod
-    def _sharing_catalog(cls, source: Registry) -> Registry:
-        """A registry holding ``source``'s compiled catalog, its ranking and state not
-        yet set: the construction path of ``replace``, which compiles nothing."""
-        registry = cls.__new__(cls)
-        registry._limits = source._limits
-        registry._policy = source._policy
-        registry._clock = source._clock
-        registry._monotonic = source._monotonic
-        registry._entries = source._entries
-        registry._positions = source._positions
-        registry._index = source._index
-        registry._revision = source._revision
-        registry._form_checks = source._form_checks
-        return registry
-
-    def _rank_by(self, ranking: Ranking | Scorer) -> None:
-        """Set the search order (see _search._ranking): the rule's index itself by default."""
-        self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
-        self._ranking = ranking
-
-    def _bind_state(self, keys: RegistryKeys, ledger: LedgerFactory | None) -> None:
-        """Take the keys, open the continuation ledger, and build the invoke sequence
-        over them."""
-        self._keys = keys
-        self._ledger_factory = ledger
-        self._secret = keys.scope
-        self._cursors = CursorSealer(clock=self._clock, key=keys.cursor)
-        self._scope_hashes = ScopeHashes(keys.scope)
-        self._ledger: LedgerBackend[Any, Any]
-        if ledger is None:
-            self._ledger = Ledger(self._limits, self._clock)
-        else:
-            if not callable(getattr(ledger, "bind", None)):
-                raise TypeError("ledger must be a shared ledger such as opgate.redis.RedisLedger")
-            if not keys.shared:
-                raise ConfigurationError(
-                    "a shared ledger needs a shared secret: "
-                    "pass secret= (the same on every replica)"
-                )
-            self._ledger = ledger.bind(
-                limits=self._limits, clock=self._clock, keys=keys, revision=self._revision
-            )
-        self._invoker = Invoker(
-            entries=self._entries,
-            positions=self._positions,
-            policy=self._policy,
-            limits=self._limits,
-            ledger=self._ledger,
-            monotonic=self._monotonic,
-            form_checks=self._form_checks,
-            scope_hashes=self._scope_hashes,
-        )
+    def _assemble(self, compiled: _Compiled, order: _Order, state: _State) -> None:
+        """Hold the three parts (every path that makes a registry ends here) and keep
+        their fields as attributes, which the request paths read directly."""
+        self._compiled, self._order, self._state = compiled, order, state
+        self._limits = compiled.limits
+        self._policy = compiled.policy
+        self._clock = compiled.clock
+        self._monotonic = compiled.monotonic
+        self._entries = compiled.entries
+        self._positions = compiled.positions
+        self._index = compiled.index
+        self._revision = compiled.revision
+        self._form_checks = compiled.form_checks
+        self._ranking = order.ranking
+        self._ranker = order.ranker
+        self._search_method = order.method
+        self._secret = state.keys.scope
+        self._cursors = state.cursors
+        self._scope_hashes = state.scope_hashes
+        self._ledger = state.ledger
+        self._invoker = state.invoker
 
     async def aclose(self) -> None:
         """Close a shared ledger's connections (a later call reconnects); idempotent."""
@@ -401,6 +374,80 @@ class Registry:
             )
         except BaseException as exc:
             return _failed(exc, diagnostics.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """What construction compiled and checked: shared by every ``replace`` copy."""
+
+    limits: Limits
+    policy: Policy
+    clock: Callable[[], float]
+    monotonic: Callable[[], float]
+    entries: tuple[Entry, ...]
+    positions: dict[str, int]
+    index: SearchIndex
+    revision: str
+    form_checks: FormChecks
+
+
+@dataclass(frozen=True, slots=True)
+class _Order:
+    """How search orders results: the ``ranking`` given, its ranker, the cursor's method."""
+
+    ranking: Ranking | Scorer
+    ranker: Ranker
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """The keys and the continuation ledger, with the invoke sequence built over them."""
+
+    keys: RegistryKeys
+    ledger_factory: LedgerFactory | None
+    cursors: CursorSealer
+    scope_hashes: ScopeHashes
+    ledger: LedgerBackend[Any, Any]
+    invoker: Invoker
+
+
+def _order(compiled: _Compiled, ranking: Ranking | Scorer) -> _Order:
+    """The search order for ``ranking`` (see _search._ranking): the rule's index itself
+    by default."""
+    ranker, method = build_ranker(ranking, compiled.index, compiled.entries)
+    return _Order(ranking, ranker, method)
+
+
+def _state(compiled: _Compiled, keys: RegistryKeys, ledger: LedgerFactory | None) -> _State:
+    """Take the keys, open the continuation ledger, and build the invoke sequence over
+    them."""
+    backend: LedgerBackend[Any, Any]
+    if ledger is None:
+        backend = Ledger(compiled.limits, compiled.clock)
+    else:
+        if not callable(getattr(ledger, "bind", None)):
+            raise TypeError("ledger must be a shared ledger such as opgate.redis.RedisLedger")
+        if not keys.shared:
+            raise ConfigurationError(
+                "a shared ledger needs a shared secret: pass secret= (the same on every replica)"
+            )
+        backend = ledger.bind(
+            limits=compiled.limits, clock=compiled.clock, keys=keys, revision=compiled.revision
+        )
+    scope_hashes = ScopeHashes(keys.scope)
+    invoker = Invoker(
+        entries=compiled.entries,
+        positions=compiled.positions,
+        policy=compiled.policy,
+        limits=compiled.limits,
+        ledger=backend,
+        monotonic=compiled.monotonic,
+        form_checks=compiled.form_checks,
+        scope_hashes=scope_hashes,
+    )
+    cursors = CursorSealer(clock=compiled.clock, key=keys.cursor)
+    return _State(keys, ledger, cursors, scope_hashes, backend, invoker)
 
 
 def _keys(secret: bytes | None) -> RegistryKeys:

@@ -25,8 +25,8 @@ Only what the rest of the core uses is exported here.
 
 from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._discovery import discoverable, exact_page, operation_spec, ranked_page
-from ._index import fold_group, normalize_query
-from ._ranking import Ranking, build_ranker, search_index
+from ._index import SearchIndex, fold_group, normalize_query
+from ._ranking import Ranker, Ranking, build_ranker, search_index
 from ._request import search_problem
 from ._scorer import Candidate, Scorer
 
@@ -35,8 +35,10 @@ __all__ = [
     "CursorBinding",
     "CursorError",
     "CursorSealer",
+    "Ranker",
     "Ranking",
     "Scorer",
+    "SearchIndex",
     "build_ranker",
     "discoverable",
     "exact_page",
