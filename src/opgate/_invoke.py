@@ -43,13 +43,13 @@ from ._execution import (
 from ._failures import Failure, FailureCode, internal_failure
 from ._forms import FormChecks, InputMode, StoredPrompt, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
+from ._invoke_request import LIFETIME_CLOSED, call_options, validated_arguments
 from ._json import JSONValue, parsed_canonical_bytes
 from ._keys import ScopeHashes
 from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
 from ._progress import Diagnostics, ProgressChannel
-from ._invoke_request import LIFETIME_CLOSED, call_options, validated_arguments
 from ._search import discoverable
 from .ledger import Binding, Event, LedgerBackend, LedgerRecord, LedgerUnavailable, Lifetime
 
