@@ -324,6 +324,10 @@ def _npm() -> str:
         return found
     ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
     if ci and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        announce(
+            "opgate tests: npm is missing; installing Debian's npm package (with nodejs and its "
+            "node-* dependencies) with apt-get, as root in CI"
+        )
         for command in (
             ["apt-get", "update"],
             ["apt-get", "install", "-y", "--no-install-recommends", "npm"],
