@@ -61,8 +61,10 @@ __all__ = [
     "NodeToolsError",
     "Package",
     "announce",
+    "announce_fetch",
     "cache_dir",
     "ensure_node_tools",
+    "install_package",
 ]
 
 #: One npm install can be a 185 MB download (node); more than this means a stuck registry.
