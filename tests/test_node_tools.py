@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import node_tools
+import openapi_corpus
 from node_tools import (
     CONFORMANCE,
     INSPECTOR,
@@ -123,9 +124,10 @@ for path, body in binaries:
 """
 
 
-def test_a_cold_install_says_what_it_fetches_and_where_before_npm_runs(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def announced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, int]]:
+    """A fake ``npm`` first on ``PATH``; each announced line, with how many npm runs
+    preceded it."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     npm = bin_dir / "npm"
@@ -135,13 +137,19 @@ def test_a_cold_install_says_what_it_fetches_and_where_before_npm_runs(
     npm_log.touch()
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.setenv("FAKE_NPM_LOG", str(npm_log))
-    said: list[tuple[str, int]] = []  # each line, with how many npm runs preceded it
+    said: list[tuple[str, int]] = []
     monkeypatch.setattr(
         node_tools, "announce", lambda line: said.append((line, len(npm_log.read_text().split())))
     )
+    return said
+
+
+def test_a_cold_install_says_what_it_fetches_and_where_before_npm_runs(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
     cache = tmp_path / "cache"
     ensure_node_tools(cache)
-    lines = [line for line, _ in said]
+    lines = [line for line, _ in announced]
     head, *per_package = lines[:4]
     assert "3 npm packages" in head
     assert f"about {sum(p.megabytes for p in PACKAGES)} MB" in head
@@ -152,8 +160,21 @@ def test_a_cold_install_says_what_it_fetches_and_where_before_npm_runs(
         assert package.spec in line
         assert f"~{package.megabytes} MB" in line
         assert str(cache / package.prefix) in line
-    assert [runs for _, runs in said[:4]] == [0, 0, 0, 0]  # all said before npm ran
+    assert [runs for _, runs in announced[:4]] == [0, 0, 0, 0]  # all said before npm ran
     assert sum("installed" in line for line in lines[4:]) == 3
-    said.clear()
+    announced.clear()
     ensure_node_tools(cache)
-    assert said == []  # warm: silent
+    assert announced == []  # warm: silent
+
+
+def test_the_corpus_download_is_announced_too(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
+    with pytest.raises(NodeToolsError, match="incomplete"):  # the fake npm installs no documents
+        openapi_corpus.ensure_corpus(tmp_path / "cache")
+    head, directory, octokit = (line for line, _ in announced[:3])
+    assert "2 npm packages (about 799 MB" in head
+    assert "python3 tests/openapi_corpus.py --fetch" in head
+    assert openapi_corpus.DIRECTORY.spec in directory
+    assert openapi_corpus.OCTOKIT.spec in octokit
+    assert [runs for _, runs in announced[:3]] == [0, 0, 0]
