@@ -127,7 +127,7 @@ SHAPES: dict[str, Callable[[], str]] = {
     "long integer": lambda: _fill('{"a":', "9", "}"),
     "long fraction": lambda: _fill('{"a":0.', "0", "1}"),
     "lone surrogate at the end": lambda: _fill('{"a":["', "\\ud83d\\ude00", '","\\ud800"]}'),
-    # Found attacking the locators (tests/test_json_attacks.py):
+    # Found attacking the locators (tests/test_json_linear.py):
     "a constant after many values": lambda: _fill('{"a":[', "1,", "NaN]}"),
     "a too-long integer after many values": lambda: _fill('{"a":[', "1,", "9" * 4097 + "]}"),
     "a refused number, then a number character": lambda: _fill('{"a":[', "1,", "1e4097-]}"),

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from bench_real import REAL, catalog_for
 from common import Table, format_table, machine_info
 from opgate._collector import paused_collector
-from opgate._search import IndexEntry, SearchIndex
+from opgate._search._index import IndexEntry, SearchIndex
 
 
 def entries_for(copies: int, source: str = REAL) -> list[IndexEntry]:

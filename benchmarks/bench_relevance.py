@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import AllowAll, Table, format_table, machine_info
 from opgate import ConfigurationError, Limits, Operation, Ranking, Registry, SearchPage
-from opgate import _relevance as relevance_module
-from opgate._ranking import build_ranker
+from opgate._search import _relevance as relevance_module
+from opgate._search._ranking import build_ranker
 
 __all__ = [
     "QualityCatalog",
@@ -357,7 +357,7 @@ def run(
         "recall@5 >= 85 %.",
         "The query sets were committed before any ranking code and are unchanged since.",
         "relevance, no thesaurus: the same index with the generic verb thesaurus "
-        "(opgate/_thesaurus.py, docs/search.md) switched off.",
+        "(opgate/_search/_thesaurus.py, docs/search.md) switched off.",
     ]
     timing.notes += [
         f"Each query {rounds} times after one warm-up pass; percentiles over every run; "

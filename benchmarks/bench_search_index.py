@@ -1,4 +1,4 @@
-"""Benchmark the search index (``opgate._search``) at catalog scale.
+"""Benchmark the search index (``opgate._search._index``) at catalog scale.
 
 Stand-alone: ``python benchmarks/bench_search_index.py [--sizes 10000 100000]``.
 Builds a realistic synthetic catalog (dotted names such as
@@ -29,7 +29,7 @@ import tracemalloc
 from collections.abc import Callable
 from functools import partial
 
-from opgate._search import IndexEntry, SearchIndex
+from opgate._search._index import IndexEntry, SearchIndex
 
 PAGE = 5  # the registry's default page size
 DEEP = 500  # results behind a five-item page when the policy admits 1%

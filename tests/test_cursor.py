@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opgate._cursor import (
+from opgate._limits import Limits
+from opgate._search._cursor import (
     CURSOR_CHARS,
     CURSOR_LIFETIME,
     MAX_POSITION,
@@ -19,7 +20,6 @@ from opgate._cursor import (
     CursorError,
     CursorSealer,
 )
-from opgate._limits import Limits
 
 FAST = settings(max_examples=150, deadline=None)
 ALPHABET = string.ascii_letters + string.digits + "-_"

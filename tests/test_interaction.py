@@ -561,7 +561,7 @@ async def test_foreign_lifetime_is_invalid_request() -> None:
 
 
 async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
-    from opgate._ledger import Ledger
+    from opgate.ledger import initial_charge
 
     small: dict[str, int] = {
         "argument_bytes": 256,
@@ -572,8 +572,8 @@ async def test_capacity_exhaustion_is_busy_and_keeps_live_prompts() -> None:
     probe, _ = make(Refund(rounds=1), **small)
     await start(probe)
     retained = await used(probe)  # one live prompt
-    answer_room = len(b'{"ok":true}') + Ledger.max_prompt_charge(probe.limits)
-    initial = Ledger.initial_charge(len(b'{"order":7}'), probe.limits)
+    answer_room = len(b'{"ok":true}') + probe.limits.max_prompt_charge()
+    initial = initial_charge(len(b'{"order":7}'), probe.limits)
     assert answer_room < initial  # room to answer, no room for a second chain
     budget = max(retained + answer_room, Limits(**small).chain_floor())
     assert budget < retained + initial

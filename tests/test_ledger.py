@@ -1,10 +1,10 @@
-"""The continuation state table and token rules (``_ledger``)."""
+"""The continuation state table and token rules (``opgate.ledger``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from opgate._ledger import (
+from opgate.ledger import (
     IN_FLIGHT,
     TOKEN_LENGTH,
     TRANSITIONS,

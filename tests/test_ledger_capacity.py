@@ -28,8 +28,8 @@ from opgate import (
     await_input,
     finish,
 )
-from opgate._ledger import LEDGER_FULL
 from opgate._limits import CHAIN_FIXED_BYTES, RECORD_FIXED_BYTES
+from opgate.ledger import LEDGER_FULL, initial_charge
 
 from conftest import (
     CURRENT_LEDGER,
@@ -226,7 +226,7 @@ async def test_closed_lifetimes_free_their_memory_not_only_their_accounting() ->
             # the ledger really filled (less the seven principals' answer rooms)
             assert index > 70
             filled = reg._ledger.used + reg._ledger.rooms
-            assert filled > ledger_bytes - reg._ledger.initial_charge(2, limits)
+            assert filled > ledger_bytes - initial_charge(2, limits)
             await serving.close()
             assert reg._ledger.used == 0
         gc.collect()

@@ -17,7 +17,7 @@ import pytest
 import redis.asyncio as redis_client
 
 from opgate import Completed, Failed, FailureCode, InputMode, Pending, Registry
-from opgate._ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, token_hash
+from opgate.ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, token_hash
 from opgate.redis._script import CLAIM_EVENTS, GIVE_BACK
 
 from conftest import Ctx, free_port

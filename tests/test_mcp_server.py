@@ -163,6 +163,29 @@ def test_pinning_an_unknown_or_clashing_name_is_a_configuration_error() -> None:
         GatewayServer(build_registry(), pinned="util.echo")
 
 
+async def test_replace_keeps_the_server_options(era: str) -> None:
+    def hook(ctx: CallContext, tool: str, failure: Any) -> None:
+        return None
+
+    def other(ctx: CallContext, tool: str, failure: Any) -> None:
+        return None
+
+    server = GatewayServer(build_registry(), name="desk", pinned=["util.echo"], on_failure=hook)
+    assert server.on_failure is hook
+    kept = server.replace()
+    assert kept is not server
+    assert (kept.registry, kept.on_failure, kept.pinned) == (server.registry, hook, ("util.echo",))
+    assert kept.sdk_server.name == "desk"
+    registry = build_registry()
+    replaced = server.replace(registry=registry, on_failure=other)
+    assert (replaced.registry, replaced.on_failure) == (registry, other)
+    async with connect(replaced, era) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert names == {"search", "inspect", "invoke", "util.echo"}
+    with pytest.raises(ConfigurationError, match="not in the registry"):
+        server.replace(registry=Registry([], ScopePolicy()))
+
+
 # -- search and inspect -------------------------------------------------------------
 
 

@@ -460,3 +460,66 @@ def test_a_refused_document_is_refused_again_in_the_same_batch() -> None:
     for _ in range(2):  # refused both times: the first refusal left nothing behind
         with pytest.raises(ConfigurationError, match="pattern"):
             compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", memo=memo)
+
+
+# --- Registry.replace: the same compiled catalog under another secret, ledger or ranking ---
+
+
+class _Names:
+    """A host's ``Scorer``: an operation scores when its name holds the query."""
+
+    name = "names/v1"
+
+    def score(self, query: str, candidates: Any) -> list[float]:
+        return [1.0 if query in candidate.name else 0.0 for candidate in candidates]
+
+
+class _SharedStore:
+    """A ``LedgerFactory`` that must never be bound (it needs a shared secret)."""
+
+    def bind(self, **options: Any) -> Any:
+        raise AssertionError("bound without a shared secret")
+
+
+def _two() -> Registry:
+    return Registry(
+        [Operation("alpha", "does a", handler), Operation("beta", "does b", handler)], AllowAll()
+    )
+
+
+async def test_replace_keeps_the_compiled_catalog_and_what_is_left_out() -> None:
+    from opgate import Ranking
+
+    registry = _two()
+    assert registry.ranking is Ranking.RULE
+    same = registry.replace()
+    assert same is not registry
+    assert same._entries is registry._entries  # shared, not compiled again
+    assert (same.revision, len(same), same.limits) == (registry.revision, 2, registry.limits)
+    assert same.ledger is registry.ledger  # secret and ledger kept: one continuation store
+    assert same.ranking is Ranking.RULE
+    scorer = _Names()
+    ranked = registry.replace(ranking=scorer)
+    assert ranked.ranking is scorer
+    assert ranked.ledger is registry.ledger
+    assert registry.ranking is Ranking.RULE  # the original is untouched
+    page = await ranked.search(Ctx(), "bet")
+    assert [item.name for item in page.items] == ["beta"]  # type: ignore[union-attr]
+    secret = b"s" * 32
+    rebound = ranked.replace(secret=secret)
+    assert rebound.ranking is scorer
+    assert rebound.ledger is not registry.ledger  # its own keys, its own continuations
+    assert rebound._entries is registry._entries
+    assert rebound.replace(ledger=None).ledger is not rebound.ledger
+
+
+def test_replace_checks_its_arguments_as_the_constructor_does() -> None:
+    registry = _two()
+    with pytest.raises(TypeError):
+        registry.replace(b"s" * 32)  # type: ignore[misc]
+    with pytest.raises(ConfigurationError, match="secret must be 32"):
+        registry.replace(secret=b"short")
+    with pytest.raises(ConfigurationError, match="a shared ledger needs a shared secret"):
+        registry.replace(ledger=_SharedStore())
+    with pytest.raises(TypeError, match="ranking must be"):
+        registry.replace(ranking="best")  # type: ignore[arg-type]

@@ -23,11 +23,11 @@ from opgate import (
     SearchPage,
     finish,
 )
-from opgate import _relevance as relevance
-from opgate._relevance import RelevanceEntry, RelevanceIndex
-from opgate._search import IndexEntry, SearchIndex
-from opgate._thesaurus import SYNONYM, VERBS, alternatives
-from opgate._tokens import Stems, chunk_words, words
+from opgate._search import _relevance as relevance
+from opgate._search._index import IndexEntry, SearchIndex
+from opgate._search._relevance import RelevanceEntry, RelevanceIndex
+from opgate._search._thesaurus import SYNONYM, VERBS, alternatives
+from opgate._search._tokens import Stems, chunk_words, words
 from opgate.mcp import GatewayServer
 
 from conftest import AllowAll, Ctx, TeamPolicy
@@ -436,6 +436,20 @@ async def test_exact_name_and_empty_query_behave_as_in_rule_mode() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_query_without_a_word_is_ranked_by_the_rule() -> None:
+    # Punctuation alone holds no word to score: the rule ranks it (substrings), as an
+    # empty query is browsed by the rule.
+    operations = [op("a.x", "Dots... here."), op("b.y", "No dots"), op("c.z", "A - dash.")]
+    relevance = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
+    rule = Registry(operations, AllowAll())
+    for query in ["...", ".", "-", "  "]:
+        assert await all_pages(relevance, query) == await all_pages(rule, query), query
+    assert await names(relevance, "...") == ["a.x"]
+    assert not relevance._ranker.ranks("...")
+    assert relevance._ranker.ranks("dots")
+
+
+@pytest.mark.anyio
 async def test_cursor_is_bound_to_the_ranking() -> None:
     operations = catalog()
     rule = Registry(operations, AllowAll(), secret=SECRET)
@@ -477,7 +491,7 @@ async def test_relevance_without_the_extra_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     # as if pystemmer or numpy were not installed: a None entry makes import fail
-    for module in ("opgate._relevance", "opgate._tokens"):
+    for module in ("opgate._search._relevance", "opgate._search._tokens"):
         monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setitem(sys.modules, missing, None)
     with pytest.raises(ImportError, match=re.escape("pip install 'opgate[relevance]'")):
@@ -492,7 +506,7 @@ async def test_relevance_without_the_extra_says_how_to_install_it(
 def test_importing_opgate_imports_neither_numpy_nor_pystemmer() -> None:
     code = (
         "import sys, opgate, opgate.mcp, opgate.cli\n"
-        "loaded = {'numpy', 'Stemmer', 'opgate._relevance'} & set(sys.modules)\n"
+        "loaded = {'numpy', 'Stemmer', 'opgate._search._relevance'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -660,7 +674,7 @@ def test_serve_ranking_relevance_without_the_extra_is_a_usage_error(
 ) -> None:
     from opgate import cli
 
-    for module in ("opgate._relevance", "opgate._tokens"):
+    for module in ("opgate._search._relevance", "opgate._search._tokens"):
         monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setitem(sys.modules, "Stemmer", None)
     with pytest.raises(SystemExit) as exit_info:

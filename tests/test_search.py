@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -11,8 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opgate import _search
-from opgate._search import IndexEntry, SearchIndex, fold_group, normalize_query, query_terms
+from opgate._search import _index
+from opgate._search._index import (
+    IndexEntry,
+    SearchIndex,
+    fold_group,
+    has_terms,
+    normalize_query,
+    query_terms,
+)
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -79,7 +87,7 @@ TUNINGS: list[dict[str, object]] = [
 def tuned(tuning: dict[str, object]) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in tuning.items():
-            patch.setattr(_search, name, value)
+            patch.setattr(_index, name, value)
         yield
 
 
@@ -289,6 +297,18 @@ def test_empty_query_browses_by_name_and_group_filter_folds_case() -> None:
     assert names(index, catalog, "", "nothing") == []
     assert list(index.ranked("", "", after=(0, "b.two"))) == [(0, 2), (0, 3), (0, 4)]
     assert list(index.ranked("", "", after=(1, ""))) == []
+
+
+def test_has_terms_says_whether_a_query_has_terms_without_splitting_it() -> None:
+    # str.split() drops exactly the characters str.isspace() accepts, for every code point
+    chars = list(map(chr, range(sys.maxunicode + 1)))
+    assert [has_terms(c) for c in chars] == [bool(query_terms(c)) for c in chars]
+    for query in ["", " ", " \t\u3000\n", "a", " a ", "\u2028x", "\x1c\x1d", "..."]:
+        assert has_terms(query) == bool(query_terms(query)), repr(query)
+    # the rule ranks every query: it browses one without terms itself
+    index = SearchIndex([IndexEntry("a", "", "x")])
+    assert index.ranks("")
+    assert index.ranks("x")
 
 
 def test_exact_is_case_sensitive_and_names_must_be_unique() -> None:

@@ -1,21 +1,24 @@
 """opgate: a large catalog of application operations behind three MCP tools.
 
 ``search``, ``inspect`` and ``invoke`` over a fixed ``Registry`` of ``Operation``
-definitions, with per-principal authorization (``Policy``), exact JSON Schema
-checks, human input that resumes safely (``FormInput``, ``URLInput``) and progress.
-Users import only from ``opgate``; every implementation module is private.
+definitions (written by hand, or made from typed functions by ``@operation``), with
+per-principal authorization (``Policy``; ``LocalPolicy`` and ``ScopePolicy`` ready-made),
+exact JSON Schema checks, human input that resumes safely (``FormInput``, ``URLInput``)
+and progress. Users import only from ``opgate``; adapters also use the seams
+``opgate.ledger`` (the continuation-ledger contract) and ``opgate.json`` (the JSON
+profile). Every implementation module is private.
 """
 
-from ._failures import ConfigurationError, Failure, FailureCode
+from ._failures import ConfigurationError, Failure, FailureCode, internal_failure
 from ._forms import FormInput, FormPrompt, InputMode, URLInput, URLPrompt
+from ._functions import operation
 from ._invocation import Invocation, Resume
-from ._ledger import Lifetime
-from ._limits import Limits
+from ._limits import PAGE_BYTES, Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
-from ._outcomes import Completed, Failed, Pending, await_input, fail, finish
+from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, finish
+from ._policies import LocalPolicy, ScopePolicy
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
-from ._ranking import Candidate, Ranking, Scorer
 from ._registry import Registry
 from ._responses import InputAction, InputResponse
 from ._results import (
@@ -28,10 +31,13 @@ from ._results import (
     Result,
     Text,
 )
+from ._search import Candidate, Ranking, Scorer
 from ._version import __version__ as __version__
+from .ledger import Lifetime
 
 __all__ = [
     "NO_STRUCTURED",
+    "PAGE_BYTES",
     "Audio",
     "Candidate",
     "Completed",
@@ -52,9 +58,11 @@ __all__ = [
     "Invocation",
     "Lifetime",
     "Limits",
+    "LocalPolicy",
     "NoStructured",
     "Operation",
     "OperationSpec",
+    "Outcome",
     "Pending",
     "Policy",
     "ProgressUpdate",
@@ -63,6 +71,7 @@ __all__ = [
     "ResourceLink",
     "Result",
     "Resume",
+    "ScopePolicy",
     "Scorer",
     "SearchPage",
     "Summary",
@@ -72,4 +81,6 @@ __all__ = [
     "await_input",
     "fail",
     "finish",
+    "internal_failure",
+    "operation",
 ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 from ._failures import Failure, FailureCode
 from ._forms import FormChecks, InputMode, StoredPrompt
 from ._json import JSONValue
-from ._ledger import is_token_shaped
 from ._responses import (
     AnswerError,
     InputAction,
@@ -21,6 +20,7 @@ from ._responses import (
     decode_answers_canonical,
     is_genuine_response,
 )
+from .ledger import is_token_shaped
 
 __all__ = ["checked_answers", "resume_parts"]
 

@@ -6,8 +6,8 @@ the definition budget, a search item that fits an empty page) and fully checks
 every schema (each distinct schema once). An ``Entry`` holds what search, inspect
 and invoke read on their hot paths, computed here once: the compiled schemas,
 whether the handler is async, the search page item, its encoded size and the
-``Discover`` request. ``search_index`` and ``catalog_revision`` derive the search
-index and the definitions revision from the entries.
+``Discover`` request. ``catalog_revision`` derives the definitions revision from
+the entries (``_search.search_index`` their search index).
 
 Nothing here runs a callback or awaits; the registry calls these in this order,
 inside a paused collector (``_collector``).
@@ -28,11 +28,10 @@ from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
 from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
-from ._search import IndexEntry, SearchIndex
 from ._text import json_string_size, utf8_size
 from ._version import __version__
 
-__all__ = ["Entry", "catalog_revision", "search_index", "snapshot_catalog"]
+__all__ = ["Entry", "catalog_revision", "snapshot_catalog"]
 
 #: Accepted when an operation declares no input schema: any argument object.
 _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
@@ -146,16 +145,6 @@ def _snapshot(
         item_bytes=item_bytes,
         discover=Discover(operation.name),
         summary_item=Summary(operation.name, operation.group, operation.summary),
-    )
-
-
-def search_index(entries: tuple[Entry, ...]) -> SearchIndex:
-    """The search index over the entries' names, groups, summaries and other texts."""
-    return SearchIndex(
-        [
-            IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
-            for e in entries
-        ]
     )
 
 

@@ -142,7 +142,12 @@ CAUSE_EXCEPTIONS: Final = 64
 
 
 def internal_failure(cause: BaseException | None = None) -> Failure:
-    """A sanitized ``internal`` failure that keeps ``cause`` privately, without frames."""
+    """A sanitized ``internal`` failure that keeps ``cause`` privately, without frames.
+
+    What a transport adapter answers for an error of its own: the public message is
+    the code's default; ``cause`` stays on ``Failure.cause`` for the host's log, its
+    tracebacks (and those of its chain and groups) replaced by text notes.
+    """
     failure = Failure(FailureCode.INTERNAL)
     if cause is not None:
         _drop_frames(cause)

@@ -62,6 +62,7 @@ from urllib.parse import urlsplit
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, canonical_bytes, detach, from_python, parse, pointer
 from ._schema import MAX_COUNT, CompiledSchema, SchemaRole, compile_schema
+from ._sealed import Seal, Sealed, is_genuine
 from ._text import has_surrogate
 
 __all__ = [
@@ -442,49 +443,29 @@ class URLPrompt:
         return InputMode.URL
 
 
-# Set only at the end of the prompt constructors; an instance without it is a forgery.
-_SEAL: Final = object()
+# Stamped only at the end of the prompt constructors; an instance without it is a forgery.
+_SEAL: Final = Seal()
 
 
 def is_genuine_prompt(prompt: object) -> bool:
     """Whether ``prompt`` is a ``FormInput`` or ``URLInput`` its constructor completed."""
-    return type(prompt) in (FormInput, URLInput) and getattr(prompt, "_seal", None) is _SEAL
+    return type(prompt) in (FormInput, URLInput) and is_genuine(prompt)
 
 
-class _Prompt:
-    """Behaviour shared by the two prompt classes: final, immutable, copied as themselves."""
+class _Prompt(Sealed):
+    """Behaviour shared by the two prompt classes: sealed, immutable, copied as themselves."""
 
     __slots__ = ()
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        if cls.__module__ != __name__ or cls.__bases__ != (_Prompt,):
-            raise TypeError(
-                f"{cls.__name__}: FormInput and URLInput cannot be subclassed; "
-                "construct them and let their checks run"
-            )
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __copy__(self) -> Any:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, object]) -> Any:
-        return self
-
-    def _arguments(self) -> tuple[object, ...]:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        if not is_genuine_prompt(self):
-            raise TypeError(f"an unconstructed {type(self).__name__} cannot be copied")
-        return (type(self), self._arguments())  # rebuilt through the constructor's checks
+    _refusal = (
+        "{name}: FormInput and URLInput cannot be subclassed; "
+        "construct them and let their checks run"
+    )
+    _immutable = "{type} is immutable"
 
 
 @final
+@_SEAL.mints
 class FormInput(_Prompt):
     """Ask a person to fill a form, keeping private JSON ``state`` for the handler.
 
@@ -511,7 +492,6 @@ class FormInput(_Prompt):
         "_message",
         "_required",
         "_schema_bytes",
-        "_seal",
         "_state",
         "_state_bytes",
     )
@@ -561,10 +541,10 @@ class FormInput(_Prompt):
         object.__setattr__(self, "_state", state_value)
         object.__setattr__(self, "_state_bytes", canonical_bytes(state_value))
         object.__setattr__(self, "_compiled", compiled)
-        object.__setattr__(self, "_seal", _SEAL)
+        _SEAL.stamp(self)
 
-    def _arguments(self) -> tuple[object, ...]:
-        return (self._message, self._schema_bytes, self._state_bytes)
+    def _rebuild(self) -> tuple[Any, ...]:  # through the constructor's checks
+        return (FormInput, (self._message, self._schema_bytes, self._state_bytes))
 
     def __repr__(self) -> str:
         if not is_genuine_prompt(self):
@@ -750,6 +730,7 @@ def _host_problem(netloc: str, host: str) -> str | None:
 
 
 @final
+@_SEAL.mints
 class URLInput(_Prompt):
     """Ask a person to open an HTTPS URL of the application (consent to navigate).
 
@@ -765,7 +746,7 @@ class URLInput(_Prompt):
     given, is 1 to 65535. The class is final, like ``FormInput``.
     """
 
-    __slots__ = ("_message", "_seal", "_url")
+    __slots__ = ("_message", "_url")
 
     mode: ClassVar[InputMode] = InputMode.URL
 
@@ -781,10 +762,10 @@ class URLInput(_Prompt):
             raise ConfigurationError(f"URLInput url {short_prefix(url)}: {problem}")
         object.__setattr__(self, "_message", message)
         object.__setattr__(self, "_url", str.__str__(url))
-        object.__setattr__(self, "_seal", _SEAL)
+        _SEAL.stamp(self)
 
-    def _arguments(self) -> tuple[object, ...]:
-        return (self._message, self._url)
+    def _rebuild(self) -> tuple[Any, ...]:  # through the constructor's checks
+        return (URLInput, (self._message, self._url))
 
     def __repr__(self) -> str:
         if not is_genuine_prompt(self):

@@ -33,7 +33,6 @@ import anyio
 from ._answers import checked_answers, resume_parts
 from ._catalog import Entry
 from ._conclusion import check_prompt, conclude
-from ._discovery import discoverable
 from ._execution import (
     honour_cancellation,
     is_own_close,
@@ -46,20 +45,13 @@ from ._forms import FormChecks, InputMode, StoredPrompt, is_genuine_prompt
 from ._invocation import Resume, new_invocation, new_resume
 from ._json import JSONValue, parsed_canonical_bytes
 from ._keys import ScopeHashes
-from ._ledger import (
-    Binding,
-    Event,
-    Ledger,
-    LedgerBackend,
-    LedgerRecord,
-    LedgerUnavailable,
-    Lifetime,
-)
 from ._limits import RECORD_FIXED_BYTES, Limits
 from ._outcomes import Completed, Failed, InvokeOutcome, Outcome, Pending
 from ._policy import Execute, Policy, authorize, scope_key, unavailable
 from ._progress import Diagnostics, ProgressChannel
-from ._request import LIFETIME_CLOSED, call_options, validated_arguments
+from ._invoke_request import LIFETIME_CLOSED, call_options, validated_arguments
+from ._search import discoverable
+from .ledger import Binding, Event, LedgerBackend, LedgerRecord, LedgerUnavailable, Lifetime
 
 __all__ = ["Call", "Invoker"]
 
@@ -140,7 +132,7 @@ class Invoker:
         self._positions = positions
         self._policy = policy
         self._limits = limits
-        self._max_prompt_charge = Ledger.max_prompt_charge(limits)  # Limits are frozen
+        self._max_prompt_charge = limits.max_prompt_charge()  # Limits are frozen
         self._ledger = ledger
         self._monotonic = monotonic
         self._form_checks = form_checks

@@ -39,7 +39,8 @@ MIB = 1024 * KIB
 SEARCH_DEFAULT_LIMIT = 5
 #: Largest search page a caller may ask for (spec 003).
 SEARCH_MAX_LIMIT = 20
-#: JSON budget of one search page (spec 003).
+#: JSON budget of one search page (spec 003): a ``SearchPage``'s items and cursor, as
+#: JSON, never exceed it (an adapter may check its own encoding against it).
 PAGE_BYTES = 16 * KIB
 #: Part of a page kept for the envelope and the cursor, so items alone never fill it.
 PAGE_RESERVE_BYTES = 1 * KIB

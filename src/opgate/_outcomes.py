@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 from ._failures import Failure
+from ._sealed import Seal, Sealed, is_genuine
 
 if TYPE_CHECKING:
     from ._forms import FormInput, FormPrompt, URLInput, URLPrompt
@@ -30,40 +31,42 @@ __all__ = [
     "finish",
 ]
 
-_MINT = object()  # only this module's constructors can make an Outcome
+_SEAL: Final = Seal()  # only this module's constructors can make an Outcome
 
 #: The kinds the constructors make; any other kind is a forgery.
 KINDS = frozenset({"finish", "fail", "await_input"})
 
 
+@final
+@_SEAL.mints
 @dataclass(frozen=True, slots=True, eq=False)
-class Outcome:
+class Outcome(Sealed):
     """A handler's decision; build it with ``finish``, ``fail`` or ``await_input`` only.
 
-    The mint that marks a genuine outcome is set after construction and is not an
+    The seal that marks a genuine outcome is stamped after construction and is not an
     ``__init__`` field, so ``dataclasses.replace`` (which rebuilds through
     ``__init__``) makes a forgery, rejected as ``invalid_result``; so is an outcome
-    whose kind was altered afterwards.
+    whose kind was altered afterwards. The class is final; copies are the outcome
+    itself and pickles rebuild it through its constructor function.
     """
 
     kind: str
     payload: Any = field(repr=False)
     message: str = ""
-    _mint: object = field(default=None, init=False, repr=False)
+
+    _refusal = "Outcome cannot be subclassed; use finish, fail or await_input"
 
     def is_genuine(self) -> bool:
         """Whether this outcome came from one of the constructor functions, unaltered."""
-        return (
-            self._mint is _MINT
-            and type(self) is Outcome
-            and type(self.kind) is str
-            and self.kind in KINDS
-        )
+        return is_genuine(self) and type(self.kind) is str and self.kind in KINDS
+
+    def _rebuild(self) -> tuple[Any, ...]:
+        return (_minted, (self.kind, self.payload, self.message))
 
 
 def _minted(kind: str, payload: Any, message: str = "") -> Outcome:
     outcome = Outcome(kind, payload, message)
-    object.__setattr__(outcome, "_mint", _MINT)
+    _SEAL.stamp(outcome)
     return outcome
 
 

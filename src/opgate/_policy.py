@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import inspect
 import threading
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
 from ._execution import is_own_close, must_propagate
 from ._failures import Failure, FailureCode, internal_failure
 from ._json import JSONValue, detach
+from ._sealed import Frozen
 
 __all__ = [
     "Discover",
@@ -94,7 +95,7 @@ class DiscoveryScope:
         return name.startswith(self.prefixes) if self.prefixes else False
 
 
-class Execute:
+class Execute(Frozen):
     """Authorization request for running an operation.
 
     ``name`` is the operation's name; ``arguments`` is a detached copy of the
@@ -140,12 +141,6 @@ class Execute:
                     object.__setattr__(self, "_arguments", copy)
                     object.__setattr__(self, "_validated", None)
         return self._arguments  # type: ignore[return-value]  # set by now
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

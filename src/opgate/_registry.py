@@ -2,11 +2,11 @@
 
 A ``Registry`` is built once from the host's operations (``_catalog`` snapshots and
 compiles them) and serves three requests: ``search`` (sequenced here, its steps in
-``_discovery``), ``inspect`` and ``invoke`` (sequenced by ``_invoke``). The rules
-they apply live in their own modules (``_rules``, ``_json``, ``_schema``,
-``_search``, ``_cursor``, ``_policy``, ``_results``, ``_forms``, ``_responses``,
-``_ledger``, ``_progress``); this module turns every request-level problem into a
-returned ``Failed``. Requests never raise for bad input, nor for anything a callback
+the ``_search`` package), ``inspect`` and ``invoke`` (sequenced by ``_invoke``). The
+rules they apply live in their own modules (``_search``, ``_request``, ``_answers``,
+``_conclusion``, ``_json``, ``_schema``, ``_policy``, ``_results``, ``_forms``,
+``_responses``, ``_ledger``, ``_progress``); this module turns every request-level
+problem into a returned ``Failed``. Requests never raise for bad input, nor for anything a callback
 raises (``BaseException`` included); real cancellation of the calling task,
 ``KeyboardInterrupt`` and ``SystemExit`` propagate (``_execution``). A returned
 failure holds no traceback frames.
@@ -16,46 +16,56 @@ No lock is held while a policy, handler or progress callback runs.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Final
 
-from ._catalog import catalog_revision, search_index, snapshot_catalog
+from ._catalog import catalog_revision, snapshot_catalog
 from ._collector import paused_collector
-from ._cursor import CursorBinding, CursorError, CursorSealer
-from ._discovery import discoverable, exact_page, operation_spec, ranked_page
 from ._execution import must_propagate
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, InputMode
 from ._invoke import Invoker
 from ._keys import RegistryKeys, ScopeHashes
-from ._ledger import Ledger, LedgerBackend, Lifetime
+from ._ledger import Ledger
 from ._limits import DEFAULT_LIMITS, SEARCH_DEFAULT_LIMIT, Limits
 from ._operation import Operation, OperationSpec, SearchPage
 from ._outcomes import Failed, InvokeOutcome
 from ._policy import Policy, PolicyError, discovery_scope, scope_key, unavailable
 from ._progress import Diagnostics, ProgressSink
-from ._ranking import Ranking, Scorer, build_ranker
 from ._responses import InputResponse
-from ._rules import search_problem
-from ._search import fold_group, normalize_query
+from ._search import (
+    CursorBinding,
+    CursorError,
+    CursorSealer,
+    Ranking,
+    Scorer,
+    build_ranker,
+    discoverable,
+    exact_page,
+    fold_group,
+    normalize_query,
+    operation_spec,
+    ranked_page,
+    search_index,
+    search_problem,
+)
+from .ledger import LedgerBackend, LedgerFactory, Lifetime
 
-__all__ = ["LedgerFactory", "Registry"]
+__all__ = ["Registry"]
 
 
-class LedgerFactory(Protocol):
-    """A shared continuation store's configuration, bound to one registry when it is
-    built (``opgate.redis.RedisLedger``): ``bind`` returns the store's backend."""
+class _Keep(enum.Enum):
+    KEEP = "keep"
 
-    def bind(
-        self,
-        *,
-        limits: Limits,
-        clock: Callable[[], float],
-        keys: RegistryKeys,
-        revision: str,
-    ) -> LedgerBackend[Any, Any]: ...
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+#: What ``Registry.replace`` takes for "keep this registry's own".
+KEEP: Final = _Keep.KEEP
 
 
 class Registry:
@@ -127,20 +137,74 @@ class Registry:
             self._entries = snapshot_catalog(operations, limits, regex_backtrack_limit)
             self._positions = {entry.name: index for index, entry in enumerate(self._entries)}
             self._index = search_index(self._entries)
-            # The search order (see _ranking): the rule's index itself by default.
-            self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
+            self._rank_by(ranking)
             # Inside the paused collector too: 20,000 Definition objects would trigger passes.
             self._revision = catalog_revision(self._entries)
         self._form_checks = FormChecks()
-        self._bind_state(secret, ledger)
+        self._bind_state(_keys(secret), ledger)
 
-    def _bind_state(self, secret: bytes | None, ledger: LedgerFactory | None) -> None:
-        """Derive the keys from ``secret``, open the continuation ledger, and build the
-        invoke sequence over them."""
-        try:
-            keys = RegistryKeys.from_secret(secret)
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+    def replace(
+        self,
+        *,
+        secret: bytes | _Keep | None = KEEP,
+        ledger: LedgerFactory | _Keep | None = KEEP,
+        ranking: Ranking | Scorer | _Keep = KEEP,
+    ) -> Registry:
+        """A registry serving this one's compiled catalog (the same operations, policy,
+        limits and clocks, nothing compiled again) with another ``secret``, ``ledger``
+        or ``ranking``; an argument left out keeps this registry's own.
+
+        The arguments mean what they mean to ``Registry(...)`` and raise the same
+        errors (``ledger=None`` is the in-memory ledger). With ``secret`` and ``ledger``
+        both kept, the new registry shares this one's keys and continuations;
+        otherwise it has its own (none of this registry's continuations). This is how
+        ``opgate serve`` applies ``OPGATE_SECRET``, ``--ledger`` and ``--ranking`` to a
+        host's registry.
+        """
+        copy = Registry._sharing_catalog(self)
+        if ranking is KEEP:
+            copy._ranking, copy._ranker = self._ranking, self._ranker
+            copy._search_method = self._search_method
+        else:
+            copy._rank_by(ranking)
+        if secret is KEEP and ledger is KEEP:
+            copy._keys, copy._ledger_factory = self._keys, self._ledger_factory
+            copy._secret, copy._cursors = self._secret, self._cursors
+            copy._scope_hashes, copy._ledger = self._scope_hashes, self._ledger
+            copy._invoker = self._invoker
+        else:
+            copy._bind_state(
+                self._keys if secret is KEEP else _keys(secret),
+                self._ledger_factory if ledger is KEEP else ledger,
+            )
+        return copy
+
+    @classmethod
+    def _sharing_catalog(cls, source: Registry) -> Registry:
+        """A registry holding ``source``'s compiled catalog, its ranking and state not
+        yet set: the construction path of ``replace``, which compiles nothing."""
+        registry = cls.__new__(cls)
+        registry._limits = source._limits
+        registry._policy = source._policy
+        registry._clock = source._clock
+        registry._monotonic = source._monotonic
+        registry._entries = source._entries
+        registry._positions = source._positions
+        registry._index = source._index
+        registry._revision = source._revision
+        registry._form_checks = source._form_checks
+        return registry
+
+    def _rank_by(self, ranking: Ranking | Scorer) -> None:
+        """Set the search order (see _search._ranking): the rule's index itself by default."""
+        self._ranker, self._search_method = build_ranker(ranking, self._index, self._entries)
+        self._ranking = ranking
+
+    def _bind_state(self, keys: RegistryKeys, ledger: LedgerFactory | None) -> None:
+        """Take the keys, open the continuation ledger, and build the invoke sequence
+        over them."""
+        self._keys = keys
+        self._ledger_factory = ledger
         self._secret = keys.scope
         self._cursors = CursorSealer(clock=self._clock, key=keys.cursor)
         self._scope_hashes = ScopeHashes(keys.scope)
@@ -169,23 +233,6 @@ class Registry:
             scope_hashes=self._scope_hashes,
         )
 
-    def _with_state(self, *, secret: bytes | None, ledger: LedgerFactory | None) -> Registry:
-        """A copy serving the same compiled catalog with another secret and ledger
-        (how ``opgate serve`` applies ``OPGATE_SECRET`` and ``--ledger`` to a built
-        registry); the copy has no continuations."""
-        copy = object.__new__(Registry)
-        copy.__dict__.update(self.__dict__)
-        copy._bind_state(secret, ledger)
-        return copy
-
-    def _with_ranking(self, ranking: Ranking | Scorer) -> Registry:
-        """A copy serving the same compiled catalog under another ranking (how
-        ``opgate serve --ranking`` applies to a built registry)."""
-        copy = object.__new__(Registry)
-        copy.__dict__.update(self.__dict__)
-        copy._ranker, copy._search_method = build_ranker(ranking, self._index, self._entries)
-        return copy
-
     async def aclose(self) -> None:
         """Close a shared ledger's connections (a later call reconnects); idempotent."""
         await self._ledger.aclose()
@@ -194,6 +241,18 @@ class Registry:
     def limits(self) -> Limits:
         """The registry's limits, defaults resolved."""
         return self._limits
+
+    @property
+    def ranking(self) -> Ranking | Scorer:
+        """How search orders its results: the ``ranking`` given (``Ranking.RULE`` by
+        default)."""
+        return self._ranking
+
+    @property
+    def ledger(self) -> LedgerBackend[Any, Any]:
+        """The continuation store in use: the in-memory ledger, or the backend the
+        ``ledger=`` factory bound (see ``opgate.ledger``)."""
+        return self._ledger
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -342,6 +401,15 @@ class Registry:
             )
         except BaseException as exc:
             return _failed(exc, diagnostics.entries)
+
+
+def _keys(secret: bytes | None) -> RegistryKeys:
+    """The subkeys of ``secret`` (random without one); ``ConfigurationError`` for a
+    secret of the wrong length."""
+    try:
+        return RegistryKeys.from_secret(secret)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 def _failed(exc: BaseException, diagnostics: tuple[str, ...] = ()) -> Failed:

@@ -33,6 +33,7 @@ from ._json import (
     parsed_canonical_bytes,
     written_size,
 )
+from ._sealed import Seal, Sealed, is_genuine
 
 __all__ = [
     "AnswerError",
@@ -64,17 +65,18 @@ class AnswerError(ValueError):
 _Raw = bytes | dict[str, JSONValue] | None
 
 
-# Set only at the end of the constructor; an instance without it is a forgery.
-_SEAL: Final = object()
+# Stamped only at the end of the constructor; an instance without it is a forgery.
+_SEAL: Final = Seal()
 
 
 def is_genuine_response(response: object) -> bool:
     """Whether ``response`` is an ``InputResponse`` its constructor completed."""
-    return type(response) is InputResponse and getattr(response, "_seal", None) is _SEAL
+    return type(response) is InputResponse and is_genuine(response)
 
 
 @final
-class InputResponse:
+@_SEAL.mints
+class InputResponse(Sealed):
     """A reply to a prompt; build it with ``accept``, ``decline`` or ``cancel``.
 
     ``InputResponse(action, answers=None)`` is the one constructor behind them:
@@ -88,10 +90,13 @@ class InputResponse:
     the constructor. The registry refuses anything its constructor did not complete.
     """
 
-    __slots__ = ("_raw", "_seal", "action")
+    __slots__ = ("_raw", "action")
 
     action: InputAction
     _raw: _Raw
+
+    _refusal = "InputResponse cannot be subclassed; use accept, decline or cancel"
+    _immutable = "{type} is immutable"
 
     def __init__(self, action: InputAction | str, answers: object = None) -> None:
         if not isinstance(action, str):
@@ -126,27 +131,10 @@ class InputResponse:
             )
         object.__setattr__(self, "action", action)
         object.__setattr__(self, "_raw", raw)
-        object.__setattr__(self, "_seal", _SEAL)
+        _SEAL.stamp(self)
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        raise TypeError("InputResponse cannot be subclassed; use accept, decline or cancel")
-
-    def __copy__(self) -> InputResponse:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, object]) -> InputResponse:
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        if not is_genuine_response(self):
-            raise TypeError("an unconstructed InputResponse cannot be copied")
+    def _rebuild(self) -> tuple[Any, ...]:
         return (InputResponse, (self.action, self._raw))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
 
     @classmethod
     def accept(cls, answers: object = None) -> InputResponse:

@@ -51,10 +51,11 @@ import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias, TypeVar, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONError, JSONValue, detach, from_python, parse, parsed_canonical_bytes
+from ._sealed import Seal, Sealed, is_genuine
 from ._text import json_string_size
 
 __all__ = [
@@ -92,8 +93,8 @@ MAX_MIME_TYPE_CHARS: Final = 255
 #: reader (including IEEE-double ones) reads exactly.
 MAX_LINK_SIZE: Final = 2**53 - 1
 
-# Set only by the constructors below; a block or Result without it was not constructed.
-_SEAL: Final = object()
+# Stamped only by the constructors below; a block or Result without it was not constructed.
+_SEAL: Final = Seal()
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # RFC 6838 type/subtype names, optionally followed by parameters in printable ASCII.
@@ -182,10 +183,10 @@ def _uri(value: object, where: str) -> tuple[str, int]:
     return text, size
 
 
-def _seal(block: object, size: int, inline: int) -> None:
+def _seal(block: _Block, size: int, inline: int) -> None:
     object.__setattr__(block, "_size", size)
     object.__setattr__(block, "_inline", inline)
-    object.__setattr__(block, "_seal", _SEAL)
+    _SEAL.stamp(block)
 
 
 def _construct(cls: type[Any], kwargs: dict[str, Any]) -> Any:
@@ -193,47 +194,23 @@ def _construct(cls: type[Any], kwargs: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-class _Block:
-    """Behaviour shared by the content blocks: immutable, final, copied as themselves."""
+class _Block(Sealed):
+    """Behaviour shared by the content blocks: sealed, immutable, copied as themselves."""
 
     __slots__ = ()
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        if cls.__bases__ != (_Block,) or cls.__module__ != __name__:
-            raise TypeError(f"{cls.__name__}: content blocks cannot be subclassed")
+    _refusal = "{name}: content blocks cannot be subclassed"
 
-    def __copy__(self) -> Any:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, object]) -> Any:
-        return self
-
-    def __getstate__(self) -> Any:
-        raise TypeError(f"{type(self).__name__} has no state to copy; construct a new one")
-
-    def __setstate__(self, state: object) -> None:
-        raise TypeError(f"{type(self).__name__} can only be built by its constructor")
-
-    def __reduce__(self) -> tuple[Any, ...]:
+    def _rebuild(self) -> tuple[Any, ...]:
         names = [f.name for f in dataclasses.fields(self) if f.init]  # type: ignore[arg-type]
         return (_construct, (type(self), {name: getattr(self, name) for name in names}))
-
-
-_B = TypeVar("_B", bound=_Block)
-
-
-def _final_block(cls: type[_B]) -> type[_B]:
-    """Drop the state accessors ``dataclass(slots=True)`` adds: they would copy the seal."""
-    del cls.__getstate__
-    del cls.__setstate__
-    return cls
 
 
 # --- content blocks -------------------------------------------------------------------
 
 
 @final
-@_final_block
+@_SEAL.mints
 @dataclass(frozen=True, slots=True)
 class Text(_Block):
     """A text block: ``Text(text)``, any valid Unicode string (empty allowed)."""
@@ -241,7 +218,6 @@ class Text(_Block):
     text: str
     _size: int = field(init=False, repr=False, compare=False)
     _inline: int = field(init=False, repr=False, compare=False)
-    _seal: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         text, size = _string(self.text, "Text.text")
@@ -249,56 +225,55 @@ class Text(_Block):
         _seal(self, BLOCK_OVERHEAD + size, 0)
 
 
-def _seal_media(block: Image | Audio, kind: str, top: str) -> None:
-    """Check and normalise an inline media block; its data counts inline, base64-encoded."""
-    data = _data(block.data, f"{kind}.data")
-    mime_type, mime_size = _mime_type(block.mime_type, f"{kind}.mime_type", top=top)
-    object.__setattr__(block, "data", data)
-    object.__setattr__(block, "mime_type", mime_type)
-    inline = base64_length(len(data))
-    _seal(block, BLOCK_OVERHEAD + mime_size + inline, inline)
+@dataclass(frozen=True, slots=True)
+class _Media(_Block):
+    """The shape of ``Image`` and ``Audio``: raw bytes and a MIME type of one top-level type.
+
+    Inline media: the data counts toward both budgets, base64-encoded. The subclasses
+    differ only in ``_top``, the MIME top-level type they accept; messages and ``repr``
+    name the subclass.
+    """
+
+    _top: ClassVar[str]
+
+    data: bytes
+    mime_type: str
+    _size: int = field(init=False, repr=False, compare=False)
+    _inline: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kind = type(self).__name__
+        data = _data(self.data, f"{kind}.data")
+        mime_type, mime_size = _mime_type(self.mime_type, f"{kind}.mime_type", top=self._top)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "mime_type", mime_type)
+        inline = base64_length(len(data))
+        _seal(self, BLOCK_OVERHEAD + mime_size + inline, inline)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
 
 
 @final
-@_final_block
-@dataclass(frozen=True, slots=True)
-class Image(_Block):
+@_SEAL.mints
+@dataclass(frozen=True, slots=True, repr=False)
+class Image(_Media):
     """An inline image: ``Image(data, mime_type)``; raw bytes and an ``image/*`` MIME type."""
 
-    data: bytes
-    mime_type: str
-    _size: int = field(init=False, repr=False, compare=False)
-    _inline: int = field(init=False, repr=False, compare=False)
-    _seal: object = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _seal_media(self, "Image", "image")
-
-    def __repr__(self) -> str:
-        return f"Image(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
+    _top = "image"
 
 
 @final
-@_final_block
-@dataclass(frozen=True, slots=True)
-class Audio(_Block):
+@_SEAL.mints
+@dataclass(frozen=True, slots=True, repr=False)
+class Audio(_Media):
     """Inline audio: ``Audio(data, mime_type)``; raw bytes and an ``audio/*`` MIME type."""
 
-    data: bytes
-    mime_type: str
-    _size: int = field(init=False, repr=False, compare=False)
-    _inline: int = field(init=False, repr=False, compare=False)
-    _seal: object = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _seal_media(self, "Audio", "audio")
-
-    def __repr__(self) -> str:
-        return f"Audio(<{len(self.data)} bytes>, mime_type={self.mime_type!r})"
+    _top = "audio"
 
 
 @final
-@_final_block
+@_SEAL.mints
 @dataclass(frozen=True, slots=True)
 class ResourceLink(_Block):
     """A link to a resource the client may read; the library never fetches it.
@@ -316,7 +291,6 @@ class ResourceLink(_Block):
     size: int | None = field(default=None, kw_only=True)
     _size: int = field(init=False, repr=False, compare=False)
     _inline: int = field(init=False, repr=False, compare=False)
-    _seal: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         uri, total = _uri(self.uri, "ResourceLink.uri")
@@ -354,7 +328,7 @@ class ResourceLink(_Block):
 
 
 @final
-@_final_block
+@_SEAL.mints
 @dataclass(frozen=True, slots=True)
 class EmbeddedResource(_Block):
     """A resource's contents carried inline: exactly one of ``text`` or ``blob``.
@@ -370,7 +344,6 @@ class EmbeddedResource(_Block):
     mime_type: str | None = field(default=None, kw_only=True)
     _size: int = field(init=False, repr=False, compare=False)
     _inline: int = field(init=False, repr=False, compare=False)
-    _seal: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         uri, total = _uri(self.uri, "EmbeddedResource.uri")
@@ -444,7 +417,7 @@ def _content(content: object) -> tuple[ContentBlock, ...]:
                 f"Result content[{index}] must be Text, Image, Audio, ResourceLink or "
                 f"EmbeddedResource, not {type(block).__name__}"
             )
-        if getattr(block, "_seal", None) is not _SEAL:
+        if not is_genuine(block):
             raise TypeError(f"Result content[{index}] was not built by its constructor")
     return blocks
 
@@ -477,7 +450,8 @@ def _check_meta_keys(meta: Mapping[Any, object]) -> None:
 
 
 @final
-class Result:
+@_SEAL.mints
+class Result(Sealed):
     """What an operation returns on success: content blocks, structured content, metadata.
 
     ``Result(content=(), structured=None, meta=None)``:
@@ -502,7 +476,6 @@ class Result:
         "_content",
         "_meta",
         "_meta_json",
-        "_seal",
         "_size",
         "_structured",
         "_structured_json",
@@ -514,7 +487,8 @@ class Result:
     _meta: JSONValue
     _meta_json: bytes | None
     _size: ResultSize
-    _seal: object
+
+    _refusal = "Result cannot be subclassed"
 
     def __init__(
         self,
@@ -545,10 +519,7 @@ class Result:
         setter(self, "_meta", meta_value)
         setter(self, "_meta_json", meta_json)
         setter(self, "_size", ResultSize(total, inline))
-        setter(self, "_seal", _SEAL)
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        raise TypeError("Result cannot be subclassed")
+        _SEAL.stamp(self)
 
     @property
     def content(self) -> tuple[ContentBlock, ...]:
@@ -588,12 +559,6 @@ class Result:
         """The canonical JSON bytes of the metadata, or ``None`` when absent."""
         return self._meta_json
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
     def _key(self) -> tuple[object, ...]:
         return (self._content, self._structured_json, self._meta_json)
 
@@ -617,21 +582,13 @@ class Result:
             f"meta={self._meta!r})"
         )
 
-    def __copy__(self) -> Result:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, object]) -> Result:
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        if not is_constructed(self):
-            raise TypeError("an unconstructed Result cannot be copied")
+    def _rebuild(self) -> tuple[Any, ...]:
         return (Result, (self._content, self.structured, self.meta))
 
 
 def is_constructed(result: object) -> bool:
     """Whether ``result`` is a ``Result`` made by its constructor (never a forgery)."""
-    return type(result) is Result and getattr(result, "_seal", None) is _SEAL
+    return type(result) is Result and is_genuine(result)
 
 
 def result_size(result: Result) -> ResultSize:

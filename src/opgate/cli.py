@@ -350,8 +350,7 @@ def _ledger(arguments: argparse.Namespace) -> Any:
     try:
         from redis.asyncio.connection import parse_url
 
-        from .redis import RedisLedger
-        from .redis._ledger import url_has_password
+        from .redis import RedisLedger, url_has_password
     except ImportError:
         raise UsageError("--ledger needs the redis extra: pip install 'opgate[redis]'") from None
     from datetime import timedelta
@@ -488,23 +487,25 @@ def _served(
     from . import Registry
     from .mcp import GatewayServer
 
+    changes: dict[str, Any] = {}
+    if secret is not None:
+        changes.update(secret=secret, ledger=ledger)
+    if ranking is not None:
+        changes.update(ranking=ranking)
     if isinstance(target, Registry):
-        if secret is not None:
-            target = target._with_state(secret=secret, ledger=ledger)
-        if ranking is not None:
-            target = target._with_ranking(ranking)
         return GatewayServer(
-            target, name=arguments.name, pinned=arguments.pin, on_failure=log_cause
+            target.replace(**changes) if changes else target,
+            name=arguments.name,
+            pinned=arguments.pin,
+            on_failure=log_cause,
         )
     if isinstance(target, GatewayServer):
         if arguments.pin:
             raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
-        if secret is not None:
-            target._registry = target.registry._with_state(secret=secret, ledger=ledger)
-        if ranking is not None:
-            target._registry = target.registry._with_ranking(ranking)
-        target._on_failure = _with_cause_log(target._on_failure)
-        return target
+        return target.replace(
+            registry=target.registry.replace(**changes) if changes else None,
+            on_failure=_with_cause_log(target.on_failure),
+        )
     raise UsageError(
         f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "
         "opgate.mcp.GatewayServer (or a function returning one)"
@@ -659,7 +660,7 @@ def _check_ledger(gateway: Any) -> None:
     replica's credentials or rights, or whose TLS certificate fails verification,
     will not heal by itself: that stops the start.
     """
-    backend = gateway.registry._ledger
+    backend = gateway.registry.ledger
     check = getattr(backend, "check", None)
     if check is None:
         return

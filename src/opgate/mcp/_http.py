@@ -43,7 +43,7 @@ from mcp.server.transport_security import RequestBodyLimitMiddleware
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .._failures import ConfigurationError
+from .. import ConfigurationError
 
 __all__ = [
     "HTTPLimits",
@@ -357,8 +357,12 @@ def _principal_key(scope: Scope) -> Hashable:
 
 
 def _is_open(manager: StreamableHTTPSessionManager, session_id: str) -> bool:
-    # The SDK 2.3 manager's table of open sessions, which it updates on DELETE, idle
-    # timeout and crash alike; it has no public view of it.
+    """Whether the manager still holds the session ``session_id``.
+
+    SDK-private (``mcp`` 2.3): the manager's table of open sessions,
+    ``_server_instances``, which it updates on DELETE, idle timeout and crash alike;
+    it has no public view of it.
+    """
     return session_id in manager._server_instances
 
 

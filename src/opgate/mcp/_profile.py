@@ -12,7 +12,7 @@ beyond it. Revisions before 2025-06-18 have no elicitation at all.
 
 from __future__ import annotations
 
-from .._json import JSONValue
+from ..json import JSONValue
 
 __all__ = ["form_problem"]
 

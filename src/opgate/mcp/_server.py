@@ -52,17 +52,28 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
-from .. import __version__
-from .._failures import ConfigurationError, Failure, FailureCode, internal_failure
-from .._forms import FormPrompt, InputMode
-from .._json import JSONValue, canonical_bytes, parse
-from .._ledger import Lifetime, is_token_shaped
-from .._limits import PAGE_BYTES
-from .._operation import OperationSpec, SearchPage
-from .._outcomes import Completed, Failed, InvokeOutcome, Pending
-from .._progress import ProgressUpdate
-from .._registry import Registry
-from .._responses import InputResponse
+from .. import (
+    PAGE_BYTES,
+    Completed,
+    ConfigurationError,
+    Failed,
+    Failure,
+    FailureCode,
+    FormPrompt,
+    InputMode,
+    InputResponse,
+    Lifetime,
+    OperationSpec,
+    Pending,
+    ProgressUpdate,
+    Ranking,
+    Registry,
+    SearchPage,
+    __version__,
+    internal_failure,
+)
+from ..json import JSONValue, canonical_bytes, parse
+from ..ledger import is_token_shaped
 from ._context import LOCAL_PRINCIPAL, CallContext, Principal
 from ._exact import (
     Answers,
@@ -189,6 +200,7 @@ class GatewayServer:
             if not isinstance(key, str) or not key:
                 raise ConfigurationError(f"the input request key for {operation!r} must be a str")
         self._registry = registry
+        self._instructions = instructions
         self._input_keys = keys
         self._pinned = frozenset(pins)
         self._pin_order = pins
@@ -219,6 +231,29 @@ class GatewayServer:
     def pinned(self) -> tuple[str, ...]:
         """The pinned operation names, in the order given."""
         return self._pin_order
+
+    @property
+    def on_failure(self) -> FailureHook | None:
+        """The host's hook for failed calls, if any."""
+        return self._on_failure
+
+    def replace(
+        self, *, registry: Registry | None = None, on_failure: FailureHook | None = None
+    ) -> GatewayServer:
+        """A new server with this one's name, instructions, pinned tools and input
+        request keys, serving ``registry`` with the hook ``on_failure``; either left out
+        keeps this server's. Checked as ``GatewayServer(...)`` checks its arguments; the
+        new server has an SDK server of its own. This is how ``opgate serve`` applies
+        its registry options and cause log to a host's server.
+        """
+        return GatewayServer(
+            self._registry if registry is None else registry,
+            name=self._server.name,
+            instructions=self._instructions,
+            pinned=self._pin_order,
+            on_failure=self._on_failure if on_failure is None else on_failure,
+            input_request_keys=self._input_keys,
+        )
 
     @property
     def sdk_server(self) -> Server[Any]:
@@ -350,7 +385,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[_Serving], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         # The search tool tells agents how the registry's ranking treats keywords.
-        by_rule = getattr(self._registry, "_search_method", "search") == "search"
+        by_rule = self._registry.ranking is Ranking.RULE
         tools = [_tool(spec) for spec in (GATEWAY_TOOLS if by_rule else RELEVANCE_GATEWAY_TOOLS)]
         if self._pinned:
             call_ctx = self._context(ctx)
@@ -531,7 +566,7 @@ class GatewayServer:
     async def _set_logging_level(
         self, ctx: ServerRequestContext[_Serving], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        connection = getattr(ctx.session, "_connection", None)
+        connection = _session_connection(ctx)
         if connection is not None:
             self._log_levels[connection] = _LOG_LEVELS.index(params.level)
         return types.EmptyResult()
@@ -541,7 +576,7 @@ class GatewayServer:
     ) -> None:
         """An MCP log notification for this request, when the client asked for that level."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = getattr(ctx.session, "_connection", None)
+            connection = _session_connection(ctx)
             wanted = self._log_levels.get(connection) if connection is not None else None
             if wanted is None or _LOG_LEVELS.index(level) < wanted:
                 return
@@ -567,7 +602,9 @@ class _Invoker:
     lifetime: Lifetime
     progress: Callable[[ProgressUpdate], Any] | None
 
-    async def __call__(self, resume: tuple[str, InputResponse] | None) -> InvokeOutcome:
+    async def __call__(
+        self, resume: tuple[str, InputResponse] | None
+    ) -> Completed | Failed | Pending:
         return await self.registry.invoke(
             self.ctx,
             self.operation,
@@ -640,17 +677,35 @@ async def _ask(
     return input_response(mode, answer, exact)
 
 
+def _session_connection(ctx: ServerRequestContext[Any, Any]) -> object | None:
+    """The SDK's per-client connection behind this request's session: the key of the
+    log level a client chose with ``logging/setLevel`` (it lasts for its connection).
+
+    SDK-private (``mcp`` 2.3): ``ServerSession`` keeps the connection only as
+    ``_connection``, and the ``ServerRequestContext`` handlers get has no
+    ``connection`` (only the SDK's ``Context``, which its runner does not build).
+    ``None`` if an SDK drops the attribute: clients of the handshake revisions (which
+    ask with ``logging/setLevel``) then get no log notifications.
+    """
+    return getattr(ctx.session, "_connection", None)
+
+
+def _request_channel(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """This call's request-scoped back-channel (a ``DispatchContext``).
+
+    SDK-private (``mcp`` 2.3): the channel, which takes a caller's id through
+    ``CallOptions``, is only ``ServerSession._request_outbound``; the public
+    ``send_request`` mints ids itself, and opgate needs its own id to match the
+    client's response to this call (``_exact.Answers``).
+    """
+    return ctx.session._request_outbound
+
+
 async def _send_request(
     ctx: ServerRequestContext[Any, Any], request: types.ElicitRequest, request_id: str
 ) -> dict[str, Any]:
-    """Send a request to the client on this call's back-channel, under ``request_id``.
-
-    SDK 2.3 offers the request-scoped channel (a ``DispatchContext``, which takes a
-    caller's id through ``CallOptions``) only as ``ServerSession._request_outbound``;
-    its public ``send_request`` mints ids itself, and opgate needs the id to match the
-    client's response to this call (``_exact.Answers``).
-    """
-    channel = ctx.session._request_outbound
+    """Send a request to the client on this call's back-channel, under ``request_id``."""
+    channel = _request_channel(ctx)
     data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
     result: dict[str, Any] = await channel.send_raw_request(
         data["method"], data.get("params"), {"request_id": request_id}

@@ -29,11 +29,23 @@ from typing import Any, Literal
 import mcp.types as types
 import pydantic
 
-from .._failures import ConfigurationError, Failure, FailureCode
-from .._forms import FormPrompt, InputMode, URLPrompt
-from .._json import JSONValue, number_text, parse
-from .._responses import InputResponse
-from .._results import Audio, EmbeddedResource, Image, NoStructured, ResourceLink, Result, Text
+from .. import (
+    Audio,
+    ConfigurationError,
+    EmbeddedResource,
+    Failure,
+    FailureCode,
+    FormPrompt,
+    Image,
+    InputMode,
+    InputResponse,
+    NoStructured,
+    ResourceLink,
+    Result,
+    Text,
+    URLPrompt,
+)
+from ..json import JSONValue, number_text, parse
 from ._exact import current_message, placeholder, sent_size
 
 __all__ = [

@@ -91,7 +91,7 @@ import anyio
 import httpx2
 
 from opgate import Image, ResourceLink, Result, Text, fail, finish
-from opgate._json import JSONError, parse
+from opgate.json import JSONError, parse
 
 from ._redact import Redactor
 from ._request import PreparedRequest, json_bytes

@@ -9,8 +9,10 @@ registry = Registry(operations, policy, secret=shared_secret,
 ```
 
 Needs the ``redis`` extra (``pip install 'opgate[redis]'``). See docs/deployment.md.
+``url_has_password(url)`` says whether a Redis URL carries a password, as redis-py
+reads it (``opgate serve`` refuses one on its command line).
 """
 
-from ._ledger import DEFAULT_LEASE, RedisLedger
+from ._ledger import DEFAULT_LEASE, RedisLedger, url_has_password
 
-__all__ = ["DEFAULT_LEASE", "RedisLedger"]
+__all__ = ["DEFAULT_LEASE", "RedisLedger", "url_has_password"]

@@ -1,7 +1,7 @@
 """``RedisLedger``: the continuation ledger kept in Redis, shared by every replica.
 
-The contract is the in-memory ledger's (``opgate._ledger``: the same state table,
-the same capacity rules and public answers); what differs is where records live
+The contract is ``opgate.ledger``'s, which the in-memory ledger honours too (the
+same state table, the same capacity rules and public answers); what differs is where records live
 and who may run a transition:
 
 * Each transition is one run of ``SCRIPT`` (``_script.py``), atomic on the Redis
@@ -83,10 +83,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from redis import Redis
 from redis.exceptions import NoScriptError, RedisError
 
-from .._failures import Failure, FailureCode
-from .._forms import InputMode, StoredPrompt
-from .._keys import RegistryKeys
-from .._ledger import (
+from .. import Failure, FailureCode, InputMode, Limits
+from ..ledger import (
     ANSWER_DIFFERS,
     LEDGER_FULL,
     PRINCIPAL_FULL,
@@ -94,15 +92,17 @@ from .._ledger import (
     STORE_DOWN,
     Binding,
     Event,
-    Ledger,
     LedgerStatistics,
     LedgerUnavailable,
     Lifetime,
     RecordState,
+    RegistryKeys,
+    StoredPrompt,
+    chain_charge,
+    initial_charge,
     token_hash,
     transition,
 )
-from .._limits import CHAIN_FIXED_BYTES, Limits
 from ._script import SCRIPT
 from ._wire import CONNECT_TIMEOUT, ScriptWire
 
@@ -815,10 +815,10 @@ class RedisBackend:
     async def begin(self, binding: Binding, arguments_bytes: int) -> RedisReservation:
         """Reserve a chain and a maximum prompt (``Failure(BUSY)`` when there is no room)."""
         chain, res = secrets.token_hex(8), secrets.token_hex(8)
-        nbytes = Ledger.initial_charge(arguments_bytes, self.limits)
+        nbytes = initial_charge(arguments_bytes, self.limits)
         reply = await self._admit(
             "begin", self._now_ms(), binding.scope_hash.hex(), chain, res, nbytes,
-            CHAIN_FIXED_BYTES + arguments_bytes, late=True,
+            chain_charge(arguments_bytes), late=True,
         )  # fmt: skip
         _raise_refusal(reply[0])
         self._keeper.hold("s:" + res)

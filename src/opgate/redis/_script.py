@@ -52,7 +52,7 @@ to by itself (a claim whose lease ran out, ``w``) was MAC'd by the claiming repl
 in advance. In flight, ``v`` still authenticates the state the claim started from.
 
 The state table (``NEXT``) and the in-flight states are generated from
-``opgate._ledger.TRANSITIONS``; every state change goes through ``move``, which
+``opgate.ledger.TRANSITIONS``; every state change goes through ``move``, which
 refuses an event the current state does not allow.
 
 The accounting (``used``, ``scopes``, ``c:*``, ``exp``, ``lease``, ``res``, and the
@@ -80,7 +80,7 @@ sets ``late_ms``).
 
 from __future__ import annotations
 
-from .._ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, transition
+from ..ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, transition
 
 __all__ = ["BREAK", "CLAIM_EVENTS", "GIVE_BACK", "SCRIPT"]
 
@@ -149,7 +149,7 @@ local A = 9  -- first operation argument
 local USED, SCOPES, EXP = P .. 'used', P .. 'scopes', P .. 'exp'
 local LEASE, RES, CLOCK = P .. 'lease', P .. 'res', P .. 'clock'
 
--- generated from opgate._ledger.TRANSITIONS
+-- generated from opgate.ledger.TRANSITIONS
 local NEXT = __NEXT__
 local IN_FLIGHT = __IN_FLIGHT__
 local CLAIMED = __CLAIMED__
@@ -187,7 +187,7 @@ local function is_late() return LATE >= 0 and rnow > LATE end
 local function num(v) return tonumber(v) or 0 end
 -- (negative amounts are written 0 - n: Lua's -0 would reach Redis as "-0", not an integer)
 
--- Answer rooms (opgate._ledger.answer_room): every principal holding data keeps up to
+-- Answer rooms (opgate.ledger.answer_room): every principal holding data keeps up to
 -- ROOM bytes of the ledger for its answers; new calls set it to ROOM, an answer's
 -- reservation is paid from it first and gives back what it did not retain. Admission
 -- keeps used + roomsum <= LEDGER_MAX. Keys: rooms (scope -> room), roomsum, credits

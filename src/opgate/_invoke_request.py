@@ -26,8 +26,8 @@ from ._json import (
     parsed_canonical_bytes,
     written_size,
 )
-from ._ledger import LedgerBackend, Lifetime
 from ._limits import Limits
+from .ledger import LedgerBackend, Lifetime
 
 __all__ = ["LIFETIME_CLOSED", "call_options", "validated_arguments"]
 
@@ -67,7 +67,7 @@ def call_options(
         seconds = min(seconds, input_expiry.total_seconds())
     if lifetime is None:
         serving = ledger.default_lifetime
-    elif isinstance(lifetime, Lifetime) and lifetime._ledger is ledger:
+    elif isinstance(lifetime, Lifetime) and lifetime.opened_by(ledger):
         serving = lifetime
     else:
         raise Failure(

@@ -1,20 +1,16 @@
-"""The rule a search request's parameters follow, as a small function that runs no callback.
+"""The checks a search request's parameters pass before anything runs.
 
-``search_problem`` checks a search request's query, group, limit and cursor and
-says what is wrong, or ``None``; ``Registry.search`` returns it as an
-``invalid_request`` failure. (The invoke rules live beside the invoke sequence:
-``_request``, ``_answers`` and ``_conclusion``.)
+``search_problem`` states what is wrong with the query, group, limit or cursor, in
+the words ``Registry.search`` returns as an ``invalid_request`` failure; it runs no
+callback and never awaits.
 """
 
 from __future__ import annotations
 
-from ._limits import QUERY_BYTES, SEARCH_MAX_LIMIT
-from ._text import has_surrogate, utf8_size
+from .._limits import QUERY_BYTES, SEARCH_MAX_LIMIT
+from .._text import has_surrogate, utf8_size
 
 __all__ = ["search_problem"]
-
-
-# -- search ----------------------------------------------------------------------
 
 
 def search_problem(

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._search import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
+from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
 from ._tokens import Stems, chunk_words, words
 
@@ -220,7 +220,7 @@ class _Vocabulary:
 
 class RelevanceIndex:
     """The relevance ranking over one catalog (entries in name order, as the
-    ``SearchIndex`` beside it, whose exact names, scopes and browsing it reuses)."""
+    ``SearchIndex`` beside it, whose exact names it reuses to resume after a cursor)."""
 
     __slots__ = (
         "_contracted",
@@ -486,6 +486,11 @@ class RelevanceIndex:
             * spelled[np.minimum(exact[found], size)]
         )
 
+    def ranks(self, query: str) -> bool:
+        """Whether ``query`` has a word (``terms``); ``_ranking.ranked_by`` hands a query
+        without one to the rule."""
+        return bool(self.terms(query))
+
     def ranked(
         self,
         query: str,
@@ -495,15 +500,7 @@ class RelevanceIndex:
         scope: Scope | None = None,
     ) -> Iterator[tuple[int, int]]:
         """Yield ``(0, entry index)`` for every entry sharing a term with ``query``, best
-        first; the same contract as ``SearchIndex.ranked`` (``after`` holds the last
-        placed name; an empty query browses by name through the rule's index)."""
-        if not self.terms(query):
-            return self._rule.ranked(query, group, after, scope=scope)
-        return self._ranked(query, group, after, scope)
-
-    def _ranked(
-        self, query: str, group: str, after: tuple[int, str] | None, scope: Scope | None
-    ) -> Iterator[tuple[int, int]]:
+        first; ``Ranker``'s contract (``after`` holds the last placed name)."""
         found, scores = self.scores(query)
         lengths = self._lengths
         bound: tuple[int, float] | None = None

@@ -14,13 +14,12 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ._catalog import Entry
-from ._cursor import CursorBinding, CursorSealer
-from ._execution import is_own_close
-from ._failures import Failure, FailureCode
-from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES
-from ._operation import OperationSpec, SearchPage, Summary
-from ._policy import (
+from .._catalog import Entry
+from .._execution import is_own_close
+from .._failures import Failure, FailureCode
+from .._limits import PAGE_BYTES, PAGE_RESERVE_BYTES
+from .._operation import OperationSpec, SearchPage, Summary
+from .._policy import (
     DiscoveryScope,
     Policy,
     PolicyError,
@@ -29,8 +28,9 @@ from ._policy import (
     judge_exception,
     judge_verdict,
 )
-from ._ranking import Ranker
-from ._search import SearchIndex, fold_group
+from ._cursor import CursorBinding, CursorSealer
+from ._index import SearchIndex, fold_group
+from ._ranking import Ranker, ranked_by
 
 __all__ = ["discoverable", "exact_page", "operation_spec", "ranked_page"]
 
@@ -98,7 +98,7 @@ async def ranked_page(
     unavailable_code = FailureCode.UNAVAILABLE
     # A discovery scope narrows the candidates inside the index, before any policy call.
     within = None if scope is None else index.scope(scope.groups, scope.prefixes)
-    ranked = ranker.ranked(binding.query, binding.group, after, scope=within)
+    ranked = ranked_by(ranker, index, binding.query, binding.group, after, within)
     for tier, position in ranked:
         entry = entries[position]
         if len(items) == size or used + entry.item_bytes > budget:

@@ -84,6 +84,7 @@ __all__ = [
     "Scope",
     "SearchIndex",
     "fold_group",
+    "has_terms",
     "normalize_query",
     "query_terms",
 ]
@@ -201,6 +202,12 @@ def query_terms(query: str) -> tuple[str, ...]:
     folding never produces whitespace, so a folded term is always one term.
     """
     return tuple(dict.fromkeys(term.casefold() for term in query.split()))
+
+
+def has_terms(query: str) -> bool:
+    """Whether ``query_terms(query)`` is not empty, without splitting the query:
+    ``str.split()`` drops exactly the characters ``str.isspace()`` accepts."""
+    return bool(query) and not query.isspace()
 
 
 def fold_group(group: str) -> str:
@@ -798,6 +805,11 @@ class SearchIndex:
         order = self._order
         return Scope(ids, frozenset(order[entry_id] for entry_id in ids))
 
+    def ranks(self, query: str) -> bool:
+        """Always: the rule ranks every query itself (``ranked`` browses one without
+        terms), so it is every other ranking's fallback."""
+        return True
+
     def ranked(
         self,
         query: str,
@@ -809,34 +821,47 @@ class SearchIndex:
         """Yield ``(tier, entry index)`` for every match, in ``(tier, name)`` order, lazily.
 
         ``query`` is split into terms by ``query_terms``; no terms browses every
-        entry at tier 0. ``group`` keeps entries whose folded group equals
-        ``fold_group(group)`` (empty: no filter). ``after`` is a keyset position:
-        only entries whose ``(tier, name)`` is strictly greater are yielded (the
-        name need not be in the index). ``scope`` (from ``scope``) keeps only its
+        entry at tier 0 (``browse``). ``group`` keeps entries whose folded group
+        equals ``fold_group(group)`` (empty: no filter). ``after`` is a keyset
+        position: only entries whose ``(tier, name)`` is strictly greater are yielded
+        (the name need not be in the index). ``scope`` (from ``scope``) keeps only its
         entries: an empty query walks the scope's own ids, so its cost follows the
         scope's size; with terms, matches outside it are dropped here, before any
         caller sees them.
         """
+        if not query or query.isspace():  # no terms (``has_terms``, inline)
+            return self.browse(group, after, scope)
         if scope is None:
             return self._ranked(query, group, after)
-        if not query_terms(query):
-            return self._browse(scope, group, after)
         members = scope.members
         return (item for item in self._ranked(query, group, after) if item[1] in members)
 
-    def _browse(
-        self, scope: Scope, group: str, after: tuple[int, str] | None
+    def browse(
+        self, group: str = "", after: tuple[int, str] | None = None, scope: Scope | None = None
     ) -> Iterator[tuple[int, int]]:
-        """An empty query within a scope: its ids in name order (tier 0)."""
+        """Yield ``(0, entry index)`` for every entry in name order, lazily: an empty
+        query under every ranking. ``group``, ``after`` and ``scope`` as for ``ranked``."""
         folded = fold_group(group)
         if after is not None and after[0] > TIER_NAME:
             return
-        start = 0 if after is None else bisect_right(self._names, after[1])
-        ids = scope.ids
-        groups, order = self._group_f, self._order
-        for entry_id in ids[bisect_left(ids, start) :]:
-            if not folded or groups[entry_id] == folded:
-                yield TIER_NAME, order[entry_id]
+        # A position before tier 0 (a keyset of tier -1) keeps every entry.
+        start = 0 if after is None or after[0] < TIER_NAME else bisect_right(self._names, after[1])
+        order = self._order
+        if scope is not None:
+            ids = scope.ids
+            groups = self._group_f
+            for entry_id in ids[bisect_left(ids, start) :]:
+                if not folded or groups[entry_id] == folded:
+                    yield TIER_NAME, order[entry_id]
+            return
+        found: Iterable[int] = range(start, len(order))
+        if folded:
+            members = self._group_ids.get(folded)
+            if members is None:
+                return
+            found = _tail(members, start)
+        for entry_id in found:
+            yield TIER_NAME, order[entry_id]
 
     def _ranked(
         self, query: str, group: str, after: tuple[int, str] | None
@@ -850,15 +875,6 @@ class SearchIndex:
             after_tier, after_name = after
             start_id = bisect_right(self._names, after_name)
         order = self._order
-        if not terms:
-            if after_tier <= TIER_NAME:
-                start = start_id if after_tier == TIER_NAME else 0
-                ids: Iterable[int] = range(start, len(order))
-                if folded_group:
-                    ids = _tail(self._group_ids[folded_group], start)
-                for entry_id in ids:
-                    yield TIER_NAME, order[entry_id]
-            return
         sources = [_Term(self, term) for term in terms]
         allowed = self._group_bits(folded_group) if folded_group else self._everything
         # Per term, its fields computed so far, tier by tier; ``broad``: one is unknown.

@@ -1,0 +1,49 @@
+"""Search: everything ``Registry.search`` does, and the discovery checks inspect and
+invoke share with it.
+
+The modules, in the order a request meets them:
+
+* ``_request``: the checks of a request's query, group, limit and cursor;
+* ``_discovery``: the steps that ask the policy about catalog entries: the exact-name
+  page, the ranked page filled to its byte budget (search's hot path), and the
+  exact-name admission inspect and invoke start with;
+* ``_cursor``: sealed search cursors and what they are bound to;
+* ``_ranking``: the host's choice of ranking (``Ranking``), the one ``Ranker``
+  protocol every ranking implements, ``ranked_by`` (the registry's one way into a
+  ranking, holding the empty-query fallback) and how a registry builds its index and
+  ranker;
+* ``_index``: the search index and the default rule ranking (substring terms,
+  tiered by field, ties by name), with exact names, discovery scopes and browsing;
+* ``_relevance`` (with ``_tokens`` and ``_thesaurus``): the BM25F relevance
+  ranking, imported only when a registry asks for it: numpy and pystemmer are the
+  ``relevance`` extra;
+* ``_scorer``: a host's own ``Scorer``, what it sees (``Candidate``) and the
+  ``ScorerRanker`` that adapts it to ``Ranker``.
+
+Only what the rest of the core uses is exported here.
+"""
+
+from ._cursor import CursorBinding, CursorError, CursorSealer
+from ._discovery import discoverable, exact_page, operation_spec, ranked_page
+from ._index import fold_group, normalize_query
+from ._ranking import Ranking, build_ranker, search_index
+from ._request import search_problem
+from ._scorer import Candidate, Scorer
+
+__all__ = [
+    "Candidate",
+    "CursorBinding",
+    "CursorError",
+    "CursorSealer",
+    "Ranking",
+    "Scorer",
+    "build_ranker",
+    "discoverable",
+    "exact_page",
+    "fold_group",
+    "normalize_query",
+    "operation_spec",
+    "ranked_page",
+    "search_index",
+    "search_problem",
+]

@@ -1,0 +1,171 @@
+"""How search orders its results: the host's choice, made once per registry.
+
+``Registry(..., ranking=...)`` takes
+
+* ``Ranking.RULE`` (the default): the deterministic rule of ``_index`` — every term
+  must match as a substring, results tier by the field they match in, ties by name;
+* ``Ranking.RELEVANCE``: field-weighted BM25 over stemmed words (``_relevance``), so
+  the operation an agent means comes first even when a query word is missing from it;
+* a ``Scorer``: the host's own scores (embeddings from a model the host provides, for
+  example), called with the query and the candidates (``_scorer``).
+
+Whatever the ranking, the registry keeps the rest of search as it is: the exact
+operation name returns that operation alone, an empty query browses by name, the
+group filter and discovery scope narrow the candidates, the policy judges each one,
+pages fill to their byte budget, and sealed cursors continue them. A cursor binds
+the ranking (``method``), so one from another ranking is refused.
+
+Every ranking is a ``Ranker``: the rule's ``SearchIndex``, the ``RelevanceIndex`` and
+a scorer's ``ScorerRanker``. The registry reaches them through ``ranked_by`` alone,
+which holds the one fallback: a query the ranking does not rank (an empty one; under
+relevance, one without a word) goes to the rule, which ranks every query and browses
+one without terms by name. Every ranking yields ``(tier, entry index)`` pairs: the
+registry seals the last placed pair and turns it back into ``(tier, name)`` for the
+next page. The relevance and scorer rankings order by ``(-score, len(name), name)``
+— a total order — and resume after the last placed name's own key, so pages never
+repeat or skip an operation.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ._index import IndexEntry, Scope, SearchIndex
+from ._scorer import Candidate, Scorer, ScorerRanker
+
+if TYPE_CHECKING:
+    from ._relevance import RelevanceEntry, RelevanceIndex
+
+__all__ = [
+    "Candidate",
+    "Ranker",
+    "Ranking",
+    "Scorer",
+    "build_ranker",
+    "index_entries",
+    "ranked_by",
+    "search_index",
+]
+
+
+class Ranking(enum.Enum):
+    """The built-in rankings."""
+
+    #: Substring matching, tiered by field, ties by name (the default).
+    RULE = "rule"
+    #: Field-weighted BM25 over stemmed words; see ``docs/search.md``.
+    RELEVANCE = "relevance"
+
+
+class Ranker(Protocol):
+    """One ordering of search results, as the registry pages through it.
+
+    ``ranks(query)`` says whether the ranking ranks ``query`` itself; ``ranked_by``
+    hands any other query to the rule. ``ranked(query, group, after, scope=...)``
+    yields ``(tier, entry index)`` for every match of a query it ranks, best first and
+    lazily (a page reads only as far as it fills): ``group`` keeps entries whose folded
+    group equals ``fold_group(group)`` (empty: no filter), ``after`` is the keyset
+    position ``(tier, name)`` of the last placed entry (only entries after it are
+    yielded), and ``scope`` (from ``SearchIndex.scope``) keeps only its entries.
+    """
+
+    def ranks(self, query: str) -> bool: ...
+
+    def ranked(
+        self,
+        query: str,
+        group: str = "",
+        after: tuple[int, str] | None = None,
+        *,
+        scope: Scope | None = None,
+    ) -> Iterator[tuple[int, int]]: ...
+
+
+def ranked_by(
+    ranker: Ranker,
+    rule: SearchIndex,
+    query: str,
+    group: str,
+    after: tuple[int, str] | None,
+    scope: Scope | None,
+) -> Iterator[tuple[int, int]]:
+    """``ranker``'s matches for ``query``, or the rule's for a query it does not rank:
+    the one empty-query fallback of every ranking (the rule ranks every query, and
+    browses one without terms by name, so an empty query pages alike under every
+    ranking)."""
+    if ranker.ranks(query):
+        return ranker.ranked(query, group, after, scope=scope)
+    return rule.ranked(query, group, after, scope=scope)
+
+
+class Described(Protocol):
+    """A registered operation's texts, as the registry keeps them."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def examples(self) -> tuple[str, ...]: ...
+    @property
+    def source(self) -> str: ...
+
+
+def index_entries(entries: Sequence[Described]) -> list[IndexEntry]:
+    """What the indexes read of the registered operations: name, group, summary, and
+    the description, examples and source as documentation (never the schemas)."""
+    return [
+        IndexEntry(e.name, e.group, e.summary, (e.description, *e.examples, e.source))
+        for e in entries
+    ]
+
+
+def search_index(entries: Sequence[Described]) -> SearchIndex:
+    """The search index over the entries' names, groups, summaries and other texts."""
+    return SearchIndex(index_entries(entries))
+
+
+def build_ranker(
+    ranking: object, index: SearchIndex, entries: Sequence[Described]
+) -> tuple[Ranker, str]:
+    """The ranker for ``ranking`` over ``entries`` (in ``index``'s order) and the
+    cursor method it binds: ``"search"`` for the rule (cursors as before),
+    ``"search/relevance"``, or ``"search/scorer/" + scorer.name``."""
+    if ranking is Ranking.RULE:
+        return index, "search"
+    if ranking is Ranking.RELEVANCE:
+        entry_type, index_type = _relevance_module()
+        relevance = index_type(list(map(entry_type, index_entries(entries))), index)
+        return relevance, "search/relevance"
+    if isinstance(ranking, Scorer) and not isinstance(ranking, type):
+        name = ranking.name
+        if not isinstance(name, str) or not name:
+            raise TypeError("a Scorer's name must be a non-empty str")
+        candidates = tuple(
+            Candidate(e.name, e.group, e.summary, e.description, e.examples) for e in entries
+        )
+        return ScorerRanker(ranking, candidates, index), "search/scorer/" + name
+    raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
+
+
+#: What a registry built with ``Ranking.RELEVANCE`` without the extra raises.
+RELEVANCE_EXTRA = (
+    "Ranking.RELEVANCE needs the optional relevance extra (pystemmer, numpy): "
+    "pip install 'opgate[relevance]'"
+)
+
+
+def _relevance_module() -> tuple[type[RelevanceEntry], type[RelevanceIndex]]:
+    """``_relevance``'s index types, imported on first use: pystemmer and numpy are the
+    ``relevance`` extra, so a registry under the rule or a ``Scorer`` never needs them."""
+    try:
+        from ._relevance import RelevanceEntry, RelevanceIndex
+    except ImportError as exc:
+        raise ImportError(RELEVANCE_EXTRA, name=exc.name) from exc
+    return RelevanceEntry, RelevanceIndex

@@ -1,0 +1,934 @@
+"""Operations from typed functions (``opgate.operation``), driven through a real ``Registry``.
+
+Every annotation kind of issue 22 item 1, the exactness of what the function receives,
+sync and async functions, each kind of return value, the ``Invocation`` parameter (a form
+round trip, a URL hand-off, progress) and the construction failures that name the
+parameter; one test serves typed operations over MCP to the official client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import sys
+import threading
+import types as types_module
+import typing
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal, NotRequired
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from pydantic import BaseModel, Field, field_validator
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
+from opgate import (
+    Completed,
+    ConfigurationError,
+    Failed,
+    FailureCode,
+    FormInput,
+    FormPrompt,
+    InputAction,
+    InputMode,
+    InputResponse,
+    Invocation,
+    Operation,
+    OperationSpec,
+    Outcome,
+    Pending,
+    ProgressUpdate,
+    Registry,
+    Result,
+    Text,
+    URLInput,
+    URLPrompt,
+    await_input,
+    fail,
+    finish,
+    operation,
+)
+
+from conftest import AllowAll
+
+pytestmark = pytest.mark.anyio
+
+
+# -- types used by the operations (module level: annotations resolve in module globals) --
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+class Address(TypedDict):
+    """A postal address."""
+
+    street: str
+    zip: NotRequired[int]
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: Decimal
+
+
+class Item(BaseModel):
+    """One line of an order."""
+
+    sku: str
+    price: Decimal
+    quantity: Annotated[int, Field(ge=1)] = 1
+
+
+class Even(BaseModel):
+    value: int
+
+    @field_validator("value")
+    @classmethod
+    def even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError("must be even")
+        return value
+
+
+class Refund(BaseModel):
+    order: int
+    amount: Decimal
+    color: Color
+
+
+class Totals(TypedDict):
+    count: int
+    total: Decimal
+
+
+@dataclasses.dataclass
+class Receipt:
+    order: int
+    amount: Decimal
+    tags: tuple[str, ...] = ()
+
+
+class Opaque:
+    """A class pydantic cannot describe."""
+
+
+async def registry(*operations: Operation) -> Registry:
+    return Registry(list(operations), AllowAll())
+
+
+async def spec_of(op: Operation) -> OperationSpec:
+    spec = await (await registry(op)).inspect(None, op.name)
+    assert isinstance(spec, OperationSpec)
+    return spec
+
+
+async def invoke(op: Operation, arguments: str | dict[str, Any], **options: Any) -> Any:
+    return await (await registry(op)).invoke(None, op.name, arguments, **options)
+
+
+def completed(outcome: object) -> Result:
+    assert isinstance(outcome, Completed), outcome
+    return outcome.result
+
+
+def failed(outcome: object) -> tuple[FailureCode, str]:
+    assert isinstance(outcome, Failed), outcome
+    return outcome.failure.code, outcome.failure.message
+
+
+class Seen:
+    """What the function received, keyed by parameter."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+
+# -- texts and names -------------------------------------------------------------------
+
+
+def test_bare_decorator_takes_name_summary_and_description_from_the_function() -> None:
+    @operation
+    def lookup_order(order: int) -> str:
+        """Look up an order
+        by its number.
+
+        Returns the order's status.
+
+        Second paragraph."""
+        return "ok"
+
+    assert isinstance(lookup_order, Operation)
+    assert lookup_order.name == "lookup_order"
+    assert lookup_order.summary == "Look up an order by its number."
+    assert lookup_order.description == "Returns the order's status.\n\nSecond paragraph."
+    assert lookup_order.group == ""
+    assert lookup_order.handler.__wrapped__.__name__ == "lookup_order"  # type: ignore[attr-defined]
+
+
+def test_a_group_prefixes_the_name_and_every_text_can_be_overridden() -> None:
+    @operation(group="orders")
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return "ok"
+
+    assert (refund.name, refund.group, refund.summary) == (
+        "orders.refund",
+        "orders",
+        "Refund an order.",
+    )
+
+    @operation(
+        name="orders.give-back",
+        group="orders",
+        summary="Give money back",
+        description="Longer text",
+        examples=("refund order 7",),
+        source="shop.py",
+    )
+    def other(order: int) -> str:
+        """Ignored docstring."""
+        return "ok"
+
+    assert other.name == "orders.give-back"
+    assert (other.summary, other.description) == ("Give money back", "Longer text")
+    assert (other.examples, other.source) == (("refund order 7",), "shop.py")
+
+
+def test_names_outside_the_rule_and_missing_summaries_are_refused() -> None:
+    def café(x: int) -> str:
+        """Coffee."""
+        return "ok"
+
+    with pytest.raises(ConfigurationError, match=r"café.*pass name="):
+        operation(café)
+    assert operation(name="cafe")(café).name == "cafe"
+    with pytest.raises(ConfigurationError, match=r"<lambda>.*pass name="):
+        operation(lambda: "x")
+    with pytest.raises(ConfigurationError, match=r"spaced out.*pass name="):
+        operation(group="spaced out")(café)
+
+    def undocumented(x: int) -> str:
+        return "x"
+
+    with pytest.raises(ConfigurationError, match=r"undocumented.*docstring or pass summary="):
+        operation(undocumented)
+    assert operation(summary="Documented now")(undocumented).summary == "Documented now"
+
+
+# -- input schemas ---------------------------------------------------------------------
+
+
+@operation
+def everything(
+    count: int,
+    ratio: float,
+    amount: Decimal,
+    label: str,
+    flag: bool,
+    mode: Literal["fast", "slow"],
+    color: Color,
+    size: Size,
+    tags: list[str],
+    scores: dict[str, int],
+    pair: tuple[int, str],
+    many: tuple[int, ...],
+    address: Address,
+    point: Point,
+    item: Item,
+    bounded: Annotated[int, Field(description="between 1 and 9", ge=1, le=9)],
+    note: str | None = None,
+    limit: int = 10,
+    price: Decimal = Decimal("1.50"),
+    weight: float = Field(0.5, description="in kilograms", gt=0),
+) -> str:
+    """Take one of every kind."""
+    return "ok"
+
+
+async def test_every_annotation_kind_has_its_schema() -> None:
+    spec = await spec_of(everything)
+    schema = spec.input_schema
+    assert isinstance(schema, dict)
+    properties = schema["properties"]
+    assert properties["count"] == {"type": "integer"}
+    double = Decimal("1.7976931348623157E+308")
+    assert properties["ratio"] == {"type": "number", "maximum": double, "minimum": -double}
+    assert properties["amount"] == {"type": "number"}  # not pydantic's number-or-string
+    assert properties["label"] == {"type": "string"}
+    assert properties["flag"] == {"type": "boolean"}
+    assert properties["mode"] == {"enum": ["fast", "slow"], "type": "string"}
+    assert properties["color"] == {"$ref": "#/$defs/Color"}
+    assert schema["$defs"]["Color"] == {"enum": ["red", "blue"], "title": "Color", "type": "string"}
+    assert schema["$defs"]["Size"]["enum"] == [1, 2]
+    assert properties["tags"] == {"items": {"type": "string"}, "type": "array"}
+    assert properties["scores"] == {"additionalProperties": {"type": "integer"}, "type": "object"}
+    assert properties["pair"] == {
+        "maxItems": 2,
+        "minItems": 2,
+        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+        "type": "array",
+    }
+    assert properties["many"] == {"items": {"type": "integer"}, "type": "array"}
+    address = schema["$defs"]["Address"]
+    assert address["required"] == ["street"]
+    assert address["description"] == "A postal address."
+    assert schema["$defs"]["Point"]["properties"]["y"] == {"type": "number"}
+    assert schema["$defs"]["Item"]["properties"]["quantity"] == {
+        "default": 1,
+        "minimum": 1,
+        "type": "integer",
+    }
+    assert properties["bounded"] == {
+        "description": "between 1 and 9",
+        "maximum": 9,
+        "minimum": 1,
+        "type": "integer",
+    }
+    assert properties["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+    assert properties["limit"] == {"default": 10, "type": "integer"}
+    assert properties["price"] == {"default": Decimal("1.5"), "type": "number"}  # a number
+    assert properties["weight"] == {
+        "default": Decimal("0.5"),
+        "description": "in kilograms",
+        "exclusiveMinimum": 0,
+        "maximum": double,
+        "type": "number",
+    }
+    assert schema["additionalProperties"] is False
+    assert schema["type"] == "object"
+    assert schema["required"] == [
+        "count", "ratio", "amount", "label", "flag", "mode", "color", "size", "tags",
+        "scores", "pair", "many", "address", "point", "item", "bounded",
+    ]  # fmt: skip
+    assert "title" not in schema  # no internal model name
+    assert all("title" not in p for p in properties.values())  # no titles from names
+    assert spec.output_schema is None  # -> str
+
+
+def test_the_schema_is_a_plain_operation_schema() -> None:
+    assert isinstance(everything.input_schema, dict)
+    assert everything.input_schema["properties"]["count"] == {"type": "integer"}
+    assert everything.output_schema is None
+
+
+async def test_parameters_named_like_model_attributes_and_underscores() -> None:
+    @operation
+    def odd(json: str, copy: int, _private: bool, model_config: str = "x") -> str:
+        """Odd names."""
+        return f"{json} {copy} {_private} {model_config}"
+
+    spec = await spec_of(odd)
+    assert isinstance(spec.input_schema, dict)
+    assert list(spec.input_schema["properties"]) == ["_private", "copy", "json", "model_config"]
+    result = completed(await invoke(odd, {"json": "j", "copy": 2, "_private": True}))
+    assert result.content == (Text("j 2 True x"),)
+
+
+# -- what the function receives --------------------------------------------------------
+
+
+def recording(seen: Seen) -> Operation:
+    @operation(name="record")
+    def record(
+        count: int = 0,
+        ratio: float = 0.0,
+        amount: Decimal = Decimal(0),
+        flag: bool = False,
+        mode: Literal[1, 2] = 1,
+        color: Color = Color.RED,
+        size: Size = Size.SMALL,
+        pair: tuple[int, str] = (0, ""),
+        address: Address | None = None,
+        point: Point | None = None,
+        items: list[Item] | None = None,
+        either: int | str = 0,
+        anything: Any = None,
+        mapping: dict[str, Decimal] | None = None,
+    ) -> str:
+        """Record what arrives."""
+        seen.values.update(locals())
+        return "ok"
+
+    return record
+
+
+async def test_values_arrive_as_the_annotated_types() -> None:
+    seen = Seen()
+    op = recording(seen)
+    arguments = (
+        '{"count": 3, "ratio": 2.5, "amount": 0.1, "flag": true, "mode": 2, "color": "blue",'
+        ' "size": 2, "pair": [1, "a"], "address": {"street": "Main"},'
+        ' "point": {"x": 1, "y": 0.30}, "items": [{"sku": "s", "price": 19.99}],'
+        ' "either": "5", "anything": [1.5, {"k": null}], "mapping": {"a": 1e-7}}'
+    )
+    completed(await invoke(op, arguments))
+    v = seen.values
+    assert type(v["count"]) is int
+    assert v["count"] == 3
+    assert type(v["ratio"]) is float
+    assert v["ratio"] == 2.5
+    assert type(v["amount"]) is Decimal
+    assert v["amount"] == Decimal("0.1")
+    assert v["flag"] is True
+    assert v["mode"] == 2
+    assert v["color"] is Color.BLUE
+    assert v["size"] is Size.LARGE
+    assert v["pair"] == (1, "a")
+    assert v["address"] == {"street": "Main"}
+    assert v["point"] == Point(1, Decimal("0.3"))
+    assert type(v["point"].y) is Decimal
+    assert v["items"] == [Item(sku="s", price=Decimal("19.99"))]
+    assert str(v["items"][0].price) == "19.99"
+    assert v["either"] == "5"  # a string stays a string in a union with int
+    assert v["anything"] == [Decimal("1.5"), {"k": None}]  # JSON values, exact
+    assert v["mapping"] == {"a": Decimal("1E-7")}
+
+
+async def test_defaults_fill_what_was_left_out() -> None:
+    seen = Seen()
+    completed(await invoke(recording(seen), "{}"))
+    assert seen.values["count"] == 0
+    assert seen.values["amount"] == Decimal(0)
+    assert seen.values["color"] is Color.RED
+    assert seen.values["address"] is None
+
+
+async def test_exact_numbers_arrive_exactly() -> None:
+    seen = Seen()
+    op = recording(seen)
+    completed(await invoke(op, '{"amount": 0.1, "count": 1e400}'))
+    assert seen.values["amount"] == Decimal("0.1")
+    assert seen.values["count"] == 10**400  # integral: an exact int, no float on the way
+    assert type(seen.values["count"]) is int
+    completed(await invoke(op, '{"amount": 1e400}'))
+    assert seen.values["amount"] == Decimal("1E+400")
+    completed(await invoke(op, '{"amount": 123456789012345678901234567890.123456789}'))
+    assert str(seen.values["amount"]) == "123456789012345678901234567890.123456789"
+    completed(await invoke(op, '{"amount": 7}'))
+    assert seen.values["amount"] == Decimal(7)
+    assert type(seen.values["amount"]) is Decimal
+    completed(await invoke(op, '{"count": 3.0}'))  # an integral number is an integer
+    assert seen.values["count"] == 3
+    assert type(seen.values["count"]) is int
+
+
+async def test_no_coercion_the_schema_did_not_allow() -> None:
+    seen = Seen()
+    op = recording(seen)
+    for arguments, pointer in [
+        ('{"count": "5"}', "/count"),
+        ('{"count": 2.5}', "/count"),
+        ('{"count": true}', "/count"),
+        ('{"flag": 1}', "/flag"),
+        ('{"flag": "true"}', "/flag"),
+        ('{"amount": "0.1"}', "/amount"),
+        ('{"ratio": "2.5"}', "/ratio"),
+        ('{"ratio": true}', "/ratio"),
+        ('{"ratio": 1e400}', "/ratio"),  # beyond a double: refused, not inf
+        ('{"ratio": -1e400}', "/ratio"),
+        ('{"mode": true}', "/mode"),  # true is not 1
+        ('{"mode": "1"}', "/mode"),
+        ('{"color": "RED"}', "/color"),
+        ('{"size": "1"}', "/size"),
+        ('{"pair": [1, 2]}', "/pair/1"),
+        ('{"pair": [1, "a", 3]}', "/pair"),
+        # Optional parameters are an anyOf: the violation is reported at the parameter.
+        ('{"point": {"x": "1", "y": 0}}', "/point"),
+        ('{"items": [{"sku": "s", "price": "1"}]}', "/items"),
+        ('{"items": [{"sku": "s", "price": 1, "quantity": 0}]}', "/items"),
+        ('{"address": {"street": "s", "zip": "12345"}}', "/address"),
+        ('{"mapping": {"a": "1"}}', "/mapping"),
+        ('{"unknown": 1}', ""),
+    ]:
+        code, message = failed(await invoke(op, arguments))
+        assert code is FailureCode.INVALID_ARGUMENTS, arguments
+        assert pointer in message, (arguments, message)
+    assert seen.values == {}  # the function never ran
+
+
+async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> None:
+    @operation
+    def halve(number: Even) -> str:
+        """Halve an even number."""
+        return str(number.value // 2)
+
+    assert completed(await invoke(halve, {"number": {"value": 8}})).content == (Text("4"),)
+    code, message = failed(await invoke(halve, {"number": {"value": 7}}))
+    assert code is FailureCode.OPERATION_FAILED
+    assert message == "invalid arguments: /number/value: Value error, must be even"
+    assert "7" not in message
+
+
+async def test_a_float_receives_the_nearest_double() -> None:
+    seen = Seen()
+    completed(await invoke(recording(seen), '{"ratio": 0.1}'))
+    assert seen.values["ratio"] == 0.1
+    assert type(seen.values["ratio"]) is float
+    completed(await invoke(recording(seen), '{"ratio": 1.7976931348623157e308}'))
+    assert seen.values["ratio"] == 1.7976931348623157e308
+
+
+# -- sync and async --------------------------------------------------------------------
+
+
+async def test_sync_functions_run_in_a_worker_thread_and_async_ones_on_the_loop() -> None:
+    threads: dict[str, threading.Thread] = {}
+
+    @operation
+    def sync_op(x: int) -> str:
+        """Sync."""
+        threads["sync"] = threading.current_thread()
+        return f"sync {x}"
+
+    @operation
+    async def async_op(x: int) -> str:
+        """Async."""
+        await anyio.sleep(0)
+        threads["async"] = threading.current_thread()
+        return f"async {x}"
+
+    assert completed(await invoke(sync_op, {"x": 1})).content == (Text("sync 1"),)
+    assert completed(await invoke(async_op, {"x": 2})).content == (Text("async 2"),)
+    assert threads["sync"] is not threading.current_thread()
+    assert threads["async"] is threading.current_thread()
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+async def test_str_becomes_text_and_none_an_empty_result() -> None:
+    @operation
+    def greet(name: str) -> str:
+        """Greet."""
+        return f"hello {name}"
+
+    @operation
+    def forget(name: str) -> None:
+        """Forget."""
+
+    greeting = completed(await invoke(greet, {"name": "ann"}))
+    assert greeting.content == (Text("hello ann"),)
+    assert not greeting.has_structured
+    empty = completed(await invoke(forget, {"name": "ann"}))
+    assert empty.content == ()
+    assert not empty.has_structured
+    assert (await spec_of(forget)).output_schema is None
+
+
+@pytest.mark.parametrize("kind", ["model", "dataclass", "typeddict", "dict"])
+async def test_structured_returns_carry_an_output_schema_and_a_text_copy(kind: str) -> None:
+    if kind == "model":
+
+        @operation(name="op")
+        def op(order: int) -> Refund:
+            """Model."""
+            return Refund(order=order, amount=Decimal("0.10"), color=Color.BLUE)
+
+        expected = {"order": 7, "amount": Decimal("0.1"), "color": "blue"}
+        required = ["order", "amount", "color"]
+    elif kind == "dataclass":
+
+        @operation(name="op")
+        def op(order: int) -> Receipt:
+            """Dataclass."""
+            return Receipt(order, Decimal("1E+400"), ("a", "b"))
+
+        expected = {"order": 7, "amount": Decimal("1E+400"), "tags": ["a", "b"]}
+        required = ["order", "amount"]
+    elif kind == "typeddict":
+
+        @operation(name="op")
+        def op(order: int) -> Totals:
+            """TypedDict."""
+            return {"count": order, "total": Decimal("0.1")}
+
+        expected = {"count": 7, "total": Decimal("0.1")}
+        required = ["count", "total"]
+    else:
+
+        @operation(name="op")
+        def op(order: int) -> dict[str, Decimal]:
+            """Dict."""
+            return {"total": Decimal("0.1") * order}
+
+        expected = {"total": Decimal("0.7")}
+        required = None
+
+    result = completed(await invoke(op, {"order": 7}))
+    assert result.structured == expected
+    [copy] = result.content
+    assert isinstance(copy, Text)
+    assert result.structured_json is not None
+    assert copy.text == result.structured_json.decode()  # canonical JSON, exact numbers
+    assert json.loads(copy.text, parse_float=Decimal) == expected
+    output = (await spec_of(op)).output_schema
+    assert isinstance(output, dict)
+    assert output["type"] == "object"
+    assert output.get("required") == required
+    if kind in ("model", "dataclass", "typeddict"):
+        amount = "total" if kind == "typeddict" else "amount"
+        assert output["properties"][amount] == {"type": "number"}  # exact, not a string
+
+
+async def test_a_structured_value_not_matching_its_schema_is_an_invalid_result() -> None:
+    @operation
+    def wrong(order: int) -> Totals:
+        """Wrong."""
+        return typing.cast(Totals, {"count": "seven", "total": 1})
+
+    code, _ = failed(await invoke(wrong, {"order": 7}))
+    assert code is FailureCode.INVALID_RESULT
+
+
+async def test_outcomes_and_results_are_returned_as_they_are() -> None:
+    @operation
+    def decide(how: Literal["fail", "finish", "result"]) -> Outcome | Result:
+        """Decide."""
+        if how == "fail":
+            return fail("not today", {"retry": True})
+        if how == "finish":
+            return finish(Result([Text("finished")], structured={"a": 1}))
+        return Result([Text("a result")])
+
+    code, message = failed(await invoke(decide, {"how": "fail"}))
+    assert (code, message) == (FailureCode.OPERATION_FAILED, "not today")
+    finished = completed(await invoke(decide, {"how": "finish"}))
+    assert (finished.content, finished.structured) == ((Text("finished"),), {"a": 1})
+    assert completed(await invoke(decide, {"how": "result"})).content == (Text("a result"),)
+    assert (await spec_of(decide)).output_schema is None
+
+
+async def test_an_outcome_in_a_union_with_a_structured_type_keeps_the_schema() -> None:
+    @operation
+    def maybe(order: int) -> Refund | Outcome:
+        """Maybe."""
+        if order < 0:
+            return fail("negative")
+        return Refund(order=order, amount=Decimal(1), color=Color.RED)
+
+    assert (await spec_of(maybe)).output_schema is not None
+    assert completed(await invoke(maybe, {"order": 1})).structured == {
+        "order": 1,
+        "amount": 1,
+        "color": "red",
+    }
+    assert failed(await invoke(maybe, {"order": -1})) == (FailureCode.OPERATION_FAILED, "negative")
+
+
+async def test_unannotated_returns_are_judged_by_the_value() -> None:
+    @operation
+    def loose(kind: str):  # type: ignore[no-untyped-def]
+        """Loose."""
+        return {"dict": {"k": Decimal("0.5")}, "model": Item(sku="a", price=Decimal(2))}.get(
+            kind, 5
+        )
+
+    assert (await spec_of(loose)).output_schema is None
+    assert completed(await invoke(loose, {"kind": "dict"})).structured == {"k": Decimal("0.5")}
+    model = completed(await invoke(loose, {"kind": "model"}))
+    assert model.structured == {"sku": "a", "price": 2, "quantity": 1}
+    code, _ = failed(await invoke(loose, {"kind": "int"}))
+    assert code is FailureCode.INTERNAL  # an int is no result
+
+
+# -- the Invocation parameter ----------------------------------------------------------
+
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+@operation(group="orders")
+async def cancel(order: int, reason: str, inv: Invocation) -> Outcome | Refund:
+    """Cancel an order, after a person confirms."""
+    if inv.resume is None:
+        return await_input(FormInput(f"Cancel order {order}?", CONFIRM, state={"order": order}))
+    if inv.resume.action is not InputAction.ACCEPT or inv.resume.answers != {"ok": True}:
+        return fail("not confirmed")
+    assert inv.resume.state == {"order": order}
+    await inv.report_progress(1, 1, f"cancelled: {reason}")
+    return Refund(order=order, amount=Decimal("9.99"), color=Color.RED)
+
+
+async def test_a_typed_function_asks_for_a_form_and_resumes() -> None:
+    spec = await spec_of(cancel)
+    assert isinstance(spec.input_schema, dict)
+    assert set(spec.input_schema["properties"]) == {"order", "reason"}  # no Invocation
+    reg = await registry(cancel)
+    arguments = {"order": 7, "reason": "late"}
+    pending = await reg.invoke(None, "orders.cancel", arguments, input_support={InputMode.FORM})
+    assert isinstance(pending, Pending)
+    assert isinstance(pending.prompt, FormPrompt)
+    assert pending.prompt.message == "Cancel order 7?"
+    updates: list[ProgressUpdate] = []
+    outcome = await reg.invoke(
+        None,
+        "orders.cancel",
+        arguments,
+        input_support={InputMode.FORM},
+        resume=(pending.continuation, InputResponse.accept({"ok": True})),
+        progress=updates.append,
+    )
+    assert completed(outcome).structured == {"order": 7, "amount": Decimal("9.99"), "color": "red"}
+    assert updates == [ProgressUpdate(1, 1, "cancelled: late")]
+    pending = await reg.invoke(None, "orders.cancel", arguments, input_support={InputMode.FORM})
+    assert isinstance(pending, Pending)
+    declined = await reg.invoke(
+        None,
+        "orders.cancel",
+        arguments,
+        input_support={InputMode.FORM},
+        resume=(pending.continuation, InputResponse.decline()),
+    )
+    assert failed(declined) == (FailureCode.OPERATION_FAILED, "not confirmed")
+
+
+async def test_a_sync_typed_function_hands_off_to_a_url_and_reports_progress() -> None:
+    @operation(name="pay")
+    def pay(invocation: Invocation, /, amount: Decimal) -> str | Outcome:
+        """Pay an amount."""
+        if invocation.resume is None:
+            return await_input(URLInput("Pay here", "https://pay.example.com/c"))
+        invocation.report_progress_sync(1, 2, "charging")
+        return f"paid {amount} ({invocation.resume.action.value})"
+
+    reg = await registry(pay)
+    pending = await reg.invoke(None, "pay", {"amount": 0.1}, input_support={InputMode.URL})
+    assert isinstance(pending, Pending)
+    assert isinstance(pending.prompt, URLPrompt)
+    assert pending.prompt.url == "https://pay.example.com/c"
+    updates: list[ProgressUpdate] = []
+    outcome = await reg.invoke(
+        None,
+        "pay",
+        {"amount": 0.1},
+        input_support={InputMode.URL},
+        resume=(pending.continuation, InputResponse.accept()),
+        progress=updates.append,
+    )
+    assert completed(outcome).content == (Text("paid 0.1 (accept)"),)
+    assert updates == [ProgressUpdate(1, 2, "charging")]
+
+
+# -- construction failures -------------------------------------------------------------
+
+
+def test_types_the_profile_cannot_express_fail_naming_the_parameter() -> None:
+    def opaque(fine: int, thing: Opaque) -> str:
+        """Opaque."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"'.*opaque'.*parameter 'thing'"):
+        operation(opaque)
+
+    def dated(fine: int, when: datetime) -> str:
+        """Dated."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'when'.*format 'date-time'"):
+        operation(dated)
+
+    def lookaround(fine: int, code: Annotated[str, Field(pattern="^(?!x)")]) -> str:
+        """Lookaround."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'code'.*look-around"):
+        operation(lookaround)  # pydantic's own validator refuses it first
+
+    def huge(fine: int, text: Annotated[str, Field(max_length=2**40)]) -> str:
+        """Huge."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'text'.*maxLength"):
+        operation(huge)  # the compiler profile: a count over MAX_COUNT
+
+    def vast(fine: int, n: Annotated[Decimal, Field(le=Decimal("1e5000"))]) -> str:
+        """Vast."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'n'.*maximum"):
+        operation(vast)  # the numeric work profile
+
+    def old_typed_dict(fine: int, row: typing.TypedDict("Row", {"a": int})) -> str:  # type: ignore[valid-type]
+        """On 3.11 pydantic needs typing_extensions.TypedDict."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'row'.*typing_extensions"):
+        operation(old_typed_dict)
+
+
+def test_parameters_without_a_schema_are_refused() -> None:
+    def unannotated(x, y: int) -> str:  # type: ignore[no-untyped-def]
+        """Unannotated."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'x'.*no annotation"):
+        operation(unannotated)
+
+    def star(*values: int) -> str:
+        """Star."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'values'.*\*args"):
+        operation(star)
+
+    def stars(**values: int) -> str:
+        """Stars."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'values'.*\*\*kwargs"):
+        operation(stars)
+
+    def two(a: Invocation, b: Invocation) -> str:
+        """Two."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'b'.*'a' already receives"):
+        operation(two)
+
+
+def test_an_annotation_that_does_not_resolve_is_named() -> None:
+    class Local(BaseModel):
+        x: int
+
+    def local(fine: int, thing: Local) -> str:
+        """Local (under postponed annotations, 'Local' is not a module global)."""
+        return ""
+
+    with pytest.raises(ConfigurationError, match=r"parameter 'thing'.*'Local' does not resolve"):
+        operation(local)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        (int, "return a str"),
+        (list[int], "return a str"),
+        (Refund | None, "cannot be combined"),
+        (str | Refund, "cannot be combined"),
+        (Refund | Totals, "cannot be combined"),
+    ],
+)
+def test_return_annotations_without_a_result_rule_are_refused(
+    annotation: Any, problem: str
+) -> None:
+    def returns(x: int) -> Any:
+        """Returns."""
+
+    returns.__annotations__["return"] = annotation
+    with pytest.raises(ConfigurationError, match=rf"return annotation.*{problem}"):
+        operation(returns)
+
+
+def test_return_annotations_that_are_accepted() -> None:
+    for annotation in (str, None, str | None, Outcome, Result | Outcome, Refund | Outcome, Any):
+
+        def returns(x: int) -> Any:
+            """Returns."""
+
+        returns.__annotations__["return"] = annotation
+        op = operation(returns)
+        assert (op.output_schema is not None) == (annotation == Refund | Outcome), annotation
+
+
+# -- over MCP, with the official client ------------------------------------------------
+
+
+async def test_typed_operations_over_mcp_with_the_official_client() -> None:
+    from opgate.mcp import GatewayServer
+
+    @operation(group="orders")
+    def lookup(order: int, verbose: bool = False) -> Receipt:
+        """Look up an order."""
+        return Receipt(order, Decimal("12.5"), ("verbose",) if verbose else ())
+
+    server = GatewayServer(Registry([lookup, cancel], AllowAll()))
+
+    async def answer(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert params.message == "Cancel order 3?"
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async with Client(server.sdk_server, mode="legacy", elicitation_callback=answer) as client:
+        found = await client.call_tool("search", {"query": "order", "group": "orders"})
+        names = [item["name"] for item in found.structured_content["items"]]
+        assert names == ["orders.cancel", "orders.lookup"]
+        inspected = await client.call_tool("inspect", {"name": "orders.lookup"})
+        spec = inspected.structured_content
+        assert spec["input_schema"]["properties"]["verbose"] == {
+            "default": False,
+            "type": "boolean",
+        }
+        assert spec["output_schema"]["properties"]["amount"] == {"type": "number"}
+        result = await client.call_tool(
+            "invoke", {"name": "orders.lookup", "arguments": {"order": 3, "verbose": True}}
+        )
+        assert not result.is_error
+        assert result.structured_content == {"order": 3, "amount": 12.5, "tags": ["verbose"]}
+        [block] = result.content
+        assert isinstance(block, types.TextContent)
+        assert block.text == '{"amount":12.5,"order":3,"tags":["verbose"]}'
+        refused = await client.call_tool(
+            "invoke", {"name": "orders.lookup", "arguments": {"order": "3"}}
+        )
+        assert refused.is_error
+        assert refused.structured_content["error"]["code"] == "invalid_arguments"
+        cancelled = await client.call_tool(
+            "invoke", {"name": "orders.cancel", "arguments": {"order": 3, "reason": "r"}}
+        )
+        assert not cancelled.is_error
+        assert cancelled.structured_content == {"order": 3, "amount": 9.99, "color": "red"}
+
+
+# -- the example in docs/contracts.md runs as written ------------------------------------
+
+
+def docs_block(heading: str) -> str:
+    """The first Python code block under ``heading`` in docs/contracts.md."""
+    from conftest import ROOT
+
+    text = (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```\n", start)]
+
+
+async def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types_module.ModuleType("contracts_example")  # a module, as a user's app is
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(docs_block("## Operations from typed functions"), module.__dict__)
+    refund = module.refund
+    assert (refund.name, refund.group, refund.summary) == (
+        "orders.refund",
+        "orders",
+        "Refund an order.",
+    )
+    assert refund.description == "Money goes back to the card it came from."
+    reg = await registry(refund)
+    arguments = {"order": 7, "amount": 0.1}
+    pending = await reg.invoke(None, "orders.refund", arguments, input_support={InputMode.FORM})
+    assert isinstance(pending, Pending)
+    assert pending.prompt.message == "Refund 0.1 on order 7?"
+    outcome = await reg.invoke(
+        None,
+        "orders.refund",
+        arguments,
+        input_support={InputMode.FORM},
+        resume=(pending.continuation, InputResponse.accept({"ok": True})),
+    )
+    assert completed(outcome).structured == {"order": 7, "amount": Decimal("0.1")}
+    refused = await reg.invoke(None, "orders.refund", {"order": 7, "amount": 0})
+    assert failed(refused)[0] is FailureCode.INVALID_ARGUMENTS  # Field(gt=0)
