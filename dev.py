@@ -7,7 +7,10 @@ installs opgate with its ``dev`` extras there; nothing is installed globally.
 
 ``test`` runs, in order and stopping at the first failure: ``ruff check``,
 ``ruff format --check``, ``mypy --strict src/`` and pytest. A pytest run that
-collects no tests (exit status 5) is a failure, never a silent pass.
+collects no tests (exit status 5) is a failure, never a silent pass. The MCP
+client tests also need ``npm``: they fetch their node tools (about 350 MB) into a
+cache outside the clone, saying so before they do (``tests/node_tools.py``), and
+the Redis tests need ``redis-server``; the README says what each command needs.
 """
 
 from __future__ import annotations

@@ -23,6 +23,25 @@ settings.register_profile("opgate", deadline=None)
 settings.load_profile("opgate")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A cold npm install (``tests/node_tools.py``: the MCP tools, the OpenAPI corpus) is
+    announced on the terminal as it starts, not kept in the captured output of the test
+    whose fixture triggered it."""
+    import node_tools
+
+    def announce(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or capture is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+            reporter.flush()
+
+    node_tools.announce = announce
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

