@@ -1,4 +1,11 @@
-"""The search index: the ranking rule against a plain reference, keyset paging, and cost."""
+"""Tests of ``opgate._search._index``: the search index and the default rule ranking.
+
+The rule (terms as case-folded substrings, tiered by field, ties by name) against a plain
+reference on random catalogs and under tunings that force every planner path; keyset
+paging; exact names; the query helpers (``normalize_query``, ``query_terms``,
+``has_terms``, ``fold_group``); and cost on a large catalog. The same rule through the
+registry (policies, scopes, cursors) is ``test_search_differential.py``.
+"""
 
 from __future__ import annotations
 

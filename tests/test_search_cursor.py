@@ -1,4 +1,8 @@
-"""Sealed search cursors: round trips, binding, expiry, and refusal of every alteration."""
+"""Tests of ``opgate._search._cursor``: sealed search cursors.
+
+Round trips, binding, expiry, and refusal of every alteration, on ``CursorSealer``
+itself. Cursors through ``Registry.search`` are tested in ``test_registry_discovery.py``.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,278 @@
+"""Tests of ``opgate._search._relevance``: the BM25F relevance ranking (issue 11).
+
+Postings against a naive BM25F, the operation meant first, thesaurus verbs and
+attested contractions in names, coverage and ties, resuming after a key; then the
+registry in relevance mode: paging that never repeats or skips, and discovery scopes.
+What every ranking shares (the fallbacks, cursor binding, the extra) is
+``test_search_ranking.py``; words and stems are ``test_search_tokens.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from opgate import Ranking, Registry
+from opgate._search import _relevance as relevance
+from opgate._search._index import IndexEntry, SearchIndex
+from opgate._search._relevance import RelevanceEntry, RelevanceIndex
+from opgate._search._tokens import Stems, words
+from search_support import all_pages, catalog, relevance_registry
+
+from conftest import Ctx, TeamPolicy
+
+# --- scores ---------------------------------------------------------------------------
+
+
+def index_of(rows: Sequence[tuple[str, str, str, str]]) -> tuple[RelevanceIndex, list[str]]:
+    ordered = sorted(rows)
+    entries = [IndexEntry(name, group, summary, (doc,)) for name, group, summary, doc in ordered]
+    rule = SearchIndex(entries)
+    return RelevanceIndex([RelevanceEntry(e) for e in entries], rule), [r[0] for r in ordered]
+
+
+def ranked(index: RelevanceIndex, names_: list[str], query: str, **kwargs: Any) -> list[str]:
+    return [names_[position] for _, position in index.ranked(query, **kwargs)]
+
+
+CLOUD = [
+    ("dms.RebootReplicationInstance", "dms", "Reboots a replication instance.", ""),
+    ("docdb.RebootDBInstance", "docdb", "Restarts a database instance.", ""),
+    ("ec2.RebootInstances", "ec2", "Requests a reboot of the specified instances.", ""),
+    ("ec2.DescribeInstances", "ec2", "Describes the specified instances.", "Lists them."),
+    ("ec2.StopInstances", "ec2", "Stops an Amazon EBS-backed instance.", ""),
+    ("chime.ListAppInstanceUsers", "chime", "Lists all app instance users.", ""),
+    ("iam.ListUsers", "iam", "Lists the IAM users.", ""),
+    ("cloudfront.CreateInvalidation", "cloudfront", "Create a new invalidation.", ""),
+    ("rds.CreateDBInstance", "rds", "Creates a new DB instance.", "Engines: PostgreSQL, MySQL."),
+]
+
+
+def reference_postings(
+    entries: Sequence[RelevanceEntry],
+) -> dict[tuple[str, int], tuple[float, bool]]:
+    """BM25F computed naively, text by text, word by word: (stem, entry) -> (weight,
+    found in the name or group)."""
+    stem = Stems()
+    fields = [
+        [e.entry.name for e in entries],
+        [e.entry.group for e in entries],
+        [e.entry.summary for e in entries],
+        [" ".join(e.entry.documents) for e in entries],
+    ]
+    tf: dict[tuple[str, int], float] = {}
+    named: dict[tuple[str, int], bool] = {}
+    for field, texts in enumerate(fields):
+        spelled = [[stem(w) for w in words(text)] for text in texts]
+        average = max(sum(map(len, spelled)) / max(len(texts), 1), 1.0)
+        for owner, stems_ in enumerate(spelled):
+            norm = 1 - relevance.B + relevance.B * len(stems_) / average
+            for term in stems_:
+                key = (term, owner)
+                tf[key] = tf.get(key, 0.0) + float(relevance._WEIGHTS[field]) / norm
+                named[key] = named.get(key, False) or field <= 1
+    count = len(entries)
+    df: dict[str, int] = {}
+    for term, _ in tf:
+        df[term] = df.get(term, 0) + 1
+    return {
+        (term, owner): (
+            math.log(1 + (count - df[term] + 0.5) / (df[term] + 0.5))
+            * value
+            / (relevance.K1 + value),
+            named[(term, owner)],
+        )
+        for (term, owner), value in tf.items()
+    }
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_index_postings_equal_a_naive_bm25f(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = ["DescribeDBInstances", "list", "Objects", "ñandú", "v2", "the", "bucket", "..."]
+    shared = [" ".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(4)]
+    entries = []
+    for i in range(rng.randint(1, 30)):
+        doc = rng.choice([*shared, "", " ".join(rng.choices(pieces, k=rng.randint(0, 12)))])
+        entries.append(
+            RelevanceEntry(
+                IndexEntry(
+                    f"svc.Op{rng.choice(pieces)}{i}",
+                    rng.choice(["team", "bucket", "Objects"]),  # also words of other fields
+                    rng.choice(shared),
+                    (doc, rng.choice(["", "Café Instances", doc])),
+                )
+            )
+        )
+    entries.sort(key=lambda e: e.entry.name)
+    index = RelevanceIndex(entries, SearchIndex([e.entry for e in entries]))
+    expected = reference_postings(entries)
+    got = {}
+    for term, known in index._stem_ids.items():
+        first, end = index._offsets[known], index._offsets[known + 1]
+        for owner, weight, flag in zip(
+            index._entries[first:end].tolist(),
+            index._weights[first:end].tolist(),
+            index._named[first:end].tolist(),
+            strict=True,
+        ):
+            got[(term, owner)] = (weight, flag)
+    assert got.keys() == expected.keys()
+    for key, (weight, flag) in expected.items():
+        assert got[key][0] == pytest.approx(weight, rel=1e-12)
+        assert got[key][1] == flag
+
+
+def test_relevance_puts_the_meant_operation_first() -> None:
+    index, names_ = index_of(CLOUD)
+    assert ranked(index, names_, "reboot ec2 instance")[0] == "ec2.RebootInstances"
+    assert ranked(index, names_, "list iam users")[0] == "iam.ListUsers"
+    # stemming: invalidate meets invalidation
+    assert ranked(index, names_, "invalidate cloudfront")[0] == "cloudfront.CreateInvalidation"
+    # a word the catalog never uses does not stop the others matching
+    assert ranked(index, names_, "reboot vm instance")[0] in {
+        "ec2.RebootInstances",
+        "docdb.RebootDBInstance",
+        "dms.RebootReplicationInstance",
+    }
+    # prefix expansion of an unknown word: postgres meets postgresql
+    assert ranked(index, names_, "postgres")[0] == "rds.CreateDBInstance"
+    assert ranked(index, names_, "zzzz qqqq") == []
+
+
+def test_thesaurus_verbs_match_names_below_a_literal_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = [
+        ("svc.DescribeWidgets", "svc", "Returns the widgets.", ""),
+        ("svc.DeleteWidget", "svc", "Deletes a widget.", "You can describe widgets first."),
+        ("other.ListGadgets", "other", "Lists gadgets.", ""),
+        ("fn.Invoke", "fn", "Runs a function.", ""),
+    ]
+    index, names_ = index_of(rows)
+    # list meets describe in a name
+    assert ranked(index, names_, "list widgets")[0] == "svc.DescribeWidgets"
+    # call meets invoke
+    assert ranked(index, names_, "call fn")[0] == "fn.Invoke"
+    # only in names: "describe" in DeleteWidget's documentation does not answer "list"
+    listed, _ = index.scores("list")
+    assert "svc.DeleteWidget" not in [names_[i] for i in listed.tolist()]
+    # a literal verb outweighs its alternative
+    both, both_names = index_of([*rows, ("svc.ListWidgets", "svc", "Returns the widgets.", "")])
+    assert ranked(both, both_names, "list widgets")[:2] == [
+        "svc.ListWidgets",
+        "svc.DescribeWidgets",
+    ]
+    assert ranked(index, names_, "call") == ["fn.Invoke"]
+    monkeypatch.setattr(relevance, "THESAURUS", False)
+    assert ranked(index, names_, "call") == []
+
+
+def contraction_rows(extra: int) -> list[tuple[str, str, str, str]]:
+    rows = [
+        (f"db.DescribeDBThing{i}", "db", "Describes a thing.", "A database thing.")
+        for i in range(6)
+    ]
+    rows += [(f"misc.Op{i}", "misc", "Does a thing.", "Unrelated text.") for i in range(extra)]
+    rows += [("store.ListDatabases", "store", "Lists the stores.", "")]
+    return rows
+
+
+def test_contractions_attested_by_the_catalog_match_names() -> None:
+    index, names_ = index_of(contraction_rows(60))
+    # "db" in six names whose documentation says "database": an attested contraction
+    found = ranked(index, names_, "describe database thing3")
+    assert found[0] == "db.DescribeDBThing3"
+    assert index._contractions(index.terms("database")[0]) == [index._stem_ids["db"]]
+    # "debug" is spelled by d-b too, but no operation named "db" mentions it
+    assert index._contractions(index.terms("debug")[0]) == []
+
+
+def test_contractions_need_enough_names_and_lift() -> None:
+    # the short term in too few names
+    rows = contraction_rows(60)[relevance.ATTESTED_NAMES - 1 :]
+    index, _ = index_of(rows)
+    assert index._contractions(index.terms("database")[0]) == []
+    # "database" everywhere: its use by the db operations is no evidence
+    common = [(n, g, s, d + " database") for n, g, s, d in contraction_rows(60)]
+    index, _ = index_of(common)
+    assert index._contractions(index.terms("database")[0]) == []
+
+
+def test_coverage_ranks_all_terms_above_most() -> None:
+    index, names_ = index_of(
+        [
+            ("a.alpha", "g", "alpha beta alpha beta", ""),
+            ("b.both", "g", "alpha beta gamma", ""),
+        ]
+    )
+    assert ranked(index, names_, "alpha beta gamma") == ["b.both", "a.alpha"]
+
+
+def test_ties_break_by_shorter_name_then_name() -> None:
+    rows = [(name, "", "same words here", "") for name in ("bb", "a", "ab", "c", "aaa")]
+    index, names_ = index_of(rows)
+    scores = dict(zip(*index.scores("same words"), strict=True))
+    assert len(set(scores.values())) == 1  # the names hold no query word: all tie
+    assert ranked(index, names_, "same words") == ["a", "c", "ab", "bb", "aaa"]
+
+
+def test_after_resumes_exactly_after_its_key() -> None:
+    rows = [(f"op{n:02d}", "", "word " * (1 + n % 4), "") for n in range(30)]
+    index, names_ = index_of(rows)
+    full = ranked(index, names_, "word")
+    assert sorted(full) == sorted(names_)
+    for cut in range(len(full)):
+        rest = ranked(index, names_, "word", after=(0, full[cut]))
+        assert rest == full[cut + 1 :]
+
+
+# --- the registry in relevance mode ---------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("limit", [1, 3, 20])
+@pytest.mark.parametrize("group", ["", "orders", "ADMIN"])
+async def test_paging_never_repeats_or_skips(limit: int, group: str) -> None:
+    reg = relevance_registry()
+    assert isinstance(reg._ranker, RelevanceIndex)
+    order = sorted(o.name for o in catalog())
+    expected = [
+        order[position]
+        for _, position in reg._ranker.ranked("instance alpha report", group)
+        if not order[position].startswith("admin.")  # TeamPolicy denies admin.* to users
+    ]
+    assert expected or group.casefold() == "admin"  # users never see admin.*
+    found, pages = await all_pages(reg, "instance alpha report", group=group, limit=limit)
+    assert found == expected
+    assert len(found) == len(set(found))
+    if group.casefold() == "admin":
+        assert found == []
+        assert pages == 1
+    elif limit == 20:
+        assert pages > len(found) / 20  # the byte budget cut some pages short
+    admin = Ctx(admin=True)
+    everything, _ = await all_pages(reg, "instance alpha report", ctx=admin, group=group)
+    assert set(found) <= set(everything)
+    if group.casefold() == "admin":
+        assert everything
+
+
+@pytest.mark.anyio
+async def test_scope_narrows_relevance_results() -> None:
+    from opgate import DiscoveryScope
+
+    class Scoped(TeamPolicy):
+        def discovery_scope(self, ctx: Any) -> DiscoveryScope:
+            return DiscoveryScope(groups=frozenset({"billing"}), prefixes=("orders.op00",))
+
+    reg = Registry(catalog(), Scoped(), ranking=Ranking.RELEVANCE)
+    found, _ = await all_pages(reg, "alpha beta", limit=4)
+    assert found
+    assert all(n.startswith(("billing.", "orders.op00")) for n in found)
+    unscoped, _ = await all_pages(relevance_registry(), "alpha beta")
+    assert found == [n for n in unscoped if n.startswith(("billing.", "orders.op00"))]
