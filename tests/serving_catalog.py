@@ -1,4 +1,4 @@
-"""The MCP test catalog plus one handler bug, for ``tests/test_http_serving.py``.
+"""The MCP test catalog plus one handler bug, for ``tests/test_mcp_http.py``.
 
 ``opgate serve tests.serving_catalog:build_registry`` serves ``tests.mcp_catalog``'s
 operations and ``orders.checkout``, whose handler builds a ``URLInput`` with a plain

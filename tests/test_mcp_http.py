@@ -1,4 +1,7 @@
-"""``opgate serve --http`` under hostile clients, and what its stderr shows.
+"""``opgate.mcp._http``: ``opgate serve --http`` under hostile clients, and its stderr.
+
+The bounds are ``HTTPLimits``, enforced by ``SessionGuard``, ``RequestGuard`` and the
+guarded uvicorn protocol; the logs are those ``opgate.cli`` configures for ``serve``.
 
 Every test runs ``opgate serve`` as a subprocess on loopback and drives it with the
 official ``mcp.Client`` over real HTTP (uvicorn); the hostile clients are plain

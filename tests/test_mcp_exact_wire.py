@@ -1,4 +1,7 @@
-"""The wire is exact: raw JSON-RPC bytes to ``opgate serve`` over stdio and HTTP, both eras.
+"""``opgate.mcp._exact`` end to end: raw JSON-RPC bytes to ``opgate serve`` over stdio and HTTP.
+
+The wire is exact in both eras: arguments and answers reach opgate's rules as sent, and
+results and prompts are measured (``_wire.wire_size``) as their transport writes them.
 
 A hostile or careful client writes JSON the SDK's own encoder never writes (repeated
 member names, 17 significant digits, ``1e400``), so these tests speak raw JSON-RPC:
