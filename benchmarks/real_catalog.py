@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opgate.schema import MAX_COUNT
+
 __all__ = [
     "CONVERTER_VERSION",
     "ConversionStats",
@@ -64,8 +66,6 @@ __all__ = [
 #: Bumped whenever the conversion changes, so a stale cache is never read.
 CONVERTER_VERSION = 2
 
-#: The schema profile's largest count (``opgate._schema.MAX_COUNT``).
-_MAX_COUNT = 2_147_483_647
 
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
@@ -142,7 +142,7 @@ class _PatternCheck:
 def _count(value: object) -> int | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         number = int(value)
-        if number == value and 0 <= number <= _MAX_COUNT:
+        if number == value and 0 <= number <= MAX_COUNT:
             return number
     return None
 

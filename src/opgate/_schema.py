@@ -85,6 +85,14 @@ from jsonschema_rs import ValidationErrorKind as Kind
 from . import _json
 from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
 from ._json import JSONValue
+from .schema import (
+    COUNT_KEYWORDS,
+    MAX_COUNT,
+    SUBSCHEMA_ARRAY_KEYWORDS,
+    SUBSCHEMA_KEYWORDS,
+    SUBSCHEMA_MAP_KEYWORDS,
+    TYPE_NAMES,
+)
 
 __all__ = [
     "COUNT_KEYWORDS",
@@ -106,10 +114,6 @@ __all__ = [
     "compile_schema",
 ]
 
-#: Largest count constraint accepted: the spec's portable ceiling (a 32-bit signed int),
-#: so no compiler ever narrows a larger count into a weaker constraint.
-MAX_COUNT: Final = 2_147_483_647
-
 #: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first):
 #: form schemas are compiled at request time, so the cache must not grow without bound.
 MAX_CACHED_SCHEMAS: Final = 1024
@@ -128,20 +132,6 @@ MAX_CACHED_VALIDATORS: Final = 512
 #: Parsed schema documents kept for describing violations (least recently used dropped
 #: first): a failed check of a large schema would otherwise parse it on every failure.
 MAX_CACHED_ERROR_DOCUMENTS: Final = 16
-
-#: Keywords whose value counts characters, items, properties or contains-matches.
-COUNT_KEYWORDS: Final = frozenset(
-    {
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "minProperties",
-        "maxProperties",
-        "minContains",
-        "maxContains",
-    }
-)
 
 DIALECT_2020_12: Final = "2020-12"
 DIALECT_DRAFT_07: Final = "draft-07"
@@ -164,21 +154,7 @@ _ROOT_URI: Final = "json-schema:///"
 
 # Keywords holding one subschema / an array of subschemas / a map of subschemas, per dialect.
 _SINGLE: Final = {
-    DIALECT_2020_12: frozenset(
-        {
-            "additionalProperties",
-            "propertyNames",
-            "contains",
-            "not",
-            "if",
-            "then",
-            "else",
-            "items",
-            "unevaluatedItems",
-            "unevaluatedProperties",
-            "contentSchema",
-        }
-    ),
+    DIALECT_2020_12: SUBSCHEMA_KEYWORDS,
     DIALECT_DRAFT_07: frozenset(
         {
             "additionalProperties",
@@ -193,11 +169,11 @@ _SINGLE: Final = {
     ),
 }
 _ARRAY: Final = {
-    DIALECT_2020_12: frozenset({"allOf", "anyOf", "oneOf", "prefixItems"}),
+    DIALECT_2020_12: SUBSCHEMA_ARRAY_KEYWORDS,
     DIALECT_DRAFT_07: frozenset({"allOf", "anyOf", "oneOf"}),
 }
 _MAP: Final = {
-    DIALECT_2020_12: frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"}),
+    DIALECT_2020_12: SUBSCHEMA_MAP_KEYWORDS,
     DIALECT_DRAFT_07: frozenset({"properties", "patternProperties", "definitions"}),
 }
 # Keywords whose values are instance data or plain strings: never walked.
@@ -908,9 +884,7 @@ _META_STRING_KEYS: Final = frozenset(
         "default",
     }
 )
-_META_TYPES: Final = frozenset(
-    {"array", "boolean", "integer", "null", "number", "object", "string"}
-)
+_META_TYPES: Final = TYPE_NAMES
 _META_ANY_VALUE_KEYS: Final = frozenset({"const", "default"})
 _META_ANY_ARRAY_KEYS: Final = frozenset({"enum", "examples", "const", "default"})
 _META_BOOLEAN_KEYS: Final = frozenset({"deprecated", "readOnly", "writeOnly", "uniqueItems"})

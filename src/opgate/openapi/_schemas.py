@@ -50,6 +50,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from opgate.schema import (
+    COUNT_KEYWORDS,
+    MAX_COUNT,
+    SUBSCHEMA_ARRAY_KEYWORDS,
+    SUBSCHEMA_KEYWORDS,
+    SUBSCHEMA_MAP_KEYWORDS,
+    TYPE_NAMES,
+)
+
 from ._document import Document, RefError, split_pointer
 
 __all__ = [
@@ -69,39 +78,13 @@ Direction = Literal["request", "response"]
 MAX_SCHEMA_DESCRIPTION = 500
 #: Deepest schema nesting converted (deeper documents are unsupported, not a crash).
 MAX_DEPTH = 64
-#: Largest count constraint the schema compiler accepts (a 32-bit signed int).
-MAX_COUNT = 2_147_483_647
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
-_COUNTS = frozenset(
-    {
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "minProperties",
-        "maxProperties",
-        "minContains",
-        "maxContains",
-    }
-)
-_SINGLE = frozenset(
-    {
-        "additionalProperties",
-        "propertyNames",
-        "contains",
-        "not",
-        "if",
-        "then",
-        "else",
-        "items",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    }
-)
-_ARRAY = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_MAP = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs"})
+# The 2020-12 schema positions; contentSchema is an annotation the compiler never
+# asserts, so it is dropped like the other keywords not kept below.
+_SINGLE = SUBSCHEMA_KEYWORDS - {"contentSchema"}
+_ARRAY = SUBSCHEMA_ARRAY_KEYWORDS
+_MAP = SUBSCHEMA_MAP_KEYWORDS
 _SCHEMAS = _SINGLE | _ARRAY | _MAP
 _NUMBERS = frozenset({"minimum", "maximum", "multipleOf"})
 # Kept as they are (data or plain annotations).
@@ -353,7 +336,7 @@ class SchemaConverter:
                     self._grow(out, len(str(k)) + 3)
                     members[str(k)] = self._node(v, direction, out, depth + 1)
                 result[key] = members
-            elif key in _COUNTS:
+            elif key in COUNT_KEYWORDS:
                 count = _count(value)
                 if count is None:
                     out.warnings.append(
@@ -486,7 +469,7 @@ class SchemaConverter:
         if kind is None:
             return
         kinds = kind if isinstance(kind, list) else [kind]
-        if not kinds or not all(isinstance(k, str) and k in _TYPES for k in kinds):
+        if not kinds or not all(isinstance(k, str) and k in TYPE_NAMES for k in kinds):
             del result["type"]
             out.warnings.append(
                 ("constraint dropped", f"dropped type {str(kind)[:40]} (not a JSON Schema type)")
