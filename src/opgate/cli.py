@@ -30,7 +30,9 @@ import importlib
 import ipaddress
 import logging
 import os
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 from typing import Any
@@ -74,11 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="opgate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="opgate", description=_plain(__doc__.split("\n\n")[0]), formatter_class=_Formatter
+    )
     parser.add_argument("--version", action="version", version=f"opgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve",
+        formatter_class=_Formatter,
         help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
         description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one), "
         "or the operations of an OpenAPI document (--openapi SPEC --base-url URL).",
@@ -207,10 +212,47 @@ def _parser() -> argparse.ArgumentParser:
         help="also log this third-party logger (and its children) at --log-level "
         "(repeatable); the others stay at WARNING: at DEBUG some log message content",
     )
-    demo = commands.add_parser("demo", help="run the bundled support-desk demo over MCP")
+    demo = commands.add_parser(
+        "demo",
+        formatter_class=_Formatter,
+        help="run the bundled support-desk demo over MCP",
+        description="Run the support-desk demo: a server over stdio driven by the official "
+        "MCP client, printing each step (or, with --serve, only the server).",
+    )
     demo.add_argument("--serve", action="store_true", help="only serve the demo on stdio")
-    demo.add_argument("--database", metavar="PATH", help="the SQLite file (default: data dir)")
+    demo.add_argument(
+        "--database", metavar="PATH", help=_help_text(f"the SQLite file ({_demo_database()})")
+    )
     return parser
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, never breaking a word (a path stays one piece to copy)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
+        )
+
+
+def _plain(text: str) -> str:
+    """``text`` without its reStructuredText markup (``literals``, :role:`targets`)."""
+    return re.sub(r"(?::[a-z]+:)?`{1,2}([^`]*)`{1,2}", r"\1", text)
+
+
+def _help_text(text: str) -> str:
+    """``text`` as an argparse help string (which formats ``%``)."""
+    return text.replace("%", "%%")
+
+
+def _demo_database() -> str:
+    """Where ``opgate demo`` keeps its database when ``--database`` is not given."""
+    from .demo import DATABASE_ENV, resolve_database_path
+
+    path = resolve_database_path().resolve()
+    if os.environ.get(DATABASE_ENV):
+        return f"default: {path}, from ${DATABASE_ENV}"
+    return f"default: {path}; set ${DATABASE_ENV} for another"
 
 
 #: ``opgate serve --http`` options for ``opgate.mcp.HTTPLimits`` fields (defaults there).

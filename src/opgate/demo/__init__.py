@@ -27,6 +27,7 @@ __all__ = [
     "DeskPolicy",
     "build_registry",
     "default_database_path",
+    "resolve_database_path",
     "run",
     "serve",
 ]
