@@ -62,3 +62,101 @@ def test_demo_help_names_the_database_of_its_variable(
     _, out, _ = run_main(capsys, "demo", "--help")
     expected = (tmp_path / "desk.db").resolve()
     assert f"default: {expected}, from $OPGATE_DEMO_DB" in " ".join(out.split())
+
+
+# -- options that need another ------------------------------------------------------------
+
+HTTP_LIMITS = [
+    ["--max-sessions", "3"],
+    ["--principal-sessions", "3"],
+    ["--session-idle-timeout", "3"],
+    ["--principal-requests", "3"],
+    ["--max-connections", "3"],
+    ["--header-timeout", "3"],
+    ["--body-timeout", "3"],
+    ["--keep-alive-timeout", "3"],
+]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--http", "0", "--issuer-url", "https://idp"], "--issuer-url needs --token-verifier"),
+        (
+            ["--http", "0", "--resource-url", "https://ops/mcp"],
+            "--resource-url needs --token-verifier",
+        ),
+        (["--http", "0", "--required-scope", "ops"], "--required-scope needs --token-verifier"),
+        (["--token-verifier", "tests.mcp_catalog:TokenVerifier"], "--token-verifier needs --http"),
+        (["--allowed-host", "ops.example.com"], "--allowed-host needs --http"),
+        (["--allowed-origin", "https://ops"], "--allowed-origin needs --http"),
+        (["--allow-unauthenticated"], "--allow-unauthenticated needs --http"),
+        *((limit, f"{limit[0]} needs --http") for limit in HTTP_LIMITS),
+        (["--base-url", "http://h"], "--base-url needs --openapi"),
+        (["--header", "A=B"], "--header needs --openapi"),
+        (["--confirm", "none"], "--confirm needs --openapi"),
+        (["--output-schemas"], "--output-schemas needs --openapi"),
+        (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
+        (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
+        (
+            ["--ledger-password-file", "p"],
+            "--ledger-password-file needs --ledger (or $OPGATE_LEDGER_URL)",
+        ),
+        (
+            [
+                *("--http", "0", "--allow-unauthenticated"),
+                *("--token-verifier", "tests.mcp_catalog:TokenVerifier"),
+            ],
+            "--allow-unauthenticated contradicts --token-verifier",
+        ),
+    ],
+)
+def test_an_option_without_the_one_it_needs_is_refused(
+    options: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("OPGATE_LEDGER_URL", raising=False)
+    # A target that cannot be imported: the refusal comes before anything is loaded.
+    status, out, err = run_main(capsys, "serve", "no_such_module:registry", *options)
+    assert status == 2
+    assert out == ""
+    assert f"opgate serve: {message}" in err
+    assert "no_such_module" not in err
+
+
+def test_every_dependent_option_is_tested() -> None:
+    from opgate import cli
+
+    tested = {"--issuer-url", "--resource-url", "--required-scope", "--token-verifier"}
+    tested |= {"--allowed-host", "--allowed-origin", "--allow-unauthenticated"}
+    tested |= {limit[0] for limit in HTTP_LIMITS}
+    tested |= {"--base-url", "--header", "--confirm", "--output-schemas"}
+    tested |= {"--ledger-prefix", "--ledger-lease", "--ledger-password-file"}
+    assert {option for option, *_ in cli._NEEDS} == tested
+
+
+def test_ledger_options_are_accepted_with_the_ledger_url_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPGATE_LEDGER_URL", "ftp://not-redis")
+    status, _, err = run_main(capsys, "serve", "x:y", "--ledger-prefix", "p")
+    assert status == 2
+    assert "needs --ledger" not in err
+    assert "$OPGATE_LEDGER_URL must be a redis://" in err  # it got as far as the URL
+
+
+@pytest.mark.parametrize("option", [["--name", "other"], ["--pin", "echo"]])
+def test_registry_options_are_refused_for_a_gateway_server(
+    option: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tests.mcp_catalog as served
+
+    from opgate.mcp import GatewayServer
+
+    gateway = GatewayServer(served.build_registry(), name="own")
+    monkeypatch.setattr(served, "gateway", gateway, raising=False)
+    status, out, err = run_main(capsys, "serve", "tests.mcp_catalog:gateway", *option)
+    assert (status, out) == (2, "")
+    assert f"{option[0]} applies to a Registry; this target is a GatewayServer" in err

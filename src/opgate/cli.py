@@ -34,7 +34,7 @@ import re
 import sys
 import textwrap
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -48,6 +48,11 @@ SECRET_ENV = "OPGATE_SECRET"
 #: Redis's password: the command line of a process is readable by every local user.
 LEDGER_URL_ENV = "OPGATE_LEDGER_URL"
 LEDGER_PASSWORD_ENV = "OPGATE_LEDGER_PASSWORD"
+
+#: What ``opgate serve`` uses when the option is not given.
+DEFAULT_CONFIRM = "POST,PUT,PATCH,DELETE"
+DEFAULT_NAME = "opgate"
+DEFAULT_LEDGER_PREFIX = "opgate"
 
 #: Longest secret or password file read.
 SECRET_FILE_BYTES = 8192
@@ -105,8 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--confirm",
         metavar="METHODS",
-        default="POST,PUT,PATCH,DELETE",
-        help="with --openapi: methods a person confirms before sending (or 'none')",
+        help="with --openapi: methods a person confirms before sending, or 'none' "
+        f"(default {DEFAULT_CONFIRM})",
     )
     serve.add_argument(
         "--output-schemas",
@@ -131,7 +136,9 @@ def _parser() -> argparse.ArgumentParser:
         help="order search results by the substring rule or by relevance "
         "(default: the registry's own, which is the rule unless it chose otherwise)",
     )
-    serve.add_argument("--name", default="opgate", help="the server name clients see")
+    serve.add_argument(
+        "--name", help=f"the server name clients see (default {DEFAULT_NAME}; for a Registry)"
+    )
     serve.add_argument(
         "--token-verifier",
         metavar="MODULE:ATTR",
@@ -188,9 +195,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--ledger-prefix",
-        default="opgate",
         metavar="NAME",
-        help="with --ledger: the deployment's key prefix in Redis (default opgate)",
+        help="with --ledger: the deployment's key prefix in Redis "
+        f"(default {DEFAULT_LEDGER_PREFIX})",
     )
     serve.add_argument(
         "--ledger-lease",
@@ -304,15 +311,62 @@ _HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
 )
 
 
+def _given(arguments: argparse.Namespace, option: str) -> bool:
+    """Whether ``option`` (``--issuer-url``) was given on the command line."""
+    return getattr(arguments, option[2:].replace("-", "_")) not in (None, False, [])
+
+
+def _has_ledger(arguments: argparse.Namespace) -> bool:
+    return arguments.ledger is not None or bool(os.environ.get(LEDGER_URL_ENV))
+
+
+#: Options that mean nothing without another: (option, what it needs, whether that is given).
+#: Refused rather than ignored: a forgotten ``--http`` or ``--token-verifier`` would
+#: otherwise serve something else than the command line reads as.
+_NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
+    *(
+        (option, "--token-verifier", lambda a: bool(a.token_verifier))
+        for option in ("--issuer-url", "--resource-url", "--required-scope")
+    ),
+    ("--token-verifier", "--http (stdio has one local principal)", lambda a: a.http is not None),
+    *(
+        (option, "--http", lambda a: a.http is not None)
+        for option in (
+            "--allowed-host",
+            "--allowed-origin",
+            "--allow-unauthenticated",
+            *(flag for flag, *_ in _HTTP_LIMIT_OPTIONS),
+        )
+    ),
+    *(
+        (option, "--openapi", lambda a: bool(a.openapi))
+        for option in ("--base-url", "--header", "--confirm", "--output-schemas")
+    ),
+    *(
+        (option, f"--ledger (or ${LEDGER_URL_ENV})", _has_ledger)
+        for option in ("--ledger-prefix", "--ledger-lease", "--ledger-password-file")
+    ),
+)
+
+
+def _refuse_lone_options(arguments: argparse.Namespace) -> None:
+    """Refuse an option given without the one it needs, or with one it contradicts."""
+    for option, needed, present in _NEEDS:
+        if _given(arguments, option) and not present(arguments):
+            raise UsageError(f"{option} needs {needed}")
+    if arguments.allow_unauthenticated and arguments.token_verifier:
+        raise UsageError(
+            "--allow-unauthenticated contradicts --token-verifier (which authenticates)"
+        )
+
+
 def _http_limits(arguments: argparse.Namespace) -> Any:
-    """The ``HTTPLimits`` the ``--http`` limit options give (None without any)."""
+    """The ``HTTPLimits`` the ``--http`` limit options give (the defaults without any)."""
     given = {
         flag[2:].replace("-", "_"): getattr(arguments, flag[2:].replace("-", "_"))
         for flag, *_ in _HTTP_LIMIT_OPTIONS
     }
     given = {name: value for name, value in given.items() if value is not None}
-    if given and arguments.http is None:
-        raise UsageError(f"--{next(iter(given)).replace('_', '-')} needs --http")
     from .mcp import HTTPLimits
 
     return HTTPLimits(**given)
@@ -384,10 +438,6 @@ def _ledger(arguments: argparse.Namespace) -> Any:
     """The shared ledger ``--ledger`` (or ``OPGATE_LEDGER_URL``) names, if any."""
     found = _ledger_url(arguments)
     if found is None:
-        if arguments.ledger_lease is not None:
-            raise UsageError("--ledger-lease needs --ledger")
-        if arguments.ledger_password_file:
-            raise UsageError("--ledger-password-file needs --ledger")
         return None
     url, source = found
     if not url.startswith(("redis://", "rediss://", "unix://")):
@@ -419,7 +469,7 @@ def _ledger(arguments: argparse.Namespace) -> Any:
             f"in the process list: give it with --ledger-password-file PATH or "
             f"${LEDGER_PASSWORD_ENV}, or put the whole URL in ${LEDGER_URL_ENV}"
         )
-    options: dict[str, Any] = {"prefix": arguments.ledger_prefix}
+    options: dict[str, Any] = {"prefix": arguments.ledger_prefix or DEFAULT_LEDGER_PREFIX}
     if arguments.ledger_lease is not None:
         options["lease"] = timedelta(seconds=arguments.ledger_lease)
     password = _ledger_password(arguments)
@@ -472,7 +522,7 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
         if variable not in os.environ:
             raise UsageError(f"--header {name}: environment variable {variable} is not set")
         headers[name] = os.environ[variable]
-    confirm = arguments.confirm.strip()
+    confirm = (DEFAULT_CONFIRM if arguments.confirm is None else arguments.confirm).strip()
     methods = [] if confirm.lower() == "none" else [m for m in confirm.split(",") if m.strip()]
     if not methods and confirm.lower() != "none":
         # an unset variable in a script must not turn the human gate off unnoticed
@@ -540,13 +590,17 @@ def _served(
     if isinstance(target, Registry):
         return GatewayServer(
             target.replace(**changes) if changes else target,
-            name=arguments.name,
+            name=arguments.name or DEFAULT_NAME,
             pinned=arguments.pin,
             on_failure=log_cause,
         )
     if isinstance(target, GatewayServer):
-        if arguments.pin:
-            raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
+        for option in ("--pin", "--name"):
+            if _given(arguments, option):
+                raise UsageError(
+                    f"{option} applies to a Registry; this target is a GatewayServer, "
+                    "which has its own"
+                )
         return target.replace(
             registry=target.registry.replace(**changes) if changes else None,
             on_failure=_with_cause_log(target.on_failure),
@@ -678,6 +732,7 @@ def _with_cause_log(hook: Any) -> Any:
 
 
 def _serve(arguments: argparse.Namespace) -> int:
+    _refuse_lone_options(arguments)
     arguments.level = _configure_logging(arguments.log_level, arguments.log_logger)
     from . import ConfigurationError
 
@@ -688,8 +743,6 @@ def _serve(arguments: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     _check_ledger(gateway)
     if arguments.http is None:
-        if arguments.token_verifier:
-            raise UsageError("--token-verifier needs --http (stdio has one local principal)")
         import anyio
 
         anyio.run(gateway.run_stdio)
