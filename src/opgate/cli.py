@@ -741,6 +741,8 @@ def _serve(arguments: argparse.Namespace) -> int:
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
+    if arguments.http is not None:
+        _refuse_local_policy(gateway.registry.policy)
     _check_ledger(gateway)
     if arguments.http is None:
         import anyio
@@ -748,6 +750,20 @@ def _serve(arguments: argparse.Namespace) -> int:
         anyio.run(gateway.run_stdio)
         return 0
     return _serve_http(gateway, arguments, limits)
+
+
+def _refuse_local_policy(policy: object) -> None:
+    """Refuse ``opgate.LocalPolicy`` over HTTP: it allows everything to whoever reaches
+    the server, which over HTTP is every caller (every token holder), not one local client."""
+    from . import LocalPolicy
+
+    if isinstance(policy, LocalPolicy):
+        raise UsageError(
+            "the registry's policy is opgate.LocalPolicy, which allows every operation to "
+            "whoever reaches the server: over --http every caller (every token holder) "
+            "would act as the one local principal. Serve it over stdio, or give the "
+            "registry opgate.ScopePolicy or a policy of your own"
+        )
 
 
 def _check_ledger(gateway: Any) -> None:
