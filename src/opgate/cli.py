@@ -25,12 +25,14 @@ the upstream credentials only the rights the agents may use.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import importlib
 import ipaddress
 import logging
 import os
 import re
+import socket
 import sys
 import textwrap
 import traceback
@@ -850,17 +852,73 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int
         allowed_origins=arguments.allowed_origin,
         limits=limits,
     )
+    sockets = _listen(host, port)
+    port = sockets[0].getsockname()[1]  # the one chosen for port 0
+    shown = f"[{host}]" if ":" in host else host
     print(
-        f"opgate: serving {len(gateway.registry)} operations at http://{host}:{port}/mcp",
+        f"opgate: serving {len(gateway.registry)} operations at http://{shown}:{port}/mcp",
         file=sys.stderr,
         flush=True,
     )
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
     anyio.run(
-        functools.partial(serve_http, app, host=host, port=port, limits=limits, log_level=level)
+        functools.partial(
+            serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
+        )
     )
     return 0
+
+
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Listen on ``host:port`` (every address ``host`` names, as asyncio would), so a
+    port in use is refused before the server says it is serving."""
+    try:
+        addresses = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise UsageError(f"--http host {host!r} is not an address: {exc.strerror}") from None
+    sockets: list[socket.socket] = []
+    bound: set[tuple[int, object]] = set()
+    try:
+        for family, kind, proto, _, address in addresses:
+            if (family, address[0]) in bound:  # a name listed twice in /etc/hosts
+                continue
+            bound.add((family, address[0]))
+            if sockets and port == 0:  # every address on the port the first one got
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            listener = socket.socket(family, kind, proto)
+            sockets.append(listener)
+            if os.name == "posix":  # what asyncio and uvicorn set: restart at once after a stop
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind(address)
+            listener.listen()  # connections wait from the announcement on, not refused
+    except OSError as exc:
+        for listener in sockets:
+            listener.close()
+        raise UsageError(_bind_failure(host, port, exc)) from None
+    return sockets
+
+
+def _bind_failure(host: str, port: int, error: OSError) -> str:
+    """What to do when ``host:port`` cannot be bound."""
+    where = f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} is in use on {host}: stop the process listening there, or pass "
+            f"another port (--http {host}:PORT; port 0 picks a free one)"
+        )
+    if error.errno == errno.EACCES:
+        return (
+            f"not allowed to listen on {where} (ports below 1024 need privileges): "
+            "pass a port above 1023"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {host} is not an address of this machine"
+    return f"cannot listen on {where}: {error.strerror}"
 
 
 if __name__ == "__main__":  # pragma: no cover
