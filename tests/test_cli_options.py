@@ -101,6 +101,7 @@ HTTP_LIMITS = [
         (["--header", "A=B"], "--header needs --openapi"),
         (["--confirm", "none"], "--confirm needs --openapi"),
         (["--output-schemas"], "--output-schemas needs --openapi"),
+        (["--check"], "--check needs --openapi"),
         (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
         (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
         (
@@ -137,7 +138,7 @@ def test_every_dependent_option_is_tested() -> None:
     tested = {"--issuer-url", "--resource-url", "--required-scope", "--token-verifier"}
     tested |= {"--allowed-host", "--allowed-origin", "--allow-unauthenticated"}
     tested |= {limit[0] for limit in HTTP_LIMITS}
-    tested |= {"--base-url", "--header", "--confirm", "--output-schemas"}
+    tested |= {"--base-url", "--header", "--confirm", "--output-schemas", "--check"}
     tested |= {"--ledger-prefix", "--ledger-lease", "--ledger-password-file"}
     assert {option for option, *_ in cli._NEEDS} == tested
 

@@ -19,7 +19,9 @@ the URL in ``OPGATE_LEDGER_URL``; Redis's password in ``OPGATE_LEDGER_PASSWORD``
 line); ``--confirm`` lists the methods a person must confirm (default
 ``POST,PUT,PATCH,DELETE``; ``none`` for none). Every MCP principal is allowed every
 operation: put an authenticating proxy or ``--token-verifier`` in front, and give
-the upstream credentials only the rights the agents may use.
+the upstream credentials only the rights the agents may use. The import report (each
+skipped operation and warning with its reason) goes to stderr before serving;
+``--check`` prints all of it and exits without serving.
 """
 
 from __future__ import annotations
@@ -119,6 +121,13 @@ def _parser() -> argparse.ArgumentParser:
         "--output-schemas",
         action="store_true",
         help="with --openapi: declare output schemas from the JSON success responses",
+    )
+    serve.add_argument(
+        "--check",
+        action="store_true",
+        help="with --openapi: import the document, print every skipped operation and warning "
+        "with its reason, and exit without serving (status 0 if some operation can be "
+        "served, 1 if none)",
     )
     serve.add_argument(
         "--http",
@@ -342,7 +351,7 @@ _NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
     ),
     *(
         (option, "--openapi", lambda a: bool(a.openapi))
-        for option in ("--base-url", "--header", "--confirm", "--output-schemas")
+        for option in ("--base-url", "--header", "--confirm", "--output-schemas", "--check")
     ),
     *(
         (option, f"--ledger (or ${LEDGER_URL_ENV})", _has_ledger)
@@ -508,6 +517,52 @@ class _ServePolicy:
 
 def _openapi_registry(arguments: argparse.Namespace) -> Any:
     """The registry of ``--openapi SPEC`` (the report goes to stderr)."""
+    catalog, registry = _openapi_catalog(arguments)
+    _print_report(catalog.report, sys.stderr, every=False)
+    return registry
+
+
+def _check_openapi(arguments: argparse.Namespace) -> int:
+    """``--check``: import ``--openapi SPEC``, print the whole report, serve nothing.
+
+    Returns 0 when some operation can be served, 1 when none can; a document that
+    cannot be read at all is a ``UsageError``.
+    """
+    catalog, registry = _openapi_catalog(arguments)
+    _print_report(catalog.report, sys.stdout, every=True)
+    if len(registry) == 0:
+        print(f"opgate: no operation of {arguments.openapi} can be served", file=sys.stdout)
+        return 1
+    return 0
+
+
+#: Issues of an import report ``opgate serve`` prints before serving (``--check``
+#: prints every one): enough to see what is wrong without burying the start.
+REPORT_ISSUES_SHOWN = 50
+
+#: Longest report line printed: the path in it is the document's, of any length.
+REPORT_LINE_CHARACTERS = 1000
+
+
+def _print_report(report: Any, stream: Any, *, every: bool) -> None:
+    """``report``'s lines, each skip and warning with its reason, escaped for a terminal."""
+    summary, *issues = report.lines()
+    shown = issues if every else issues[:REPORT_ISSUES_SHOWN]
+    lines = [f"opgate: {summary}", *(f"  {issue}" for issue in shown)]
+    if len(shown) < len(issues):
+        lines.append(f"  … and {len(issues) - len(shown)} more: --check lists every one")
+    print("\n".join(map(_printable, lines)), file=stream, flush=True)
+
+
+def _printable(line: str) -> str:
+    """``line`` cut to ``REPORT_LINE_CHARACTERS`` with every unprintable character escaped
+    (a document's text must not drive the terminal)."""
+    cut = line[:REPORT_LINE_CHARACTERS] + ("…" if len(line) > REPORT_LINE_CHARACTERS else "")
+    return "".join(map(_visible, cut))
+
+
+def _openapi_catalog(arguments: argparse.Namespace) -> tuple[Any, Any]:
+    """The catalog of ``--openapi SPEC`` and its registry."""
     from pathlib import Path
 
     from .openapi import DocumentError, build_catalog
@@ -541,11 +596,7 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
         raise UsageError(f"cannot read {arguments.openapi}: {exc.strerror}") from None
     except (DocumentError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    registry = catalog.registry(_ServePolicy())
-    print(f"opgate: {catalog.report.summary()}", file=sys.stderr, flush=True)
-    for issue in catalog.report.skipped:
-        logging.getLogger("opgate.openapi").info("skipped %s", issue)
-    return registry
+    return catalog, catalog.registry(_ServePolicy())
 
 
 def _gateway(arguments: argparse.Namespace) -> Any:
@@ -739,6 +790,8 @@ def _serve(arguments: argparse.Namespace) -> int:
     from . import ConfigurationError
 
     try:
+        if arguments.check:
+            return _check_openapi(arguments)
         limits = _http_limits(arguments)
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
