@@ -22,7 +22,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,7 +30,7 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 
-from ._terminal import Action, Answers, fill_form, ordered_fields
+from ._terminal import Action, Answers, Terminal, fill_form, ordered_fields
 
 __all__ = ["Driver", "ScriptedAnswer", "server_parameters"]
 
@@ -39,6 +39,8 @@ READ_TIMEOUT = 60.0
 
 #: Width of the progress bar, in characters.
 BAR_WIDTH = 24
+
+T = TypeVar("T")
 
 #: What the script answers: an action and, for accepted forms, the answers.
 ScriptedAnswer = tuple[str, Answers | None]
@@ -81,12 +83,14 @@ class Driver:
         *,
         interactive: bool,
         out: TextIO | None = None,
-        ask: Callable[[str], str] = input,
+        terminal: Terminal | None = None,
     ) -> None:
         self.database = database
         self.interactive = interactive
         self.out = out if out is not None else sys.stdout
-        self.ask = ask
+        if terminal is None and interactive:
+            terminal = Terminal(stdout=self.out)
+        self.terminal = terminal
         self.script: deque[ScriptedAnswer] = deque()
         self.problems: list[str] = []
         self._step = 0
@@ -130,8 +134,8 @@ class Driver:
         schema = params.requested_schema
         self.say(f"    <- the server asks a form: {params.message}")
         if self.interactive:
-            action, answers = await anyio.to_thread.run_sync(
-                fill_form, "", schema, self.ask, self.say
+            action, answers = await self._at_terminal(
+                lambda terminal: fill_form("", schema, terminal.ask, self.say)
             )
         else:
             for name, prop in ordered_fields(schema):
@@ -151,9 +155,23 @@ class Driver:
 
     async def _ask(self, prompt: str) -> str:
         try:
-            return await anyio.to_thread.run_sync(self.ask, prompt)
+            return await self._at_terminal(lambda terminal: terminal.ask(prompt))
         except EOFError:
             return ""
+
+    async def _at_terminal(self, ask: Callable[[Terminal], T]) -> T:
+        """Run ``ask`` with the terminal in a worker thread; cancelling it ends the wait at once.
+
+        The thread is abandoned on cancellation (Ctrl-C cancels the main task) and the
+        terminal closed, so the blocked read ends with ``EOFError`` and the thread with it.
+        """
+        terminal = self.terminal
+        assert terminal is not None, "an interactive driver has a terminal"
+        try:
+            return await anyio.to_thread.run_sync(ask, terminal, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            terminal.close()
+            raise
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Draw the progress bar (one line per update when not on a terminal)."""
