@@ -515,7 +515,10 @@ def test_opgate_demo_end_to_end(tmp_path: Path) -> None:
         "https://pay.example.com/checkout/cs_",
         '"status": "pending"',
         "<- the server asks a form: Tell Ada Lovelace",
+        " escalated to Engineering (urgent); Ada Lovelace not told: the second question was"
+        " declined",
         '"status": "escalated"',
+        '"customer_notified": false',
         "5/5",
         "demo finished: every step behaved as expected",
     ):

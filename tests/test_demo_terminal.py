@@ -143,13 +143,22 @@ def test_ctrl_c_at_a_prompt_ends_the_demo_and_its_server(demo: DemoAtTerminal) -
 
 
 @needs_proc
-def test_ctrl_c_during_the_export_ends_the_demo_and_its_server(demo: DemoAtTerminal) -> None:
+def test_answers_typed_then_ctrl_c_during_the_export(demo: DemoAtTerminal) -> None:
     demo.expect(FORM_PROMPT)  # the refund
     demo.type(b"d\n")
     demo.expect("Open it and pay there? [y/N] ")
     demo.type(b"n\n")
     demo.expect(FORM_PROMPT)  # the escalation's first question
+    demo.type(b"\n")
+    demo.expect("Team (number): ")
+    demo.type(b"3\n")
+    demo.expect("Priority (number, default high): ")
+    demo.type(b"\n")
+    demo.expect("Why (text, optional): ")
+    demo.type(b"\n")
+    demo.expect(FORM_PROMPT)  # the second: tell the customer?
     demo.type(b"d\n")
+    demo.expect("escalated to Engineering (high); Ada Lovelace not told: the second question")
     demo.expect("invoke reports.export_orders")
     demo.expect("1/5 ")
     demo.type(CTRL_C)

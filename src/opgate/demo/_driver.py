@@ -10,8 +10,9 @@ in a form; a payment handed off to an HTTPS page; a ticket escalation asking two
 questions; and an export with a progress bar.
 
 With ``interactive=True`` (stdin and stdout are terminals) the person answers each
-form and URL prompt; otherwise a script answers (accepting, and declining one refund
-to show that path). The exit status is 0 when every step behaved as expected.
+form and URL prompt; otherwise a script answers (accepting, but declining one refund
+and the escalation's second question to show those paths). The exit status is 0 when
+every step behaved as expected.
 """
 
 from __future__ import annotations
@@ -349,14 +350,22 @@ class Driver:
         if not isinstance(ticket, int):
             return
         self.say(f"    => ticket {ticket} opened")
+        if not self.interactive:
+            self.say("    the person picks a team, then declines to tell the customer:")
         self.script.append(("accept", {"team": "engineering", "priority": "urgent"}))
-        self.script.append(("accept", {"notify": True, "message": "Our engineers are on it."}))
+        self.script.append(("decline", None))
         result = await self.call(
             client, "invoke", {"name": "tickets.escalate", "arguments": {"ticket": ticket}}
         )
         if not result.is_error:
-            self.show(result, keys=("id", "status", "team", "priority"))
+            data = result.structured_content or {}
+            self.say(f"    => {data.get('outcome')}")
+            self.show(result, keys=("id", "status", "team", "priority", "customer_notified"))
         self.expect(self.interactive or not result.is_error, "the ticket is escalated")
+        self.expect(
+            self.interactive or (result.structured_content or {}).get("customer_notified") is False,
+            "the customer is not told",
+        )
 
     async def export(self, client: Client) -> None:
         self.step("an export that streams progress (notifications/progress)")
