@@ -202,8 +202,9 @@ class Terminal:
     returns the next line of ``stdin`` without its line end, and raises ``EOFError`` at
     the end of input. ``close()``, from any thread, makes a waiting ``ask`` and every
     later one raise ``EOFError``: a blocked ``input()`` could not be woken, so the
-    worker thread running it kept an interrupted demo from ending. POSIX only (it
-    waits with ``select`` on the terminal and a pipe).
+    worker thread running it kept an interrupted demo from ending. It waits with
+    ``select`` on the terminal and a pipe; on Windows, where ``select`` takes only
+    sockets, ``ask`` is plain ``input`` and ``close`` wakes nothing.
     """
 
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
@@ -215,6 +216,8 @@ class Terminal:
 
     def ask(self, prompt: str) -> str:
         """Write ``prompt`` and return the next line typed (see the class docstring)."""
+        if sys.platform == "win32":  # pragma: no cover
+            return input(prompt)
         self._stdout.write(prompt)
         self._stdout.flush()
         while b"\n" not in self._pending:
