@@ -133,14 +133,14 @@ def test_an_option_without_the_one_it_needs_is_refused(
 
 
 def test_every_dependent_option_is_tested() -> None:
-    from opgate import cli
+    from opgate.cli._options import NEEDS
 
     tested = {"--issuer-url", "--resource-url", "--required-scope", "--token-verifier"}
     tested |= {"--allowed-host", "--allowed-origin", "--allow-unauthenticated"}
     tested |= {limit[0] for limit in HTTP_LIMITS}
     tested |= {"--base-url", "--header", "--confirm", "--output-schemas", "--check"}
     tested |= {"--ledger-prefix", "--ledger-lease", "--ledger-password-file"}
-    assert {option for option, *_ in cli._NEEDS} == tested
+    assert {option for option, *_ in NEEDS} == tested
 
 
 def test_ledger_options_are_accepted_with_the_ledger_url_in_the_environment(
