@@ -3,6 +3,9 @@ without it, never ignored."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from conftest import run_main
@@ -87,3 +90,57 @@ def test_ledger_options_are_accepted_with_the_ledger_url_in_the_environment(
     assert status == 2
     assert "needs --ledger" not in err
     assert "$OPGATE_LEDGER_URL must be a redis://" in err  # it got as far as the URL
+
+
+# -- --openapi over HTTP: authenticated callers only ---------------------------------------
+
+#: An OpenAPI document with one operation.
+DOCUMENT = {
+    "openapi": "3.1.0",
+    "info": {"title": "One", "version": "1"},
+    "paths": {"/items": {"get": {"responses": {"200": {"description": "ok"}}}}},
+}
+
+
+async def refuse_to_serve(*args: object, **kwargs: object) -> None:
+    raise AssertionError("served")
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:0", "0.0.0.0:0"])
+@pytest.mark.parametrize("unauthenticated", [[], ["--allow-unauthenticated"]])
+def test_openapi_over_http_needs_a_token_verifier(
+    address: str,
+    unauthenticated: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Its policy lets every caller call every operation with the API's credentials, as
+    # LocalPolicy does (refused over --http); without a verifier every caller is one
+    # principal.
+    spec = tmp_path / "one.json"
+    spec.write_text(json.dumps(DOCUMENT))
+    monkeypatch.setattr("opgate.mcp.serve_http", refuse_to_serve)
+    status, out, err = run_main(
+        capsys,
+        *("serve", "--openapi", str(spec), "--base-url", "http://h"),
+        *("--http", address, *unauthenticated),
+    )
+    assert (status, out) == (2, "")
+    assert "opgate serve: --openapi over --http needs --token-verifier" in err
+    assert "every authenticated caller may call every operation" in err
+    assert "imported" not in err  # refused before the document is read
+    assert "serving" not in err
+
+
+def test_openapi_over_http_with_a_token_verifier_reads_the_document(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, err = run_main(
+        capsys,
+        *("serve", "--openapi", "missing.json", "--base-url", "http://h", "--http", "127.0.0.1:0"),
+        *("--token-verifier", "tests.mcp_catalog:TokenVerifier"),
+    )
+    assert (status, out) == (2, "")
+    assert "needs --token-verifier" not in err
+    assert "cannot read missing.json" in err  # it got as far as the document

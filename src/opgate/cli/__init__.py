@@ -18,10 +18,10 @@ the URL in ``OPGATE_LEDGER_URL``; Redis's password in ``OPGATE_LEDGER_PASSWORD``
 ``ENVVAR`` as header ``NAME`` on every call (credentials never appear on the command
 line); ``--confirm`` lists the methods a person must confirm (default
 ``POST,PUT,PATCH,DELETE``; ``none`` for none). Every MCP principal is allowed every
-operation: put an authenticating proxy or ``--token-verifier`` in front, and give
-the upstream credentials only the rights the agents may use. The import report (each
-skipped operation and warning with its reason) goes to stderr before serving;
-``--check`` prints all of it and exits without serving.
+operation, so over ``--http`` it needs ``--token-verifier`` (every authenticated caller
+may call every operation); give the upstream credentials only the rights the agents may
+use. The import report (each skipped operation and warning with its reason) goes to
+stderr before serving; ``--check`` prints all of it and exits without serving.
 """
 
 from __future__ import annotations

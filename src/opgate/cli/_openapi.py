@@ -16,7 +16,8 @@ __all__ = ["REPORT_ISSUES_SHOWN", "REPORT_LINE_CHARACTERS", "check_openapi", "op
 
 
 class _ServePolicy:
-    """``opgate serve --openapi``: every principal may use every operation."""
+    """``opgate serve --openapi``: every principal may use every operation (over HTTP
+    only authenticated ones: ``refuse_unauthenticated_openapi``)."""
 
     def scope_key(self, ctx: Any) -> str:
         return str(getattr(ctx, "scope_key", "local"))

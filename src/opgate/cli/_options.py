@@ -25,6 +25,7 @@ __all__ = [
     "given",
     "has_ledger",
     "refuse_lone_options",
+    "refuse_unauthenticated_openapi",
 ]
 
 #: The environment variable that carries the shared secret (its UTF-8 bytes).
@@ -136,4 +137,21 @@ def refuse_lone_options(arguments: argparse.Namespace) -> None:
     if arguments.allow_unauthenticated and arguments.token_verifier:
         raise UsageError(
             "--allow-unauthenticated contradicts --token-verifier (which authenticates)"
+        )
+
+
+def refuse_unauthenticated_openapi(arguments: argparse.Namespace) -> None:
+    """Refuse ``--openapi`` over ``--http`` without ``--token-verifier``.
+
+    Its policy lets every caller call every operation with the API's credentials, like
+    ``LocalPolicy`` (which ``opgate serve --http`` refuses): only a verifier makes each
+    caller a principal of its own. Without one every HTTP caller is the one local
+    principal, whose prompts and cursors any other caller shares, and a proxy in front
+    (``--allow-unauthenticated``) cannot change that.
+    """
+    if arguments.openapi and arguments.http is not None and not arguments.token_verifier:
+        raise UsageError(
+            "--openapi over --http needs --token-verifier: every authenticated caller may "
+            "call every operation with the API's credentials, and without a verifier every "
+            "caller that reaches the port is the one local principal"
         )

@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allow-unauthenticated",
         action="store_true",
-        help="allow --http on a non-loopback address without --token-verifier",
+        help="allow --http on a non-loopback address without --token-verifier "
+        "(a proxy in front authenticates callers; not with --openapi, which needs the verifier)",
     )
     for flag, kind, metavar, text in HTTP_LIMIT_OPTIONS:
         serve.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)

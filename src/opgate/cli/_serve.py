@@ -1,8 +1,9 @@
 """``opgate serve``: the one place that sequences the command's checks and serves.
 
-The order is read in ``serve``: options that need another, logging, ``--check``, the
-HTTP limits, the gateway (secret, ledger, target, ranking), the HTTP-only refusals,
-the ledger's answer, then stdio or HTTP.
+The order is read in ``serve``: options that need another, ``--openapi`` over HTTP only
+with authentication, logging, ``--check``, the HTTP limits, the gateway (secret, ledger,
+target, ranking), ``LocalPolicy`` refused over HTTP, the ledger's answer, then stdio or
+HTTP.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from ._ledger import check_ledger, shared_ledger
 from ._load import load
 from ._logging import configure_logging, log_cause, with_cause_log
 from ._openapi import check_openapi, openapi_registry
-from ._options import DEFAULT_NAME, SECRET_ENV, given, refuse_lone_options
+from ._options import (
+    DEFAULT_NAME,
+    SECRET_ENV,
+    given,
+    refuse_lone_options,
+    refuse_unauthenticated_openapi,
+)
 from ._secrets import shared_secret
 from ._usage import UsageError
 
@@ -25,6 +32,7 @@ __all__ = ["build_gateway", "serve"]
 def serve(arguments: argparse.Namespace) -> int:
     """``opgate serve``: every check in order, then serve until stopped; the exit status."""
     refuse_lone_options(arguments)
+    refuse_unauthenticated_openapi(arguments)
     arguments.level = configure_logging(arguments.log_level, arguments.log_logger)
     from .. import ConfigurationError
 
