@@ -21,7 +21,7 @@ from opgate.ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, token_hash
 from opgate.redis._script import CLAIM_EVENTS, GIVE_BACK
 
 from conftest import Ctx, free_port
-from test_ledger_redis import (
+from redis_replicas import (
     SHORT_LEASE,
     STATE,
     Replicas,
