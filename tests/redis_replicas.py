@@ -3,7 +3,8 @@
 
 ``Replicas(url, prefix)`` builds registries from the same definitions with the same
 secret and ``RedisLedger`` prefix on a real ``redis-server``; ``Steps`` is their
-handler (two prompts, then finish); ``start`` and ``answer`` drive its chain.
+handler (two prompts, then finish); ``start`` and ``answer`` drive its chain; ``Raw``
+reads and writes a record's fields in Redis, as any writer can.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
+import redis.asyncio as redis_client
 
 from opgate import (
     Failed,
@@ -29,6 +31,7 @@ from opgate import (
     await_input,
     finish,
 )
+from opgate.ledger import token_hash
 from opgate.redis import RedisLedger
 
 from conftest import SECRET, Ctx, TeamPolicy
@@ -142,3 +145,22 @@ async def until_not_busy(reg: Registry, pending: Pending, **kwargs: Any) -> Any:
             if not (isinstance(outcome, Failed) and outcome.failure.code is FailureCode.BUSY):
                 return outcome
             await anyio.sleep(0.05)
+
+
+class Raw:
+    """Direct access to the deployment's keys in Redis, as any writer has."""
+
+    def __init__(self, replicas: Replicas) -> None:
+        self.client = redis_client.Redis.from_url(replicas.url)
+        self.head = f"{{{replicas.prefix}}}:"
+
+    def record(self, pending: Pending) -> str:
+        return self.head + "r:" + token_hash(pending.continuation).hex()
+
+    async def get(self, pending: Pending, field: str) -> bytes:
+        value = await self.client.hget(self.record(pending), field)
+        assert value is not None, field
+        return value
+
+    async def set(self, pending: Pending, **fields: Any) -> None:
+        await self.client.hset(self.record(pending), mapping=fields)

@@ -2,7 +2,8 @@
 
 Replicas here are registries in one process built from the same definitions with the
 same secret and ``RedisLedger`` prefix, on a real ``redis-server``; the multi-process
-HTTP tests are in test_replicas.py.
+HTTP tests are in test_replicas.py; the script's own rules in test_redis_script.py,
+forged records in test_redis_ledger_forgeries.py.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from opgate import (
     finish,
 )
 from opgate.redis import RedisLedger
-from opgate.redis._wire import ScriptWire
 
 from conftest import SECRET, Ctx, TeamPolicy, free_port, ledger_stats
 from redis_replicas import (
@@ -403,45 +403,6 @@ async def test_an_unreachable_redis_refuses_only_what_needs_it() -> None:
         assert isinstance(await reg.search(Ctx(), "orders"), SearchPage)
     finally:
         await reg.aclose()
-
-
-@pytest.mark.parametrize("op", ["begin", "commit", "claim", "settle"])
-async def test_a_script_run_whose_reply_was_lost_is_not_run_twice(
-    replicas: Replicas, monkeypatch: pytest.MonkeyPatch, op: str
-) -> None:
-    """A connection can drop after Redis ran a script and before its reply came back; the
-    replica then sends the same run again (the same ids) on a new connection. The script
-    must recognize its own earlier run: no second reservation charged, no ``busy`` against
-    its own claim, no prompt committed twice or orphaned."""
-    handler = Steps()
-    reg = replicas.replica(handler)
-
-    async def chain() -> None:
-        first = await start(reg)
-        second = await answer(reg, first)
-        assert isinstance(second, Pending), second
-        assert isinstance(await answer(reg, second), Completed)
-
-    await chain()  # a clean chain: what one completed chain keeps charged
-    clean = (await ledger_stats(reg)).used
-    exchange = ScriptWire._exchange
-    marker = b"$%d\r\n%s\r\n" % (len(op), op.encode())
-    lost: list[bytes] = []
-
-    async def losing(self: ScriptWire, connection: Any, command: bytes) -> Any:
-        reply = await exchange(self, connection, command)
-        if marker in command and not lost:
-            lost.append(command)  # it ran on the server; its reply never arrives
-            raise redis_client.ConnectionError("connection reset by peer")
-        return reply
-
-    monkeypatch.setattr(ScriptWire, "_exchange", losing)
-    del handler.calls[:]
-    await chain()
-    assert lost
-    assert [call is None or call[1] for call in handler.calls] == [True, False, False]
-    assert (await ledger_stats(reg)).used == 2 * clean  # nothing charged twice, nothing left
-    assert await reg._ledger.reservations() == 0  # type: ignore[attr-defined]
 
 
 async def test_prompts_in_flight_past_their_deadline_do_not_stall_the_sweep(
