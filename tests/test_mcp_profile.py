@@ -7,6 +7,8 @@ raw wire, in ``test_mcp_exact_wire.py``
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from opgate.mcp._profile import form_problem
@@ -31,3 +33,36 @@ def test_the_2025_06_18_form_profile(prop: dict[str, object], problem: str | Non
     assert found == (None if problem is None else f"property {problem}")
     assert form_problem(schema, "2025-11-25") is None  # type: ignore[arg-type]
     assert form_problem(schema, "2026-07-28") is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-11-25", "2026-07-28"])
+def test_only_2025_06_18_has_a_narrower_profile(version: str) -> None:
+    rich = {"type": "object", "properties": {"p": {"type": "array", "items": {"enum": ["a"]}}}}
+    assert form_problem(rich, version) is None  # type: ignore[arg-type]
+    assert form_problem(rich, "2025-06-18") == "property 'p' is a multiselect"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [[], "form", {"type": "object"}, {"properties": []}, {"properties": {"p": "not a schema"}}],
+)
+def test_what_has_no_property_to_check_has_no_problem(schema: Any) -> None:
+    assert form_problem(schema, "2025-06-18") is None
+
+
+def test_the_first_property_beyond_the_profile_is_named() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "fine": {"type": "string", "title": "Fine"},
+            "first": {"type": "string", "pattern": "^a", "default": "a"},
+            "second": {"type": "array"},
+        },
+    }
+    assert form_problem(schema, "2025-06-18") == "property 'first' uses default, pattern"  # type: ignore[arg-type]
+
+
+def test_a_property_of_an_unknown_kind_is_named_by_its_type() -> None:
+    for prop in ({"type": "null"}, {"title": "No type"}, {"type": ["string", "null"]}):
+        schema = {"type": "object", "properties": {"p": prop}}
+        assert form_problem(schema, "2025-06-18") == "property 'p' uses type"  # type: ignore[arg-type]
