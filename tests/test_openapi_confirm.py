@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
+from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry, Result, Text
 from opgate.openapi import Catalog, build_catalog
+from opgate.openapi._confirm import SentLog
 
 from recording_app import (
     DOCUMENT,
@@ -345,6 +346,20 @@ async def test_the_answer_sends_only_the_request_that_was_shown(
         "not sent: the request this answer would send differs"
     )
     assert recorder.received == []
+
+
+# -- the record of confirmed sends ------------------------------------------------------
+
+
+def test_the_send_record_is_bounded_and_never_sends_twice() -> None:
+    log = SentLog(capacity=2)
+    assert log.claim("a")
+    assert not log.claim("a")
+    log.record("a", Result([Text("done")]))
+    assert "not sent again" in log.replay("a", "POST", "/x").payload.content[0].text
+    assert log.claim("b")
+    assert log.claim("c")  # evicts "a"
+    assert log.claim("a")  # a forgotten key can be claimed, but only by a fresh confirmation
 
 
 # -- the renderer on its own, for any text ---------------------------------------------
