@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from opgate.openapi import DocumentError, build_catalog, load_document
+
+from conftest import ROOT, serve_environment
 from openapi_bombs import (
     import_bounded,
     many_operations_each_with_its_own_extra,
@@ -29,9 +32,6 @@ from openapi_bombs import (
     yaml_pairs_bomb,
     yaml_schema_alias_bomb,
 )
-from opgate.openapi import DocumentError, build_catalog, load_document
-
-from conftest import ROOT, serve_environment
 
 #: A hostile document is refused within this many seconds (well under one, unloaded).
 FAST = 2.0

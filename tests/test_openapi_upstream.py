@@ -19,11 +19,11 @@ import httpx2
 import pytest
 from mcp import Client
 
-from hostile_upstream import ESCAPES, Hostile, document, serve_hostile, serve_raw
 from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
 from opgate.mcp import GatewayServer
 from opgate.openapi import Catalog, build_catalog
 
+from hostile_upstream import ESCAPES, Hostile, document, serve_hostile, serve_raw
 from openapi_credentials import API_KEY, HEADERS, TOKEN, encodings
 
 pytestmark = pytest.mark.anyio
