@@ -54,7 +54,7 @@ def test_unrepresentable_operations_are_skipped_with_reasons() -> None:
         "dangling $ref": 1,
     }
     assert built.report.warnings_by_kind() == {"cookie parameter": 1}
-    assert "1 operations imported, 5 skipped, 1 warnings" in built.report.summary()
+    assert "1 operation imported, 5 skipped, 1 warning" in built.report.summary()
 
 
 def test_parameters_of_every_location_and_a_body_make_one_strict_object() -> None:
