@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
+from invoke_support import ARGS, FORM_SUPPORT, answer, code, start
 from opgate import (
     Completed,
     Discover,
@@ -27,11 +28,8 @@ from opgate import (
     Failed,
     FailureCode,
     FormInput,
-    InputMode,
-    InputResponse,
     Invocation,
     Operation,
-    Pending,
     Registry,
     Result,
     Text,
@@ -45,35 +43,11 @@ from conftest import AllowAll, Ctx, TeamPolicy
 pytestmark = pytest.mark.anyio
 
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-FORM_SUPPORT = {InputMode.FORM}
-ARGS = '{"order": 7}'
 SECRET = "SECRET123"
 
 
 def registry(handler: Any, policy: Any = None) -> Registry:
     return Registry([Operation("orders.refund", "Refund an order", handler)], policy or AllowAll())
-
-
-async def start(reg: Registry, **kwargs: Any) -> Pending:
-    outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, **kwargs)
-    assert isinstance(outcome, Pending), outcome
-    return outcome
-
-
-async def answer(reg: Registry, pending: Pending, **kwargs: Any) -> Any:
-    return await reg.invoke(
-        Ctx(),
-        "orders.refund",
-        ARGS,
-        input_support=FORM_SUPPORT,
-        resume=(pending.continuation, InputResponse.accept({"ok": True})),
-        **kwargs,
-    )
-
-
-def code(outcome: Any) -> FailureCode:
-    assert isinstance(outcome, Failed), outcome
-    return outcome.failure.code
 
 
 async def until(predicate: Callable[[], bool]) -> None:

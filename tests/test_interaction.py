@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from invoke_support import ARGS, FORM_SUPPORT, answer, code, start
 from opgate import (
     Completed,
     Execute,
@@ -75,8 +76,6 @@ FORM = {
     "properties": {"ok": {"type": "boolean"}, "note": {"type": "string", "maxLength": 10}},
     "required": ["ok"],
 }
-FORM_SUPPORT = {InputMode.FORM}
-ARGS = '{"order": 7}'
 
 
 class Clock:
@@ -126,38 +125,6 @@ def make(
         **choice.options(),
     )
     return choice.track(reg), handler
-
-
-async def start(reg: Registry, ctx: Ctx | None = None, **kwargs: Any) -> Pending:
-    outcome = await reg.invoke(
-        ctx or Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, **kwargs
-    )
-    assert isinstance(outcome, Pending), outcome
-    return outcome
-
-
-async def answer(
-    reg: Registry,
-    pending: Pending | str,
-    response: InputResponse | None = None,
-    ctx: Ctx | None = None,
-    arguments: str = ARGS,
-    **kwargs: Any,
-) -> Any:
-    token = pending if isinstance(pending, str) else pending.continuation
-    return await reg.invoke(
-        ctx or Ctx(),
-        "orders.refund",
-        arguments,
-        input_support=kwargs.pop("input_support", FORM_SUPPORT),
-        resume=(token, response or InputResponse.accept({"ok": True})),
-        **kwargs,
-    )
-
-
-def code(outcome: Any) -> FailureCode:
-    assert isinstance(outcome, Failed), outcome
-    return outcome.failure.code
 
 
 # --- the flow ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from invoke_support import code
 from opgate import (
     ConfigurationError,
     Failed,
@@ -51,11 +52,6 @@ def registry(handler: Any, **limits: Any) -> Registry:
 
 async def ask(handler: Any, **limits: Any) -> Any:
     return await registry(handler, **limits).invoke(Ctx(), "ask", "{}", input_support=SUPPORT)
-
-
-def code(outcome: Any) -> FailureCode:
-    assert isinstance(outcome, Failed), outcome
-    return outcome.failure.code
 
 
 # --- item 10: prompts count as they will be encoded ----------------------------------------
