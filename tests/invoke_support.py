@@ -3,16 +3,31 @@
 ``code`` reads the failure code of an outcome that must be ``Failed``; ``start`` and
 ``answer`` open and answer a form prompt of an ``orders.refund`` operation (the
 registry is the caller's, so the same helpers serve the in-memory and the shared
-ledgers).
+ledgers). ``make`` builds the registry of the invoke rule tests: ``orders.refund``
+with the ``INPUT`` and ``OUTPUT`` schemas and a ``Recorder`` handler, and
+``admin.purge``, which ``TeamPolicy`` hides; ``invoke`` calls it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from opgate import Failed, FailureCode, InputMode, InputResponse, Pending, Registry
+from opgate import (
+    Failed,
+    FailureCode,
+    InputMode,
+    InputResponse,
+    Invocation,
+    Limits,
+    Operation,
+    Pending,
+    Registry,
+    Result,
+    Text,
+    finish,
+)
 
-from conftest import Ctx
+from conftest import Ctx, TeamPolicy
 
 #: The arguments every prompt helper sends to ``orders.refund``.
 ARGS = '{"order": 7}'
@@ -53,3 +68,73 @@ async def answer(
         resume=(token, response or InputResponse.accept({"ok": True})),
         **kwargs,
     )
+
+
+#: The input schema of ``make``'s ``orders.refund``.
+INPUT = {
+    "type": "object",
+    "properties": {
+        "order": {"type": "integer", "minimum": 1},
+        "note": {"type": "string", "maxLength": 20},
+        "amount": {"type": "number", "multipleOf": 0.01},
+    },
+    "required": ["order"],
+    "additionalProperties": False,
+}
+
+#: Its output schema.
+OUTPUT = {
+    "type": "object",
+    "properties": {"refunded": {"type": "integer"}, "reason": {"type": "string"}},
+    "required": ["refunded"],
+}
+
+
+class Recorder:
+    """A handler that records what it saw and returns what it is told to."""
+
+    def __init__(self, reply: Any = None) -> None:
+        self.calls: list[Invocation] = []
+        self.arguments: list[dict[str, Any]] = []
+        self.reply = reply
+
+    async def __call__(self, invocation: Invocation) -> Any:
+        self.calls.append(invocation)
+        self.arguments.append(invocation.arguments)
+        if callable(self.reply):
+            return self.reply(invocation)
+        if self.reply is None:
+            return finish(Result([Text("ok")], structured={"refunded": 7}))
+        return self.reply
+
+
+def make(
+    handler: Any = None,
+    *,
+    policy: Any = None,
+    output_schema: Any = OUTPUT,
+    input_schema: Any = INPUT,
+    limits: Limits | None = None,
+) -> tuple[Registry, Any]:
+    """A registry of ``orders.refund`` and ``admin.purge``, both on ``handler``; and the handler."""
+    handler = handler or Recorder()
+    reg = Registry(
+        [
+            Operation(
+                "orders.refund",
+                "Refund an order",
+                handler,
+                input_schema=input_schema,
+                output_schema=output_schema,
+            ),
+            Operation("admin.purge", "Purge", handler),
+        ],
+        policy or TeamPolicy(),
+        limits=limits,
+    )
+    return reg, handler
+
+
+async def invoke(reg: Registry, arguments: Any = '{"order": 7}', **kwargs: Any) -> Any:
+    """``reg.invoke`` as ``Ctx()``, of ``orders.refund`` unless ``name=`` says otherwise."""
+    return await reg.invoke(Ctx(), kwargs.pop("name", "orders.refund"), arguments, **kwargs)
