@@ -5,7 +5,8 @@
 registry is the caller's, so the same helpers serve the in-memory and the shared
 ledgers). ``make`` builds the registry of the invoke rule tests: ``orders.refund``
 with the ``INPUT`` and ``OUTPUT`` schemas and a ``Recorder`` handler, and
-``admin.purge``, which ``TeamPolicy`` hides; ``invoke`` calls it.
+``admin.purge``, which ``TeamPolicy`` hides; ``invoke`` calls it. ``ask_registry`` and
+``ask`` serve the prompt tests: one operation, ``ask``, whose handler asks a person.
 """
 
 from __future__ import annotations
@@ -138,3 +139,27 @@ def make(
 async def invoke(reg: Registry, arguments: Any = '{"order": 7}', **kwargs: Any) -> Any:
     """``reg.invoke`` as ``Ctx()``, of ``orders.refund`` unless ``name=`` says otherwise."""
     return await reg.invoke(Ctx(), kwargs.pop("name", "orders.refund"), arguments, **kwargs)
+
+
+#: A host that can show forms and URL prompts.
+PROMPT_SUPPORT = {InputMode.FORM, InputMode.URL}
+
+
+#: A form with no fields.
+EMPTY_FORM: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def ask_registry(handler: Any, **limits: Any) -> Registry:
+    """A registry of one operation, ``ask``, on ``handler``, with these ``Limits`` fields."""
+    return Registry(
+        [Operation("ask", "Ask a person", handler)],
+        TeamPolicy(),
+        limits=Limits(**limits) if limits else None,
+    )
+
+
+async def ask(handler: Any, **limits: Any) -> Any:
+    """Call ``ask`` once with ``{}`` and ``PROMPT_SUPPORT``, on a registry of its own."""
+    return await ask_registry(handler, **limits).invoke(
+        Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT
+    )

@@ -9,109 +9,28 @@ import pickle
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from invoke_support import code
+from invoke_support import EMPTY_FORM, PROMPT_SUPPORT, ask, ask_registry, code
 from opgate import (
     ConfigurationError,
     Failed,
     FailureCode,
     FormInput,
-    InputMode,
     InputResponse,
     Invocation,
-    Limits,
-    Operation,
     Pending,
-    Registry,
     Result,
     Text,
     URLInput,
     await_input,
-    fail,
     finish,
 )
-from opgate._limits import PROMPT_OVERHEAD_BYTES
 
-from conftest import Ctx, TeamPolicy
+from conftest import Ctx
 
 pytestmark = pytest.mark.anyio
 
-SUPPORT = {InputMode.FORM, InputMode.URL}
-EMPTY_FORM: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def registry(handler: Any, **limits: Any) -> Registry:
-    return Registry(
-        [Operation("ask", "Ask a person", handler)],
-        TeamPolicy(),
-        limits=Limits(**limits) if limits else None,
-    )
-
-
-async def ask(handler: Any, **limits: Any) -> Any:
-    return await registry(handler, **limits).invoke(Ctx(), "ask", "{}", input_support=SUPPORT)
-
-
 # --- item 10: prompts count as they will be encoded ----------------------------------------
-
-
-async def test_a_prompt_message_counts_its_json_escapes() -> None:
-    message = "\x01" * 16_000  # 16,000 raw bytes, 96,000 once JSON-escaped
-
-    async def handler(inv: Invocation) -> Any:
-        return await_input(FormInput(message, EMPTY_FORM, "null"))
-
-    outcome = await ask(handler)
-    assert code(outcome) is FailureCode.INVALID_RESULT
-    assert "form_schema_bytes" in outcome.failure.message
-
-    async def url(inv: Invocation) -> Any:
-        return await_input(URLInput(message, "https://example.com/pay"))
-
-    assert code(await ask(url)) is FailureCode.INVALID_RESULT
-
-
-async def test_a_failure_message_counts_its_json_escapes() -> None:
-    async def handler(inv: Invocation) -> Any:
-        return fail('"' * 40_000)  # 80,000 bytes once escaped, 64 KiB result budget
-
-    outcome = await ask(handler)
-    assert code(outcome) is FailureCode.INVALID_RESULT
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    message=st.text(
-        alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400
-    ).filter(lambda text: text.strip() != ""),
-    repeat=st.integers(1, 60),
-)
-def test_every_accepted_prompt_fits_the_result_budget_once_encoded(
-    message: str, repeat: int
-) -> None:
-    import anyio
-
-    text = message * repeat
-
-    async def handler(inv: Invocation) -> Any:
-        return await_input(FormInput(text, EMPTY_FORM, "null"))
-
-    limits = Limits(result_bytes=16 * 1024)
-    outcome = anyio.run(
-        lambda: registry(handler, result_bytes=16 * 1024).invoke(
-            Ctx(), "ask", "{}", input_support=SUPPORT
-        )
-    )
-    encoded = len(json.dumps(text, ensure_ascii=False).encode()) - 2
-    public = encoded + len(b'{"properties":{},"type":"object"}')
-    if isinstance(outcome, Pending):
-        assert public <= limits.form_schema_bytes
-        assert public + PROMPT_OVERHEAD_BYTES <= limits.result_bytes
-    else:
-        assert code(outcome) is FailureCode.INVALID_RESULT
-        assert public > limits.form_schema_bytes
 
 
 # --- item 13: genuine prompt classes --------------------------------------------------------
@@ -200,14 +119,14 @@ async def test_a_repeated_choice_is_refused_before_the_handler_resumes() -> None
             return await_input(FormInput("pick", MULTISELECT, "null"))
         return finish(Result([Text("ok")]))
 
-    reg = registry(handler)
-    pending = await reg.invoke(Ctx(), "ask", "{}", input_support=SUPPORT)
+    reg = ask_registry(handler)
+    pending = await reg.invoke(Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT)
     assert isinstance(pending, Pending)
     outcome = await reg.invoke(
         Ctx(),
         "ask",
         "{}",
-        input_support=SUPPORT,
+        input_support=PROMPT_SUPPORT,
         resume=(pending.continuation, InputResponse.accept({"colors": ["red", "red"]})),
     )
     assert code(outcome) is FailureCode.INVALID_REQUEST
@@ -295,12 +214,12 @@ async def test_an_unconstructed_or_subclassed_response_is_an_invalid_request() -
             return await_input(FormInput("ok?", EMPTY_FORM, "null"))
         return finish(Result([Text("ok")]))
 
-    reg = registry(handler)
-    pending = await reg.invoke(Ctx(), "ask", "{}", input_support=SUPPORT)
+    reg = ask_registry(handler)
+    pending = await reg.invoke(Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT)
     assert isinstance(pending, Pending)
     forged = InputResponse.__new__(InputResponse)
     outcome = await reg.invoke(
-        Ctx(), "ask", "{}", input_support=SUPPORT, resume=(pending.continuation, forged)
+        Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT, resume=(pending.continuation, forged)
     )
     assert code(outcome) is FailureCode.INVALID_REQUEST
     with pytest.raises(TypeError, match="subclass"):
@@ -310,7 +229,7 @@ async def test_an_unconstructed_or_subclassed_response_is_an_invalid_request() -
     assert copy.copy(response) is response
     assert repr(pickle.loads(pickle.dumps(response))) == repr(response)
     outcome = await reg.invoke(
-        Ctx(), "ask", "{}", input_support=SUPPORT, resume=(pending.continuation, response)
+        Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT, resume=(pending.continuation, response)
     )
     assert not isinstance(outcome, Failed), outcome
 
