@@ -1,12 +1,14 @@
 """Helpers shared by the tests that drive ``Registry.invoke``.
 
-``code`` reads the failure code of an outcome that must be ``Failed``; ``start`` and
-``answer`` open and answer a form prompt of an ``orders.refund`` operation (the
-registry is the caller's, so the same helpers serve the in-memory and the shared
-ledgers). ``make`` builds the registry of the invoke rule tests: ``orders.refund``
-with the ``INPUT`` and ``OUTPUT`` schemas and a ``Recorder`` handler, and
-``admin.purge``, which ``TeamPolicy`` hides; ``invoke`` calls it. ``ask_registry`` and
-``ask`` serve the prompt tests: one operation, ``ask``, whose handler asks a person.
+* ``code`` reads the failure code of an outcome that must be ``Failed``.
+* ``start`` and ``answer`` open and answer a form prompt of an ``orders.refund``
+  operation on the caller's registry (so they serve the in-memory and the shared
+  ledgers alike); ``registry`` is the plainest such registry.
+* ``make`` builds the registry of the invoke rule tests: ``orders.refund`` with the
+  ``INPUT`` and ``OUTPUT`` schemas and a ``Recorder`` handler, and ``admin.purge``,
+  which ``TeamPolicy`` hides; ``invoke`` calls it.
+* ``ask_registry`` and ``ask`` serve the prompt tests: one operation, ``ask``, whose
+  handler asks a person.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from opgate import (
     finish,
 )
 
-from conftest import Ctx, TeamPolicy
+from conftest import AllowAll, Ctx, TeamPolicy
 
 #: The arguments every prompt helper sends to ``orders.refund``.
 ARGS = '{"order": 7}'
@@ -69,6 +71,11 @@ async def answer(
         resume=(token, response or InputResponse.accept({"ok": True})),
         **kwargs,
     )
+
+
+def registry(handler: Any, policy: Any = None) -> Registry:
+    """A registry of one operation, ``orders.refund``, on ``handler`` (``AllowAll`` by default)."""
+    return Registry([Operation("orders.refund", "Refund an order", handler)], policy or AllowAll())
 
 
 #: The input schema of ``make``'s ``orders.refund``.
