@@ -128,15 +128,3 @@ async def test_a_broken_scope_fails_internal_never_widens(returned: Any) -> None
     spec = await registry.inspect(None, "billing.op_001")
     assert isinstance(spec, Failed)
     assert spec.failure.code is FailureCode.INTERNAL
-
-
-def test_scope_values_are_checked() -> None:
-    with pytest.raises(TypeError):
-        DiscoveryScope(groups="billing")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        DiscoveryScope(prefixes="billing.")  # type: ignore[arg-type]
-    scope = DiscoveryScope(groups=frozenset({"Billing"}), prefixes=("a.", "a."))
-    assert scope.prefixes == ("a.",)
-    assert scope.admits("x.y", "BILLING")
-    assert scope.admits("a.b", "")
-    assert not scope.admits("b", "")

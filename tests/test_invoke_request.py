@@ -15,15 +15,7 @@ from typing import Any
 import pytest
 
 from invoke_support import code, invoke, make
-from opgate import (
-    Completed,
-    FailureCode,
-    Invocation,
-    Limits,
-    Result,
-    Text,
-    finish,
-)
+from opgate import Completed, FailureCode, Invocation, Limits, Result, Text, finish
 
 pytestmark = pytest.mark.anyio
 

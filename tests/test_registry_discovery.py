@@ -19,54 +19,12 @@ from opgate import (
     OperationSpec,
     Registry,
     SearchPage,
-    finish,
 )
+from registry_support import CATALOG, all_pages, names, op, registry
 
 from conftest import AllowAll, Ctx, TeamPolicy
 
 pytestmark = pytest.mark.anyio
-
-
-def handler(invocation: Any) -> Any:
-    return finish(None)  # type: ignore[arg-type]
-
-
-def op(name: str, summary: str = "does a thing", **kwargs: Any) -> Operation:
-    return Operation(name, summary, handler, **kwargs)
-
-
-CATALOG = [
-    op("orders.refund", "Refund an order", group="orders", description="Money back"),
-    op("orders.list", "List orders", group="Orders"),
-    op("billing.invoice", "Create an invoice for orders", group="billing"),
-    op("admin.purge", "Purge everything", group="admin"),
-    op("refunds.report", "Monthly report", group="reports", description="all refund totals"),
-    op("zeta", "Something with refund in the summary", group="misc"),
-]
-
-
-def registry(
-    operations: list[Operation] | None = None, policy: Any = None, **kwargs: Any
-) -> Registry:
-    return Registry(CATALOG if operations is None else operations, policy or TeamPolicy(), **kwargs)
-
-
-async def names(reg: Registry, ctx: Ctx, query: str = "", **kwargs: Any) -> list[str]:
-    page = await reg.search(ctx, query, **kwargs)
-    assert isinstance(page, SearchPage), page
-    return [item.name for item in page.items]
-
-
-async def all_pages(reg: Registry, ctx: Ctx, query: str = "", **kwargs: Any) -> list[str]:
-    found: list[str] = []
-    cursor = None
-    while True:
-        page = await reg.search(ctx, query, cursor=cursor, **kwargs)
-        assert isinstance(page, SearchPage), page
-        found += [item.name for item in page.items]
-        if page.next_cursor is None:
-            return found
-        cursor = page.next_cursor
 
 
 # --- construction --------------------------------------------------------------------
@@ -176,79 +134,6 @@ async def test_unknown_and_undiscoverable_names_get_identical_answers() -> None:
     )
     assert unknown.failure.code is FailureCode.UNAVAILABLE
     assert isinstance(await reg.inspect(Ctx(admin=True), "admin.purge"), OperationSpec)
-
-
-class Broken:
-    def __init__(self, scope: Any = "k", verdict: Any = None, error: BaseException | None = None):
-        self.scope, self.verdict, self.error = scope, verdict, error
-
-    def scope_key(self, ctx: Any) -> Any:
-        return self.scope
-
-    def authorize(self, ctx: Any, request: Any) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.verdict
-
-
-@pytest.mark.parametrize(
-    "policy",
-    [
-        Broken(error=RuntimeError("secret database password in message")),
-        Broken(verdict=True),
-        Broken(verdict=False),
-        Broken(verdict="yes"),
-        Broken(error=Failure(FailureCode.BUSY)),
-        Broken(scope=""),
-        Broken(scope=None),
-        Broken(scope=42),
-    ],
-)
-async def test_broken_policy_fails_internal_never_empty_page(policy: Broken) -> None:
-    reg = registry(policy=policy)
-    for outcome in (await reg.search(Ctx(), ""), await reg.inspect(Ctx(), "orders.refund")):
-        assert isinstance(outcome, Failed)
-        assert outcome.failure.code is FailureCode.INTERNAL
-        assert "secret" not in str(outcome.failure)
-        assert "secret" not in repr(outcome.failure)
-        assert outcome.failure.cause is not None
-
-
-async def test_scope_key_exception_kept_privately() -> None:
-    class KeyFails(AllowAll):
-        def scope_key(self, ctx: Any) -> str:
-            raise KeyError("alice-token-123")
-
-    outcome = await registry(policy=KeyFails()).search(Ctx(), "")
-    assert isinstance(outcome, Failed)
-    assert outcome.failure.code is FailureCode.INTERNAL
-    assert "alice-token-123" not in str(outcome.failure)
-    assert isinstance(outcome.failure.cause, KeyError)
-
-
-async def test_async_policy_and_returned_denial() -> None:
-    class AsyncPolicy:
-        async def scope_key(self, ctx: Ctx) -> str:
-            return ctx.principal
-
-        async def authorize(self, ctx: Ctx, request: Any) -> Failure | None:
-            if request.name.startswith("orders."):
-                return Failure(FailureCode.UNAVAILABLE)
-            return None
-
-    reg = registry(policy=AsyncPolicy())
-    assert "orders.refund" not in await names(reg, Ctx(), "", limit=20)
-    assert "billing.invoice" in await names(reg, Ctx(), "", limit=20)
-
-
-async def test_slow_async_policy_is_awaited() -> None:
-    import anyio
-
-    class Slow(AllowAll):
-        async def authorize(self, ctx: Any, request: Any) -> None:
-            await anyio.sleep(0.01)
-
-    assert await names(registry(policy=Slow()), Ctx(), "orders.refund") == ["orders.refund"]
 
 
 # --- search ------------------------------------------------------------------------------
