@@ -29,18 +29,6 @@ pytestmark = pytest.mark.anyio
 # --- success --------------------------------------------------------------------------------
 
 
-async def test_completed_with_validated_detached_arguments() -> None:
-    reg, handler = make()
-    outcome = await invoke(reg, '{"order": 7, "amount": 1.10, "note": "hi"}')
-    assert isinstance(outcome, Completed)
-    assert outcome.result.structured == {"refunded": 7}
-    assert handler.arguments == [{"order": 7, "amount": Decimal("1.10"), "note": "hi"}]
-    assert isinstance(handler.arguments[0]["amount"], Decimal)
-    first = handler.calls[0].arguments
-    first["order"] = 99
-    assert handler.calls[0].arguments["order"] == 7
-
-
 async def test_sync_handler_runs_in_worker_thread() -> None:
     seen: list[int] = []
 
