@@ -1,32 +1,60 @@
-"""Invoke: the pipeline order, argument checks, handlers, results, deadlines (issue 4)."""
+"""Tests of ``opgate._invoke``: the invoke sequence (issue 4).
+
+The order of the checks, and so which failure a request gets (options, scope key,
+discovery, arguments, authorization); dispatch (a sync handler in a worker thread,
+a raised exception a sanitized ``internal``); the deadline checked before dispatch
+and before a result is returned, and real cancellation propagating. The rules the
+sequence calls are tested by their modules: ``test_invoke_request.py``,
+``test_policy.py``, ``test_outcomes.py``, ``test_conclusion.py``, ``test_answers.py``.
+"""
 
 from __future__ import annotations
 
 import threading
-from decimal import Decimal
 from typing import Any
 
 import anyio
 import pytest
 
-from invoke_support import Recorder, code, invoke, make
-from opgate import (
-    Completed,
-    ConfigurationError,
-    FailureCode,
-    Invocation,
-    Operation,
-    Registry,
-    Result,
-    Text,
-    finish,
-)
+from invoke_support import code, invoke, make
+from opgate import Completed, Execute, FailureCode, Invocation, Result, Text, finish
 
-from conftest import AllowAll, Ctx
+from conftest import Ctx, TeamPolicy
 
 pytestmark = pytest.mark.anyio
 
-# --- success --------------------------------------------------------------------------------
+# --- the order of the checks ----------------------------------------------------------------
+
+
+async def test_each_check_runs_before_the_next_one_can_answer() -> None:
+    class Broken(TeamPolicy):
+        def scope_key(self, ctx: Any) -> str:
+            raise RuntimeError("no key")
+
+    # options before the scope key
+    broken, _ = make(policy=Broken())
+    assert code(await invoke(broken, input_support="form")) is FailureCode.INVALID_REQUEST
+    # the scope key before discovery
+    assert code(await invoke(broken, name="no.such")) is FailureCode.INTERNAL
+    # discovery before the arguments
+    policy = TeamPolicy()
+    reg, handler = make(policy=policy)
+    assert code(await invoke(reg, "[not json", name="no.such")) is FailureCode.UNAVAILABLE
+    # the arguments before authorization: the policy is never asked to execute them
+    assert code(await invoke(reg, '{"order": 0}')) is FailureCode.INVALID_ARGUMENTS
+    assert not any(isinstance(request, Execute) for request in policy.calls)
+    assert handler.calls == []
+
+
+async def test_unknown_name_fails_before_argument_details() -> None:
+    reg, _ = make()
+    unknown = await reg.invoke(Ctx(), "no.such", "[not json")
+    hidden = await reg.invoke(Ctx(), "admin.purge", "[not json")
+    assert code(unknown) is FailureCode.UNAVAILABLE
+    assert unknown == hidden
+
+
+# --- dispatch -------------------------------------------------------------------------------
 
 
 async def test_sync_handler_runs_in_worker_thread() -> None:
@@ -41,20 +69,6 @@ async def test_sync_handler_runs_in_worker_thread() -> None:
     assert isinstance(outcome, Completed)
     assert seen
     assert seen[0] != threading.get_ident()
-
-
-# --- argument failures -----------------------------------------------------------------------
-
-
-async def test_unknown_name_fails_before_argument_details() -> None:
-    reg, _ = make()
-    unknown = await reg.invoke(Ctx(), "no.such", "[not json")
-    hidden = await reg.invoke(Ctx(), "admin.purge", "[not json")
-    assert code(unknown) is FailureCode.UNAVAILABLE
-    assert unknown == hidden
-
-
-# --- handler outcomes ------------------------------------------------------------------------
 
 
 async def test_handler_exception_is_sanitized_internal() -> None:
@@ -110,33 +124,3 @@ async def test_cancellation_propagates() -> None:
         await started.wait()
         group.cancel_scope.cancel()
     assert group.cancel_scope.cancelled_caught
-
-
-# --- issue 9: numbers, public messages, regular expressions -------------------------------------
-
-
-async def test_structured_int_reads_back_as_int() -> None:
-    result = Result([Text("x")], structured={"big": 10**21, "n": Decimal("4.0")})
-    assert result.structured == {"big": 10**21, "n": 4}
-    assert type(result.structured["big"]) is int
-    assert type(result.structured["n"]) is int
-
-
-def test_registry_names_the_operation_and_pattern_and_allows_an_opt_in() -> None:
-    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": r"(a+)+\1b"}}}
-    operation = Operation("text.match", "Match", Recorder(), input_schema=schema)
-    with pytest.raises(ConfigurationError) as info:
-        Registry([operation], AllowAll())
-    message = str(info.value)
-    assert "'text.match'" in message
-    assert r"'(a+)+\\1b'" in message
-    assert "regex_backtrack_limit" in message
-    Registry([operation], AllowAll(), regex_backtrack_limit=10_000)
-    for bad in (0, -5, 10**9):
-        with pytest.raises(ConfigurationError, match="regex_backtrack_limit"):
-            Registry([operation], AllowAll(), regex_backtrack_limit=bad)
-    with pytest.raises(TypeError, match="regex_backtrack_limit"):
-        Registry([operation], AllowAll(), regex_backtrack_limit=True)
-
-
-# --- large in-profile numbers (issue 20, item 6) ----------------------------------------
