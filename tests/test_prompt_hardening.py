@@ -13,7 +13,6 @@ import pytest
 from invoke_support import EMPTY_FORM, PROMPT_SUPPORT, ask, ask_registry, code
 from opgate import (
     ConfigurationError,
-    Failed,
     FailureCode,
     FormInput,
     InputResponse,
@@ -206,32 +205,6 @@ def test_valid_hosts_are_accepted(url: str) -> None:
 
 
 # --- further finds: responses are genuine too, and the answer-check cache is bounded --------
-
-
-async def test_an_unconstructed_or_subclassed_response_is_an_invalid_request() -> None:
-    async def handler(inv: Invocation) -> Any:
-        if inv.resume is None:
-            return await_input(FormInput("ok?", EMPTY_FORM, "null"))
-        return finish(Result([Text("ok")]))
-
-    reg = ask_registry(handler)
-    pending = await reg.invoke(Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT)
-    assert isinstance(pending, Pending)
-    forged = InputResponse.__new__(InputResponse)
-    outcome = await reg.invoke(
-        Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT, resume=(pending.continuation, forged)
-    )
-    assert code(outcome) is FailureCode.INVALID_REQUEST
-    with pytest.raises(TypeError, match="subclass"):
-        type("Sneaky", (InputResponse,), {"__slots__": ()})
-    # the prompt is still pending and answerable
-    response = InputResponse.accept({})
-    assert copy.copy(response) is response
-    assert repr(pickle.loads(pickle.dumps(response))) == repr(response)
-    outcome = await reg.invoke(
-        Ctx(), "ask", "{}", input_support=PROMPT_SUPPORT, resume=(pending.continuation, response)
-    )
-    assert not isinstance(outcome, Failed), outcome
 
 
 def test_the_answer_check_cache_is_bounded_in_bytes() -> None:
