@@ -1,10 +1,11 @@
 """Tests of ``opgate._registry``'s construction: what ``Registry(...)`` and ``replace``
 check of their own, and what ``replace`` keeps.
 
-``replace`` shares the compiled
+The policy must provide ``scope_key`` and ``authorize``; ``replace`` shares the compiled
 catalog and keeps what it is not given (secret, ledger, ranking), checking what it is
-given as the constructor does. What construction checks of the schemas is
-``test_schema_batch.py``; the collector it pauses, ``test_collector.py``.
+given as the constructor does. What construction checks of the definitions is
+``test_catalog.py`` and ``test_operation.py``; of the schemas, ``test_schema_batch.py``;
+the collector it pauses, ``test_collector.py``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,23 @@ from typing import Any
 import pytest
 
 from opgate import ConfigurationError, Operation, Registry
-from registry_support import handler
+from registry_support import handler, op
 
 from conftest import AllowAll, Ctx
 
 pytestmark = pytest.mark.anyio
+
+
+# --- what the constructor checks of its own ----------------------------------------------
+
+
+def test_policy_methods_required() -> None:
+    class Half:
+        def scope_key(self, ctx: Any) -> str:
+            return "k"
+
+    with pytest.raises(TypeError, match="authorize"):
+        Registry([op("a")], Half())  # type: ignore[arg-type]
 
 
 # --- Registry.replace: the same compiled catalog under another secret, ledger or ranking ---

@@ -1,4 +1,10 @@
-"""The optional ``discovery_scope`` policy hook: discovery narrowed up front (issue 10)."""
+"""The optional ``discovery_scope`` policy hook: discovery narrowed up front (issue 10).
+
+How ``opgate._search._discovery`` and the index apply a principal's scope: search never
+considers, nor asks ``authorize`` about, a name outside it; inspect, invoke and the
+exact name treat such a name as unavailable; a broken scope fails ``internal`` and
+never widens discovery. (``DiscoveryScope``'s own checks are ``test_policy.py``.)
+"""
 
 from __future__ import annotations
 
