@@ -2,7 +2,10 @@
 
 This is the ledger contract suite: every test runs against the in-memory ledger and
 against the shared Redis ledger (``opgate.redis``, on a real ``redis-server``), except
-the few marked ``memory_only`` whose subject is the in-memory lifetime or threads.
+the few marked ``memory_only`` whose subject is the in-memory lifetime or threads. The
+rules these flows rest on are tested on their own by their modules' files
+(``test_answers.py``, ``test_conclusion.py``, ``test_invoke_request.py``,
+``test_invocation.py``); here they must hold alike on every ledger.
 """
 
 from __future__ import annotations
