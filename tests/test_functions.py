@@ -800,15 +800,57 @@ def test_parameters_without_a_schema_are_refused() -> None:
 
 
 def test_an_annotation_that_does_not_resolve_is_named() -> None:
-    class Local(BaseModel):
-        x: int
-
-    def local(fine: int, thing: Local) -> str:
-        """Local (under postponed annotations, 'Local' is not a module global)."""
+    def local(fine: int, thing: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
+        """Local (a name defined nowhere)."""
         return ""
 
-    with pytest.raises(ConfigurationError, match=r"parameter 'thing'.*'Local' does not resolve"):
+    with pytest.raises(ConfigurationError, match=r"parameter 'thing'.*'Missing' does not resolve"):
         operation(local)
+
+
+ORDERS = operation(group="orders")  # a decorator kept and applied elsewhere
+
+
+async def test_types_local_to_a_factory_resolve_under_postponed_annotations() -> None:
+    # This module has ``from __future__ import annotations``: every annotation below is a
+    # string naming a class that exists only in this function's scope, as in a registry
+    # factory; Python would resolve them there, and so does @operation.
+    class Line(BaseModel):
+        sku: str
+
+    @dataclasses.dataclass
+    class Total:
+        lines: int
+
+    @operation
+    def count(lines: list[Line], inv: Invocation) -> Total:
+        """Count lines."""
+        return Total(lines=len(lines))
+
+    @operation(name="orders.tally")
+    def tally(first: Line) -> Line:
+        """Echo a line."""
+        return first
+
+    @ORDERS
+    def echo(line: Line) -> str:
+        """Echo a sku."""
+        return line.sku
+
+    def closing() -> Operation:
+        def inner(lines: int) -> Total:  # Total is a closure variable of inner
+            """Inner."""
+            return Total(lines=lines)
+
+        return operation(inner)  # decorated where Total is not a local
+
+    arguments = {"lines": [{"sku": "a"}, {"sku": "b"}]}
+    assert completed(await invoke(count, arguments)).structured == {"lines": 2}
+    assert count.output_schema is not None
+    assert completed(await invoke(tally, {"first": {"sku": "c"}})).structured == {"sku": "c"}
+    assert completed(await invoke(echo, {"line": {"sku": "d"}})).content == (Text("d"),)
+    inner = closing()
+    assert completed(await invoke(inner, {"lines": 3})).structured == {"lines": 3}
 
 
 @pytest.mark.parametrize(

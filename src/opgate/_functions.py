@@ -44,6 +44,9 @@ type-annotated function, sync or async, into an ``Operation``:
   operation an output schema; one naming ``str`` or ``None`` gives none; a structured
   type together with ``None``, or with ``str``, is refused (with an output schema every
   result must carry structured content), as is any other type.
+* **Annotations** resolve where the decorator is applied, as Python resolves names: the
+  scope applying it, the function's closure, then its module's globals (so the classes
+  of a registry factory serve its functions under ``from __future__ import annotations``).
 * **Construction failures.** A type pydantic cannot describe, an annotation that does
   not resolve, a parameter schema carrying ``format`` (the input profile treats
   formats as annotations, so opgate could not vouch for a ``datetime`` or ``UUID``;
@@ -186,7 +189,7 @@ def operation(
     reachable as ``op.handler.__wrapped__``.
     """
 
-    def build(fn: Callable[..., Any]) -> Operation:
+    def make(fn: Callable[..., Any], scope: dict[str, Any]) -> Operation:
         return _operation_of(
             fn,
             name=name,
@@ -195,11 +198,30 @@ def operation(
             description=description,
             examples=examples,
             source=source,
+            scope=scope,
         )
+
+    def build(fn: Callable[..., Any]) -> Operation:
+        return make(fn, _caller_scope())
 
     if function is None:
         return build
-    return build(function)
+    return make(function, _caller_scope())
+
+
+def _caller_scope() -> dict[str, Any]:
+    """The local names of the scope that applies the decorator (two frames up).
+
+    Under ``from __future__ import annotations`` every annotation is a string, and a type
+    defined inside a function (a registry factory's models) is not among the module's
+    globals: Python itself would resolve the name in that function's scope, so the
+    annotations are resolved with its names too (as pydantic does for its models).
+    """
+    frame = sys._getframe(2)
+    try:
+        return {} if frame.f_locals is frame.f_globals else dict(frame.f_locals)
+    finally:
+        del frame
 
 
 def _operation_of(
@@ -211,6 +233,7 @@ def _operation_of(
     description: str | None,
     examples: tuple[str, ...],
     source: str,
+    scope: dict[str, Any],
 ) -> Operation:
     if not callable(fn):
         raise TypeError(f"@operation needs a function, not {type(fn).__name__}")
@@ -233,7 +256,7 @@ def _operation_of(
         summary = doc_summary
     if description is None:
         description = doc_description
-    plan = _plan(fn, where)
+    plan = _plan(fn, where, scope)
     handler = _handler(fn, plan)
     return Operation(
         name,
@@ -362,10 +385,31 @@ def _refuse(where: str, what: str, reason: object) -> NoReturn:
     raise ConfigurationError(f"{where}: {what}: {reason}") from None
 
 
-def _hints(fn: Callable[..., Any], signature: inspect.Signature, where: str) -> dict[str, Any]:
+def _local_names(fn: Callable[..., Any], scope: dict[str, Any]) -> dict[str, Any]:
+    """The names an annotation of ``fn`` may use besides its globals: the variables its
+    closure holds and the decorating scope's locals (which take precedence, as the
+    innermost scope does)."""
+    inner = inspect.unwrap(fn)
+    names: dict[str, Any] = {}
+    code = getattr(inner, "__code__", None)
+    closure = getattr(inner, "__closure__", None)
+    if code is not None and closure:
+        for name, cell in zip(code.co_freevars, closure, strict=True):
+            try:
+                names[name] = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+    names.update(scope)
+    return names
+
+
+def _hints(
+    fn: Callable[..., Any], signature: inspect.Signature, where: str, scope: dict[str, Any]
+) -> dict[str, Any]:
     """The resolved annotations, or a ``ConfigurationError`` naming the one that fails."""
+    local_names = _local_names(fn, scope) or None
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, localns=local_names, include_extras=True)
     except Exception as exc:
         failure = exc
     namespace = getattr(inspect.unwrap(fn), "__globals__", {})
@@ -377,18 +421,18 @@ def _hints(fn: Callable[..., Any], signature: inspect.Signature, where: str) -> 
             if not isinstance(value, str):
                 break
             try:
-                value = eval(value, namespace)  # what get_type_hints does, one at a time
+                value = eval(value, namespace, local_names)  # as get_type_hints, one by one
             except Exception as exc:
                 _refuse(where, what, f"annotation {annotation!r} does not resolve ({exc})")
     _refuse(where, "annotations", f"they do not resolve ({failure})")
 
 
-def _plan(fn: Callable[..., Any], where: str) -> _Plan:
+def _plan(fn: Callable[..., Any], where: str, scope: dict[str, Any]) -> _Plan:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{where}: no signature ({exc})") from None
-    hints = _hints(fn, signature, where)
+    hints = _hints(fn, signature, where, scope)
     parameters: list[_Parameter] = []
     fields: dict[str, Any] = {}
     invocation: str | None = None
