@@ -24,7 +24,8 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from opgate import (
@@ -592,6 +593,47 @@ async def test_a_structured_value_not_matching_its_schema_is_an_invalid_result()
 
     code, _ = failed(await invoke(wrong, {"order": 7}))
     assert code is FailureCode.INVALID_RESULT
+
+
+class Transfer(BaseModel):
+    """Fields whose JSON names are aliases: a keyword, and camelCase by generator."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    order_number: int
+
+
+DEFAULT_TRANSFER = Transfer(from_="b", order_number=1)
+
+
+async def test_a_model_with_aliases_returns_its_json_names() -> None:
+    # The output schema names a model's fields by their aliases, as its JSON does; the
+    # structured content must too, or every call would be an invalid result.
+    @operation
+    def move(order_number: int) -> Transfer:
+        """Move."""
+        return Transfer(from_="a", order_number=order_number)
+
+    @operation
+    def loose(order_number: int):  # type: ignore[no-untyped-def]  # judged by the value
+        """Loose."""
+        return Transfer(from_="a", order_number=order_number)
+
+    assert move.output_schema is not None
+    assert sorted(move.output_schema["properties"]) == ["from", "orderNumber"]
+    for op in (move, loose):
+        result = completed(await invoke(op, {"order_number": 7}))
+        assert result.structured == {"from": "a", "orderNumber": 7}
+
+    @operation
+    def again(transfer: Transfer = DEFAULT_TRANSFER) -> str:
+        """Again: the default is written as the arguments take it."""
+        return f"{transfer.from_} {transfer.order_number}"
+
+    default = again.input_schema["properties"]["transfer"]["default"]
+    assert default == {"from": "b", "orderNumber": 1}
+    assert completed(await invoke(again, {"transfer": default})).content == (Text("b 1"),)
 
 
 async def test_outcomes_and_results_are_returned_as_they_are() -> None:

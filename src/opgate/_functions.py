@@ -38,12 +38,13 @@ type-annotated function, sync or async, into an ``Operation``:
   returned as it is and a ``Result`` is finished as it is; ``str`` becomes one
   ``Text``; ``None`` an empty result (no content, no structured content); a pydantic
   model, dataclass, ``TypedDict`` or ``dict`` becomes structured content (through
-  pydantic's Python-mode serialization, ``Enum`` members as their values, numbers
-  exact) plus a ``Text`` copy of its canonical JSON. A return annotation naming one
-  such structured type (alone or in a union with ``Outcome`` or ``Result``) gives the
-  operation an output schema; one naming ``str`` or ``None`` gives none; a structured
-  type together with ``None``, or with ``str``, is refused (with an output schema every
-  result must carry structured content), as is any other type.
+  pydantic's Python-mode serialization by alias, as the output schema names the fields,
+  ``Enum`` members as their values, numbers exact) plus a ``Text`` copy of its canonical
+  JSON. A return annotation naming one such structured type (alone or in a union with
+  ``Outcome`` or ``Result``) gives the operation an output schema; one naming ``str`` or
+  ``None`` gives none; a structured type together with ``None``, or with ``str``, is
+  refused (with an output schema every result must carry structured content), as is any
+  other type.
 * **Annotations** resolve where the decorator is applied, as Python resolves names: the
   scope applying it, the function's closure, then its module's globals (so the classes
   of a registry factory serve its functions under ``from __future__ import annotations``).
@@ -120,7 +121,10 @@ class _Generator(GenerateJsonSchema):
         return json_schema
 
     def encode_default(self, dft: Any) -> Any:
-        return _jsonable(TypeAdapter(type(dft)).dump_python(dft, mode="python", warnings=False))
+        dumped = TypeAdapter(type(dft)).dump_python(
+            dft, mode="python", by_alias=self.by_alias, warnings=False
+        )
+        return _jsonable(dumped)
 
     def generate_inner(self, schema: Any) -> JsonSchemaValue:
         json_schema = super().generate_inner(schema)
@@ -328,13 +332,15 @@ class _Plan:
         if isinstance(value, str):
             return finish(Result([Text(value)]))
         if self.result is not None:
-            dumped = self.result.dump_python(value, mode="python", warnings=False)
+            dumped = self.result.dump_python(value, mode="python", by_alias=True, warnings=False)
         elif isinstance(value, BaseModel):
-            dumped = value.model_dump(mode="python")
+            dumped = value.model_dump(mode="python", by_alias=True)
         elif isinstance(value, Mapping) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type)
         ):
-            dumped = TypeAdapter(type(value)).dump_python(value, mode="python", warnings=False)
+            dumped = TypeAdapter(type(value)).dump_python(
+                value, mode="python", by_alias=True, warnings=False
+            )
         else:
             raise TypeError(
                 f"the function returned {type(value).__name__}: return a str, a pydantic "
