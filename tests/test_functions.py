@@ -461,6 +461,36 @@ async def test_no_coercion_the_schema_did_not_allow() -> None:
     assert seen.values == {}  # the function never ran
 
 
+class Strict(BaseModel):
+    """A model in strict mode: Python values of exactly its types only."""
+
+    model_config = ConfigDict(strict=True)
+
+    amount: Decimal
+    ratio: float
+    pair: tuple[int, int]
+    color: Color
+
+
+async def test_strict_types_receive_what_the_schema_admitted() -> None:
+    # Strict mode would refuse the JSON values themselves (an integer for a Decimal, an
+    # array for a tuple, a string for an Enum); the exact validation already decided.
+    seen = Seen()
+
+    @operation
+    def record(value: Strict, count: Annotated[float, Field(strict=True)]) -> str:
+        """Record."""
+        seen.values.update(value=value, count=count)
+        return ""
+
+    arguments = {"value": {"amount": 2, "ratio": 1, "pair": [1, 2], "color": "red"}, "count": 3}
+    completed(await invoke(record, arguments))
+    assert seen.values["value"] == Strict(
+        amount=Decimal(2), ratio=1.0, pair=(1, 2), color=Color.RED
+    )
+    assert type(seen.values["count"]) is float
+
+
 async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> None:
     @operation
     def halve(number: Even) -> str:

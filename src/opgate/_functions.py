@@ -28,7 +28,8 @@ type-annotated function, sync or async, into an ``Operation``:
   array into a ``tuple``, a string into an ``Enum`` member and a mapping into a
   dataclass or model (strict Python mode refuses all three); every coercion lax mode
   could add beyond that (``"5"`` to ``5``, ``1`` to ``True``, ``2.5`` to an ``int``)
-  is one the exact validation already refused. A ``Decimal`` parameter receives the
+  is one the exact validation already refused. Strict types (``ConfigDict(strict=True)``,
+  ``Field(strict=True)``) are converted in lax mode too. A ``Decimal`` parameter receives the
   exact number (never through a float), an ``int`` the exact integer, a ``float`` the
   nearest double. A value the schema admits but the type's own validation refuses (a
   model's validator, a ``Decimal``'s ``max_digits``) fails the call with
@@ -307,7 +308,9 @@ class _Plan:
     def call(self, inv: Invocation) -> tuple[list[Any], dict[str, Any]] | Outcome:
         """The function's arguments from the validated ones, or a ``fail`` outcome."""
         try:
-            model = self.arguments.model_validate(inv.arguments)
+            # Lax even for strict types: strict Python mode refuses the JSON values
+            # themselves (an int for a Decimal, a list for a tuple); the schema decided.
+            model = self.arguments.model_validate(inv.arguments, strict=False)
         except pydantic.ValidationError as exc:
             return fail(_refusal(exc))
         values = model.__dict__
