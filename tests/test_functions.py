@@ -734,6 +734,35 @@ async def cancel(order: int, reason: str, inv: Invocation) -> Outcome | Refund:
     return Refund(order=order, amount=Decimal("9.99"), color=Color.RED)
 
 
+async def test_the_invocation_under_any_name_optional_or_annotated() -> None:
+    # FastMCP's habit, ``ctx: Context | None = None``, and annotated forms.
+    got: list[object] = []
+
+    @operation
+    def optional(order: int, context: Invocation | None = None) -> str:
+        """Optional."""
+        got.append(context)
+        return ""
+
+    @operation
+    def old_style(order: int, context: typing.Optional[Invocation] = None) -> str:  # noqa: UP045
+        """Old style."""
+        got.append(context)
+        return ""
+
+    @operation
+    def annotated(ctx: Annotated[Invocation, "the call"], /, order: int) -> str:
+        """Annotated, positional-only."""
+        got.append(ctx)
+        return ""
+
+    for op in (optional, old_style, annotated):
+        assert list(op.input_schema["properties"]) == ["order"]
+        completed(await invoke(op, {"order": 1}))
+    assert len(got) == 3
+    assert all(isinstance(value, Invocation) for value in got)
+
+
 async def test_a_typed_function_asks_for_a_form_and_resumes() -> None:
     spec = await spec_of(cancel)
     assert isinstance(spec.input_schema, dict)

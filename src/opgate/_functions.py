@@ -20,8 +20,9 @@ type-annotated function, sync or async, into an ``Operation``:
   ``number`` (pydantic would also allow strings); a ``float`` is bounded by the largest
   double, so ``1e400`` is refused by validation rather than becoming ``inf``; defaults
   are written exactly (a ``Decimal`` default stays a number). A parameter annotated
-  ``Invocation`` receives the call's ``Invocation`` (prompts, ``resume``, progress) and
-  is not part of the schema; ``*args`` and ``**kwargs`` are refused.
+  ``Invocation`` (under any name, also ``Invocation | None`` or ``Annotated``) receives
+  the call's ``Invocation`` (prompts, ``resume``, progress) and is not part of the
+  schema; ``*args`` and ``**kwargs`` are refused.
 * **What the function receives.** The registry validates the arguments against the
   schema with its exact JSON profile first; only then are they converted, by pydantic
   in its default (lax) mode, to the annotated types. Lax mode is what turns a JSON
@@ -453,7 +454,7 @@ def _plan(fn: Callable[..., Any], where: str, scope: dict[str, Any]) -> _Plan:
             _refuse(where, what, "it has no annotation (annotate it, with Any if need be)")
         hint = hints[parameter.name]
         positional_only = parameter.kind is parameter.POSITIONAL_ONLY
-        if hint is Invocation:
+        if _is_invocation(hint):
             if invocation is not None:
                 _refuse(where, what, f"{invocation!r} already receives the Invocation")
             invocation = parameter.name
@@ -544,6 +545,12 @@ def _bare(hint: Any) -> Any:
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
     return hint
+
+
+def _is_invocation(hint: Any) -> bool:
+    """``Invocation``, also annotated or optional (``Invocation | None``)."""
+    members = [_bare(member) for member in _union_members(_bare(hint))]
+    return [m for m in members if m is not type(None)] == [Invocation]
 
 
 def _is_typeddict(bare: Any) -> bool:
