@@ -892,6 +892,20 @@ def test_parameters_without_a_schema_are_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"parameter 'values'.*\*\*kwargs"):
         operation(stars)
 
+    def rows(count: int) -> typing.Iterator[str]:
+        """Rows (a generator: what it yields would never be a result)."""
+        yield from ("a", "b")
+
+    with pytest.raises(ConfigurationError, match=r"'.*rows'.*generator"):
+        operation(rows)
+
+    async def stream(count: int) -> typing.AsyncIterator[str]:
+        """Stream."""
+        yield "a"
+
+    with pytest.raises(ConfigurationError, match=r"'.*stream'.*generator"):
+        operation(stream)
+
     def two(a: Invocation, b: Invocation) -> str:
         """Two."""
         return ""

@@ -50,8 +50,8 @@ type-annotated function, sync or async, into an ``Operation``:
 * **Annotations** resolve where the decorator is applied, as Python resolves names: the
   scope applying it, the function's closure, then its module's globals (so the classes
   of a registry factory serve its functions under ``from __future__ import annotations``).
-* **Construction failures.** A type pydantic cannot describe, an annotation that does
-  not resolve, a parameter schema carrying ``format`` (the input profile treats
+* **Construction failures.** A generator function, a type pydantic cannot describe, an
+  annotation that does not resolve, a parameter schema carrying ``format`` (the input profile treats
   formats as annotations, so opgate could not vouch for a ``datetime`` or ``UUID``;
   take a ``str`` and parse it), or a schema the compiler profile refuses (a pattern
   needing lookaround, a count over ``MAX_COUNT``) raises ``ConfigurationError`` naming
@@ -262,6 +262,11 @@ def _operation_of(
         summary = doc_summary
     if description is None:
         description = doc_description
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ConfigurationError(
+            f"{where}: a generator function has no result; return the value (report "
+            "progress through an Invocation parameter)"
+        )
     plan = _plan(fn, where, scope)
     handler = _handler(fn, plan)
     return Operation(
