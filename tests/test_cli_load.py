@@ -116,6 +116,18 @@ def test_a_file_elsewhere_imports_its_siblings(folder: Path) -> None:
     assert sys.path[0] == str(project)
 
 
+def test_a_symlinked_file_imports_the_siblings_of_its_target(folder: Path) -> None:
+    # As ``python link.py`` does: the search path gets the folder of the real file.
+    project = folder / "project"
+    write(project / "catalog.py", APP)
+    write(project / "server.py", "from catalog import registry\n")
+    (folder / "bin").mkdir()
+    (folder / "bin" / "server.py").symlink_to(project / "server.py")
+    assert "lookup" in gateway("bin/server.py").registry
+    assert sys.path[0] == str(project)
+    assert gateway(str(project / "server.py")).registry is sys.modules["server"].registry
+
+
 def test_an_existing_file_without_the_py_suffix_is_loaded_as_a_file(folder: Path) -> None:
     write(folder / "app", APP)
     assert "lookup" in gateway("app").registry

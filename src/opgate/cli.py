@@ -277,7 +277,8 @@ def _load(spec: str, what: str, *, find: bool = False) -> Any:
     """The object ``MODULE:ATTR`` or ``PATH.py:ATTR`` names (``ATTR`` may be dotted).
 
     A spec ending in ``.py``, or naming an existing file, is loaded from that file, its
-    directory first on ``sys.path`` so that its sibling modules import; anything else is
+    directory (a symlink's target's, as for ``python FILE``) first on ``sys.path`` so
+    that its sibling modules import; anything else is
     imported as a module, the working directory importable. With ``find``, ``:ATTR`` may
     be left out: the one ``Registry`` or ``GatewayServer`` the module defines at its top
     level is returned (a registry a gateway there serves counts as that gateway). Every
@@ -328,9 +329,11 @@ def _import_file(source: str) -> Any:
     import importlib.machinery
     import importlib.util
 
-    path = os.path.abspath(source)
-    if not os.path.isfile(path):
+    if not os.path.isfile(source):
         raise UsageError(f"no such file: {source} (working directory: {os.getcwd()})")
+    # The real file, as ``python FILE`` resolves it: a symlink's target imports the
+    # siblings beside the target, and one file named by two paths is still one module.
+    path = os.path.realpath(source)
     directory = os.path.dirname(path)
     if sys.path[:1] != [directory]:
         sys.path.insert(0, directory)
