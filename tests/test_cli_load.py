@@ -128,6 +128,44 @@ def test_a_symlinked_file_imports_the_siblings_of_its_target(folder: Path) -> No
     assert gateway(str(project / "server.py")).registry is sys.modules["server"].registry
 
 
+RELATIVE_APP = APP.replace("from opgate import", "from .models import MODELS\nfrom opgate import")
+
+
+def test_a_file_in_a_package_is_imported_as_its_module(folder: Path) -> None:
+    # A relative import needs the package: the file is imported as shop.app with the
+    # package's parent first on the search path, as ``python -m shop.app`` would.
+    write(folder / "shop" / "__init__.py", "")
+    write(folder / "shop" / "models.py", "MODELS = 1\n")
+    write(folder / "shop" / "app.py", RELATIVE_APP)
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    assert "lookup" in gateway(str(folder / "shop" / "app.py")).registry
+    assert sys.path[0] == str(folder)
+    assert sys.modules["shop.app"].__file__ == str(folder / "shop" / "app.py")
+    assert gateway(str(folder / "shop" / "app.py") + ":registry").registry is (
+        sys.modules["shop.app"].registry
+    )
+
+
+def test_a_package_folder_serves_its_init(folder: Path) -> None:
+    write(folder / "shop" / "__init__.py", "from .app import registry\n")
+    write(folder / "shop" / "models.py", "MODELS = 1\n")
+    write(folder / "shop" / "app.py", RELATIVE_APP)
+    assert "lookup" in gateway("shop/").registry
+    assert "lookup" in gateway("shop/:registry").registry
+    (folder / "plain").mkdir()
+    assert usage_error("plain/").startswith("plain/ is a folder without __init__.py: name")
+
+
+def test_a_package_named_like_a_loaded_module_is_refused_by_name(folder: Path) -> None:
+    write(folder / "json" / "__init__.py", "")
+    write(folder / "json" / "app.py", APP)
+    message = usage_error("json/app.py")
+    assert "json/app.py is module json.app of the package at" in message
+    assert "another module is already named json" in message
+
+
 def test_an_existing_file_without_the_py_suffix_is_loaded_as_a_file(folder: Path) -> None:
     write(folder / "app", APP)
     assert "lookup" in gateway("app").registry

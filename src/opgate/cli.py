@@ -276,12 +276,12 @@ def _http_limits(arguments: argparse.Namespace) -> Any:
 def _load(spec: str, what: str, *, find: bool = False) -> Any:
     """The object ``MODULE:ATTR`` or ``PATH.py:ATTR`` names (``ATTR`` may be dotted).
 
-    A spec ending in ``.py``, or naming an existing file, is loaded from that file, its
-    directory (a symlink's target's, as for ``python FILE``) first on ``sys.path`` so
-    that its sibling modules import; anything else is
-    imported as a module, the working directory importable. With ``find``, ``:ATTR`` may
-    be left out: the one ``Registry`` or ``GatewayServer`` the module defines at its top
-    level is returned (a registry a gateway there serves counts as that gateway). Every
+    A spec ending in ``.py``, or naming an existing file, is loaded from that file (see
+    ``_import_file``); a path to a package's folder names its ``__init__.py``; anything
+    else is imported as a module, the working directory importable. With ``find``,
+    ``:ATTR`` may be left out: the one ``Registry`` or ``GatewayServer`` the module
+    defines at its top level is returned (a registry a gateway there serves counts as
+    that gateway). Every
     failure to import is one ``UsageError`` naming the working directory and the search
     path; the traceback goes to the ``opgate.serve`` log at DEBUG.
     """
@@ -303,12 +303,19 @@ def _load(spec: str, what: str, *, find: bool = False) -> Any:
     return value
 
 
+def _is_path(spec: str) -> bool:
+    """Whether a spec names a file (or a folder, by a path) rather than a module."""
+    if spec.endswith(".py") or os.path.isfile(spec):
+        return True
+    return os.path.isdir(spec) and any(sep in spec for sep in (os.sep, os.altsep) if sep)
+
+
 def _split_spec(spec: str) -> tuple[str, str, bool]:
     """``(module or path, attribute or "", is a file)`` of a ``--target``-style spec."""
-    if spec.endswith(".py") or os.path.isfile(spec):
+    if _is_path(spec):
         return spec, "", True
     head, separator, tail = spec.rpartition(":")
-    if separator and (head.endswith(".py") or os.path.isfile(head)):
+    if separator and _is_path(head):
         return head, tail, True
     module, _, attribute = spec.partition(":")
     return module, attribute, False
@@ -324,16 +331,32 @@ def _import_module(name: str) -> Any:
 
 
 def _import_file(source: str) -> Any:
-    """The module of the file ``source``, executed once however often it is named."""
+    """The module of the file ``source``, executed once however often it is named.
+
+    The file is the real one, as ``python FILE`` resolves it (a symlink's target). A
+    file in a package (its folder has an ``__init__.py``) is imported as its module,
+    ``pkg.sub.app``, with the top package's parent first on ``sys.path``, so that its
+    relative imports work; any other file is executed with its own folder first on
+    ``sys.path``, so that its sibling modules import.
+    """
     import hashlib
     import importlib.machinery
     import importlib.util
 
+    if os.path.isdir(source):
+        if not os.path.isfile(os.path.join(source, "__init__.py")):
+            raise UsageError(
+                f"{source} is a folder without __init__.py: name the file to serve, as "
+                f"{os.path.join(source, 'app.py')}"
+            )
+        source = os.path.join(source, "__init__.py")
     if not os.path.isfile(source):
         raise UsageError(f"no such file: {source} (working directory: {os.getcwd()})")
-    # The real file, as ``python FILE`` resolves it: a symlink's target imports the
-    # siblings beside the target, and one file named by two paths is still one module.
+    # One file named by two paths (a symlink, a relative path) is still one module.
     path = os.path.realpath(source)
+    package = _package_of(path)
+    if package is not None:
+        return _import_in_package(source, path, *package)
     directory = os.path.dirname(path)
     if sys.path[:1] != [directory]:
         sys.path.insert(0, directory)
@@ -358,6 +381,51 @@ def _import_file(source: str) -> Any:
     except Exception as exc:
         del sys.modules[name]
         raise _import_failure(source, exc) from None
+    return module
+
+
+def _package_of(path: str) -> tuple[str, str] | None:
+    """``(dotted module name, folder holding the top package)`` of a file inside a
+    package, or None for a file outside one (or under folders that are not names)."""
+    directory, filename = os.path.split(path)
+    stem, suffix = os.path.splitext(filename)
+    if suffix != ".py":
+        return None
+    parts = [] if stem == "__init__" else [stem]
+    packaged = False
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        packaged = True
+    if not packaged or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts), directory
+
+
+def _import_in_package(source: str, path: str, name: str, root: str) -> Any:
+    """The module ``name`` of the package in ``root``, which must be the file ``path``."""
+    top = name.partition(".")[0]
+    loaded = sys.modules.get(top)
+    if loaded is not None and os.path.join(root, top) not in map(
+        os.path.realpath, getattr(loaded, "__path__", None) or ()
+    ):
+        raise UsageError(
+            f"{source} is module {name} of the package at {os.path.join(root, top)}, but "
+            f"another module is already named {top} ({getattr(loaded, '__file__', None)}): "
+            "rename the package"
+        )
+    if sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        raise _import_failure(source, exc) from None
+    found = getattr(module, "__file__", None)
+    if found is None or os.path.realpath(found) != path:
+        raise UsageError(
+            f"{source} is module {name}, but {name} imports as {found} (an installed "
+            f"package named {top}?): rename the package"
+        )
     return module
 
 
