@@ -281,9 +281,8 @@ def _load(spec: str, what: str, *, find: bool = False) -> Any:
     else is imported as a module, the working directory importable. With ``find``,
     ``:ATTR`` may be left out: the one ``Registry`` or ``GatewayServer`` the module
     defines at its top level is returned (a registry a gateway there serves counts as
-    that gateway). Every
-    failure to import is one ``UsageError`` naming the working directory and the search
-    path; the traceback goes to the ``opgate.serve`` log at DEBUG.
+    that gateway). Every failure to import is one ``UsageError`` naming the working
+    directory and the search path; the traceback goes to the ``opgate.serve`` log at DEBUG.
     """
     source, attribute, is_file = _split_spec(spec)
     if not source or (not attribute and not find):
