@@ -270,6 +270,35 @@ def test_an_import_failure_is_one_message_with_the_search_path(
     assert "app" not in sys.modules  # a failed module is not left half-imported
 
 
+def test_a_factory_that_fails_is_one_message_with_the_search_path(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A factory's lazy imports fail like a module's: the same message, no traceback.
+    write(
+        folder / "app.py",
+        """
+        def build():
+            import no_such_dep
+
+        async def build_async():
+            return None
+        """,
+    )
+    with pytest.raises(SystemExit) as info:
+        cli.main(["serve", "app.py:build"])
+    assert info.value.code == 2
+    error = capsys.readouterr().err
+    first = error.splitlines()[0]
+    assert first.startswith(
+        "opgate serve: cannot build app.py:build: ModuleNotFoundError: No module named "
+        f"'no_such_dep' ({folder / 'app.py'}, line 3)"
+    )
+    assert f"  working directory: {folder}\n" in error
+    assert "Traceback" not in error
+    message = usage_error("app.py:build_async")
+    assert message.startswith("app.py:build_async is an async function: make the factory")
+
+
 def test_a_module_that_cannot_be_found_names_the_search_path(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

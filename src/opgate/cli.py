@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import inspect
 import ipaddress
 import logging
 import os
@@ -428,13 +429,28 @@ def _import_in_package(source: str, path: str, name: str, root: str) -> Any:
     return module
 
 
-def _import_failure(source: str, exc: Exception) -> UsageError:
-    """One message for a module that failed to import: why, where, and the search path.
+def _call_factory(factory: Any, spec: str) -> Any:
+    """What the factory ``spec`` names returns; its failure is one ``UsageError``, as an
+    import's is (a factory's own imports fail the same way)."""
+    if inspect.iscoroutinefunction(factory):
+        raise UsageError(
+            f"{spec} is an async function: make the factory a plain function returning "
+            "the registry (or build it at the module's top level)"
+        )
+    try:
+        return factory()
+    except Exception as exc:
+        raise _import_failure(spec, exc, action="build") from None
+
+
+def _import_failure(source: str, exc: Exception, *, action: str = "import") -> UsageError:
+    """One message for a module that failed to import (or a factory to build): why,
+    where, and the search path.
 
     MCP clients start servers from a directory and with an environment of their own, so
     the usual cause is a search path other than the one the user tried in a terminal.
     """
-    serve_logger.debug("importing %s failed", source, exc_info=exc)
+    serve_logger.debug("%s %s failed", action, source, exc_info=exc)
     if isinstance(exc, SyntaxError):
         reason = f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
     else:
@@ -447,7 +463,7 @@ def _import_failure(source: str, exc: Exception) -> UsageError:
         if frames:
             reason += f" ({frames[-1].filename}, line {frames[-1].lineno})"
     lines = [
-        f"cannot import {source}: {''.join(map(_visible, reason))}",
+        f"cannot {action} {source}: {''.join(map(_visible, reason))}",
         f"  working directory: {os.getcwd()}",
         f"  python: {sys.executable}",
         "  search path (sys.path):",
@@ -679,7 +695,7 @@ def _gateway(arguments: argparse.Namespace) -> Any:
     else:
         target = _load(arguments.target, "the target", find=True)
     if not isinstance(target, Registry | GatewayServer) and callable(target):
-        target = target()
+        target = _call_factory(target, arguments.target)
     ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
     try:
         return _served(target, arguments, secret, ledger, ranking)
@@ -921,8 +937,10 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int
     auth = None
     if arguments.token_verifier:
         verifier = _load(arguments.token_verifier, "--token-verifier")
-        if isinstance(verifier, type) or not hasattr(verifier, "verify_token"):
-            verifier = verifier() if callable(verifier) else verifier
+        if callable(verifier) and (
+            isinstance(verifier, type) or not hasattr(verifier, "verify_token")
+        ):
+            verifier = _call_factory(verifier, arguments.token_verifier)
         if not hasattr(verifier, "verify_token"):
             raise UsageError("--token-verifier must name an mcp TokenVerifier or a factory of one")
         public = arguments.resource_url or f"http://{host}:{port}/mcp"
