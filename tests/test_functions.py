@@ -491,6 +491,70 @@ async def test_strict_types_receive_what_the_schema_admitted() -> None:
     assert type(seen.values["count"]) is float
 
 
+async def test_mapping_keys_are_checked_by_the_schema() -> None:
+    # JSON keys are strings: an int key is one written as an integer, a str key with a
+    # pattern must match it; pydantic would coerce or refuse them after the schema.
+    seen = Seen()
+
+    @operation
+    def keyed(
+        counts: dict[int, int] | None = None,
+        codes: dict[Annotated[str, Field(pattern="^[a-z]+$")], int] | None = None,
+        colors: dict[Color, int] | None = None,
+    ) -> str:
+        """Keyed."""
+        seen.values.update(counts=counts, codes=codes, colors=colors)
+        return ""
+
+    completed(await invoke(keyed, {"counts": {"-3": 1, "0": 2, "10": 3}, "codes": {"ab": 1}}))
+    assert seen.values["counts"] == {-3: 1, 0: 2, 10: 3}
+    assert seen.values["codes"] == {"ab": 1}
+    completed(await invoke(keyed, {"colors": {"red": 1}}))
+    assert seen.values["colors"] == {Color.RED: 1}
+    for arguments in [
+        {"counts": {"abc": 1}},
+        {"counts": {"05": 1}},
+        {"counts": {" 5": 1}},
+        {"counts": {"1_000": 1}},
+        {"counts": {"+1": 1}},
+        {"codes": {"AB": 1}},
+        {"colors": {"RED": 1}},
+    ]:
+        code, _ = failed(await invoke(keyed, arguments))
+        assert code is FailureCode.INVALID_ARGUMENTS, arguments
+
+
+def test_mapping_keys_without_a_string_form_are_refused() -> None:
+    # "nan" would become a float NaN, "yes" True: no schema can say which strings fit.
+    for key in (float, bool, Decimal, Annotated[int, Field(ge=0)], tuple[int, int], Size):
+
+        def keyed(fine: int, mapping: Any) -> str:
+            """Keyed."""
+            return ""
+
+        keyed.__annotations__["mapping"] = dict[key, int]  # type: ignore[valid-type]
+        with pytest.raises(ConfigurationError, match=r"parameter 'mapping'.*keys"):
+            operation(keyed)
+
+
+async def test_structured_results_write_mapping_keys_as_strings() -> None:
+    class Histogram(BaseModel):
+        counts: dict[int, int]
+
+    @operation
+    def histogram(n: int) -> Histogram:
+        """Histogram."""
+        return Histogram(counts={n: 1, -n: 2})
+
+    @operation
+    def by_color(n: int) -> dict[Color, int]:
+        """By color."""
+        return {Color.RED: n}
+
+    assert completed(await invoke(histogram, {"n": 3})).structured == {"counts": {"3": 1, "-3": 2}}
+    assert completed(await invoke(by_color, {"n": 3})).structured == {"red": 3}
+
+
 async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> None:
     @operation
     def halve(number: Even) -> str:

@@ -18,8 +18,11 @@ type-annotated function, sync or async, into an ``Operation``:
   derives them from the names; the root's internal title too), while the titles and
   docstrings of the user's named types in ``$defs`` stay; ``Decimal`` is a JSON
   ``number`` (pydantic would also allow strings); a ``float`` is bounded by the largest
-  double, so ``1e400`` is refused by validation rather than becoming ``inf``; defaults
-  are written exactly (a ``Decimal`` default stays a number). A parameter annotated
+  double, so ``1e400`` is refused by validation rather than becoming ``inf``; a
+  mapping's keys are checked by ``propertyNames`` (a ``str`` key's pattern, a str
+  ``Enum`` or ``Literal``, an ``int`` key written as a JSON integer; keys of any other
+  type are refused, as no schema can say which strings pydantic would turn into them);
+  defaults are written exactly (a ``Decimal`` default stays a number). A parameter annotated
   ``Invocation`` (under any name, also ``Invocation | None`` or ``Annotated``) receives
   the call's ``Invocation`` (prompts, ``resume``, progress) and is not part of the
   schema; ``*args`` and ``**kwargs`` are refused.
@@ -41,7 +44,8 @@ type-annotated function, sync or async, into an ``Operation``:
   ``Text``; ``None`` an empty result (no content, no structured content); a pydantic
   model, dataclass, ``TypedDict`` or ``dict`` becomes structured content (through
   pydantic's Python-mode serialization by alias, as the output schema names the fields,
-  ``Enum`` members as their values, numbers exact) plus a ``Text`` copy of its canonical
+  ``Enum`` members as their values, mapping keys as pydantic's JSON writes them, numbers
+  exact) plus a ``Text`` copy of its canonical
   JSON. A return annotation naming one such structured type (alone or in a union with
   ``Outcome`` or ``Result``) gives the operation an output schema; one naming ``str`` or
   ``None`` gives none; a structured type together with ``None``, or with ``str``, is
@@ -79,7 +83,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue
 
 from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
 from ._invocation import Invocation
@@ -94,6 +98,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The largest finite double, as Python prints it: a ``float`` parameter's bound.
 DOUBLE_MAX: Final = Decimal(repr(sys.float_info.max))
+
+#: The keys of an ``int``-keyed mapping: integers as JSON writes them.
+INTEGER_KEY: Final = "^-?(0|[1-9][0-9]*)$"
 
 _EMPTY = inspect.Parameter.empty
 
@@ -122,6 +129,32 @@ class _Generator(GenerateJsonSchema):
                 json_schema["minimum"] = -DOUBLE_MAX
         return json_schema
 
+    def dict_schema(self, schema: Any) -> JsonSchemaValue:
+        json_schema = super().dict_schema(schema)
+        if self.mode != "validation":
+            return json_schema
+        # pydantic lets keys outside a key pattern through the schema (patternProperties)
+        # and says nothing of int keys: both would be pydantic's to refuse or coerce.
+        patterns = json_schema.pop("patternProperties", None)
+        if patterns:
+            ((pattern, values),) = patterns.items()
+            json_schema["additionalProperties"] = values
+            json_schema.setdefault("propertyNames", {})["pattern"] = pattern
+        keys = dict(self.generate_inner(schema["keys_schema"])) if "keys_schema" in schema else {}
+        for annotation in ("title", "description"):
+            keys.pop(annotation, None)
+        if "$ref" in keys:  # an Enum: a string one only (an IntEnum's keys never match)
+            keys = self.get_schema_from_definitions(JsonRef(keys["$ref"])) or {"type": "string"}
+        if not keys or keys.get("type") == "string":
+            return json_schema  # any string, or the keys' own (string) schema
+        if keys == {"type": "integer"}:
+            json_schema["propertyNames"] = {"pattern": INTEGER_KEY}
+            return json_schema
+        raise _Unexpressible(
+            "its keys have no string form the schema can check (a JSON object's keys are "
+            "strings): key it by str, a str Enum or Literal, or int"
+        )
+
     def encode_default(self, dft: Any) -> Any:
         dumped = TypeAdapter(type(dft)).dump_python(
             dft, mode="python", by_alias=self.by_alias, warnings=False
@@ -146,10 +179,22 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return _jsonable(value.value)
     if isinstance(value, Mapping):
-        return {key: _jsonable(item) for key, item in value.items()}
+        return {_key(key): _jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(item) for item in value]
     return pydantic_core.to_jsonable_python(value)
+
+
+def _key(key: object) -> object:
+    """A mapping key as pydantic's JSON writes it (``1`` as ``"1"``, an ``Enum`` member
+    as its value); a key with no such form is left for ``Result`` to refuse."""
+    if isinstance(key, str):
+        return key
+    try:
+        (written,) = pydantic_core.to_jsonable_python({key: None})
+    except (pydantic_core.PydanticSerializationError, ValueError):
+        return key
+    return written
 
 
 # -- the decorator ---------------------------------------------------------------------
