@@ -1094,6 +1094,13 @@ def _check_ledger(gateway: Any) -> None:
     )
 
 
+def _serving_line(count: int, host: str, port: int) -> str:
+    """``opgate: serving N operations at URL``, printed once the port is bound."""
+    shown = f"[{host}]" if ":" in host else host
+    noun = "operation" if count == 1 else "operations"
+    return f"opgate: serving {count} {noun} at http://{shown}:{port}/mcp"
+
+
 def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int:
     import anyio
     from mcp.server.auth.settings import AuthSettings
@@ -1136,12 +1143,7 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int
     )
     sockets = _listen(host, port)
     port = sockets[0].getsockname()[1]  # the one chosen for port 0
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"opgate: serving {len(gateway.registry)} operations at http://{shown}:{port}/mcp",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(_serving_line(len(gateway.registry), host, port), file=sys.stderr, flush=True)
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
     anyio.run(
