@@ -568,6 +568,17 @@ async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> 
     assert "7" not in message
 
 
+async def test_the_refusal_pointer_escapes_names_as_the_core_does() -> None:
+    # RFC 6901: "/" within a name is "~1" and "~" is "~0", as in invalid_arguments.
+    @operation
+    def evens(numbers: dict[str, Even]) -> str:
+        """Evens."""
+        return ""
+
+    _, message = failed(await invoke(evens, {"numbers": {"a/b~c": {"value": 7}}}))
+    assert message == "invalid arguments: /numbers/a~1b~0c/value: Value error, must be even"
+
+
 async def test_a_float_receives_the_nearest_double() -> None:
     seen = Seen()
     completed(await invoke(recording(seen), '{"ratio": 0.1}'))

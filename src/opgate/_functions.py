@@ -409,7 +409,7 @@ class _Plan:
 def _refusal(exc: pydantic.ValidationError) -> str:
     """``invalid arguments: /pointer: rule`` for the first error, without the value."""
     error = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-    parts = [str(part) for part in error["loc"]]
+    parts = [str(part).replace("~", "~0").replace("/", "~1") for part in error["loc"]]
     pointer = "".join(
         "/" + (p if len(p) <= PREFIX_CHARS else p[:PREFIX_CHARS] + "…") for p in parts
     )
