@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import sys
 import threading
@@ -614,6 +615,37 @@ async def test_sync_functions_run_in_a_worker_thread_and_async_ones_on_the_loop(
 
 
 # -- results ---------------------------------------------------------------------------
+
+
+class Lookup:
+    """A callable object: its ``__call__`` carries the annotations."""
+
+    def __call__(self, order: int, inv: Invocation) -> str:
+        return f"order {order}"
+
+
+class AsyncLookup:
+    async def __call__(self, order: int) -> Totals:
+        return {"count": order, "total": Decimal("0.5")}
+
+
+def prefixed(prefix: str, order: int) -> str:
+    return f"{prefix}{order}"
+
+
+async def test_callable_objects_and_partials_are_functions_too() -> None:
+    sync_op = operation(name="lookup", summary="Look up.")(Lookup())
+    async_op = operation(name="alookup", summary="Look up.")(AsyncLookup())
+    partial_op = operation(name="partial", summary="Partial.")(functools.partial(prefixed, "#"))
+    assert list(sync_op.input_schema["properties"]) == ["order"]
+    assert list(partial_op.input_schema["properties"]) == ["order"]
+    assert async_op.output_schema is not None
+    assert completed(await invoke(sync_op, {"order": 1})).content == (Text("order 1"),)
+    assert completed(await invoke(async_op, {"order": 2})).structured == {
+        "count": 2,
+        "total": Decimal("0.5"),
+    }
+    assert completed(await invoke(partial_op, {"order": 3})).content == (Text("#3"),)
 
 
 async def test_str_becomes_text_and_none_an_empty_result() -> None:

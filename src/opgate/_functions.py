@@ -463,10 +463,21 @@ def _local_names(fn: Callable[..., Any], scope: dict[str, Any]) -> dict[str, Any
     return names
 
 
+def _annotated(fn: Callable[..., Any]) -> Any:
+    """The function whose annotations ``fn`` has: a partial's function, or a callable
+    object's ``__call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, types.FunctionType | types.MethodType | type):
+        return fn
+    return getattr(fn, "__call__", fn)  # noqa: B004 - a callable object's own method
+
+
 def _hints(
     fn: Callable[..., Any], signature: inspect.Signature, where: str, scope: dict[str, Any]
 ) -> dict[str, Any]:
     """The resolved annotations, or a ``ConfigurationError`` naming the one that fails."""
+    fn = _annotated(fn)
     local_names = _local_names(fn, scope) or None
     try:
         return typing.get_type_hints(fn, localns=local_names, include_extras=True)
