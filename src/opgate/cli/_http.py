@@ -9,7 +9,7 @@ import logging
 import sys
 from typing import Any
 
-from ._load import load
+from ._load import call_factory, load
 from ._options import HTTP_LIMIT_OPTIONS
 from ._ports import http_address, is_loopback, listen
 from ._usage import UsageError
@@ -42,8 +42,10 @@ def serve_over_http(gateway: Any, arguments: argparse.Namespace, limits: Any) ->
     auth = None
     if arguments.token_verifier:
         verifier = load(arguments.token_verifier, "--token-verifier")
-        if isinstance(verifier, type) or not hasattr(verifier, "verify_token"):
-            verifier = verifier() if callable(verifier) else verifier
+        if callable(verifier) and (
+            isinstance(verifier, type) or not hasattr(verifier, "verify_token")
+        ):
+            verifier = call_factory(verifier, arguments.token_verifier)
         if not hasattr(verifier, "verify_token"):
             raise UsageError("--token-verifier must name an mcp TokenVerifier or a factory of one")
         public = arguments.resource_url or f"http://{host}:{port}/mcp"
@@ -70,12 +72,7 @@ def serve_over_http(gateway: Any, arguments: argparse.Namespace, limits: Any) ->
     )
     sockets = listen(host, port)
     port = sockets[0].getsockname()[1]  # the one chosen for port 0
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"opgate: serving {len(gateway.registry)} operations at http://{shown}:{port}/mcp",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(_serving_line(len(gateway.registry), host, port), file=sys.stderr, flush=True)
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
     anyio.run(
@@ -84,3 +81,10 @@ def serve_over_http(gateway: Any, arguments: argparse.Namespace, limits: Any) ->
         )
     )
     return 0
+
+
+def _serving_line(count: int, host: str, port: int) -> str:
+    """``opgate: serving N operations at URL``, printed once the port is bound."""
+    shown = f"[{host}]" if ":" in host else host
+    noun = "operation" if count == 1 else "operations"
+    return f"opgate: serving {count} {noun} at http://{shown}:{port}/mcp"

@@ -1,13 +1,16 @@
-"""Loading what ``opgate serve`` serves: ``MODULE[:ATTR]`` or ``PATH.py[:ATTR]``.
+"""Loading what ``opgate serve`` serves: ``MODULE[:ATTR]``, ``PATH.py[:ATTR]`` or a
+package's folder, and calling the factory it may name.
 
 The target (and ``--token-verifier``) is imported as a module, the working directory
-importable, or executed from a file, its directory first on the search path. Every way
-an import can fail becomes one ``UsageError`` that says where Python looked.
+importable, or loaded from a file (as its module when the file is in a package). Every
+way an import or a factory can fail becomes one ``UsageError`` that says where Python
+looked.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import traceback
@@ -17,19 +20,19 @@ from ._escapes import visible
 from ._logging import serve_logger
 from ._usage import UsageError
 
-__all__ = ["load"]
+__all__ = ["call_factory", "load"]
 
 
 def load(spec: str, what: str, *, find: bool = False) -> Any:
     """The object ``MODULE:ATTR`` or ``PATH.py:ATTR`` names (``ATTR`` may be dotted).
 
-    A spec ending in ``.py``, or naming an existing file, is loaded from that file, its
-    directory first on ``sys.path`` so that its sibling modules import; anything else is
-    imported as a module, the working directory importable. With ``find``, ``:ATTR`` may
-    be left out: the one ``Registry`` or ``GatewayServer`` the module defines at its top
-    level is returned (a registry a gateway there serves counts as that gateway). Every
-    failure to import is one ``UsageError`` naming the working directory and the search
-    path; the traceback goes to the ``opgate.serve`` log at DEBUG.
+    A spec ending in ``.py``, or naming an existing file, is loaded from that file (see
+    ``_import_file``); a path to a package's folder names its ``__init__.py``; anything
+    else is imported as a module, the working directory importable. With ``find``,
+    ``:ATTR`` may be left out: the one ``Registry`` or ``GatewayServer`` the module
+    defines at its top level is returned (a registry a gateway there serves counts as
+    that gateway). Every failure to import is one ``UsageError`` naming the working
+    directory and the search path; the traceback goes to the ``opgate.serve`` log at DEBUG.
     """
     source, attribute, is_file = _split_spec(spec)
     if not source or (not attribute and not find):
@@ -49,12 +52,19 @@ def load(spec: str, what: str, *, find: bool = False) -> Any:
     return value
 
 
+def _is_path(spec: str) -> bool:
+    """Whether a spec names a file (or a folder, by a path) rather than a module."""
+    if spec.endswith(".py") or os.path.isfile(spec):
+        return True
+    return os.path.isdir(spec) and any(sep in spec for sep in (os.sep, os.altsep) if sep)
+
+
 def _split_spec(spec: str) -> tuple[str, str, bool]:
     """``(module or path, attribute or "", is a file)`` of a ``--target``-style spec."""
-    if spec.endswith(".py") or os.path.isfile(spec):
+    if _is_path(spec):
         return spec, "", True
     head, separator, tail = spec.rpartition(":")
-    if separator and (head.endswith(".py") or os.path.isfile(head)):
+    if separator and _is_path(head):
         return head, tail, True
     module, _, attribute = spec.partition(":")
     return module, attribute, False
@@ -70,14 +80,32 @@ def _import_module(name: str) -> Any:
 
 
 def _import_file(source: str) -> Any:
-    """The module of the file ``source``, executed once however often it is named."""
+    """The module of the file ``source``, executed once however often it is named.
+
+    The file is the real one, as ``python FILE`` resolves it (a symlink's target). A
+    file in a package (its folder has an ``__init__.py``) is imported as its module,
+    ``pkg.sub.app``, with the top package's parent first on ``sys.path``, so that its
+    relative imports work; any other file is executed with its own folder first on
+    ``sys.path``, so that its sibling modules import.
+    """
     import hashlib
     import importlib.machinery
     import importlib.util
 
-    path = os.path.abspath(source)
-    if not os.path.isfile(path):
+    if os.path.isdir(source):
+        if not os.path.isfile(os.path.join(source, "__init__.py")):
+            raise UsageError(
+                f"{source} is a folder without __init__.py: name the file to serve, as "
+                f"{os.path.join(source, 'app.py')}"
+            )
+        source = os.path.join(source, "__init__.py")
+    if not os.path.isfile(source):
         raise UsageError(f"no such file: {source} (working directory: {os.getcwd()})")
+    # One file named by two paths (a symlink, a relative path) is still one module.
+    path = os.path.realpath(source)
+    package = _package_of(path)
+    if package is not None:
+        return _import_in_package(source, path, *package)
     directory = os.path.dirname(path)
     if sys.path[:1] != [directory]:
         sys.path.insert(0, directory)
@@ -105,13 +133,73 @@ def _import_file(source: str) -> Any:
     return module
 
 
-def _import_failure(source: str, exc: Exception) -> UsageError:
-    """One message for a module that failed to import: why, where, and the search path.
+def _package_of(path: str) -> tuple[str, str] | None:
+    """``(dotted module name, folder holding the top package)`` of a file inside a
+    package, or None for a file outside one (or under folders that are not names)."""
+    directory, filename = os.path.split(path)
+    stem, suffix = os.path.splitext(filename)
+    if suffix != ".py":
+        return None
+    parts = [] if stem == "__init__" else [stem]
+    packaged = False
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        packaged = True
+    if not packaged or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts), directory
+
+
+def _import_in_package(source: str, path: str, name: str, root: str) -> Any:
+    """The module ``name`` of the package in ``root``, which must be the file ``path``."""
+    top = name.partition(".")[0]
+    loaded = sys.modules.get(top)
+    if loaded is not None and os.path.join(root, top) not in map(
+        os.path.realpath, getattr(loaded, "__path__", None) or ()
+    ):
+        raise UsageError(
+            f"{source} is module {name} of the package at {os.path.join(root, top)}, but "
+            f"another module is already named {top} ({getattr(loaded, '__file__', None)}): "
+            "rename the package"
+        )
+    if sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        raise _import_failure(source, exc) from None
+    found = getattr(module, "__file__", None)
+    if found is None or os.path.realpath(found) != path:
+        raise UsageError(
+            f"{source} is module {name}, but {name} imports as {found} (an installed "
+            f"package named {top}?): rename the package"
+        )
+    return module
+
+
+def call_factory(factory: Any, spec: str) -> Any:
+    """What the factory ``spec`` names returns; its failure is one ``UsageError``, as an
+    import's is (a factory's own imports fail the same way)."""
+    if inspect.iscoroutinefunction(factory):
+        raise UsageError(
+            f"{spec} is an async function: make the factory a plain function returning "
+            "the registry (or build it at the module's top level)"
+        )
+    try:
+        return factory()
+    except Exception as exc:
+        raise _import_failure(spec, exc, action="build") from None
+
+
+def _import_failure(source: str, exc: Exception, *, action: str = "import") -> UsageError:
+    """One message for a module that failed to import (or a factory to build): why,
+    where, and the search path.
 
     MCP clients start servers from a directory and with an environment of their own, so
     the usual cause is a search path other than the one the user tried in a terminal.
     """
-    serve_logger.debug("importing %s failed", source, exc_info=exc)
+    serve_logger.debug("%s %s failed", action, source, exc_info=exc)
     if isinstance(exc, SyntaxError):
         reason = f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
     else:
@@ -124,7 +212,7 @@ def _import_failure(source: str, exc: Exception) -> UsageError:
         if frames:
             reason += f" ({frames[-1].filename}, line {frames[-1].lineno})"
     lines = [
-        f"cannot import {source}: {''.join(map(visible, reason))}",
+        f"cannot {action} {source}: {''.join(map(visible, reason))}",
         f"  working directory: {os.getcwd()}",
         f"  python: {sys.executable}",
         "  search path (sys.path):",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._http import http_limits, serve_over_http
 from ._ledger import check_ledger, shared_ledger
-from ._load import load
+from ._load import call_factory, load
 from ._logging import configure_logging, log_cause, with_cause_log
 from ._openapi import check_openapi, openapi_registry
 from ._options import (
@@ -86,7 +86,7 @@ def build_gateway(arguments: argparse.Namespace) -> Any:
     else:
         target = load(arguments.target, "the target", find=True)
     if not isinstance(target, Registry | GatewayServer) and callable(target):
-        target = target()
+        target = call_factory(target, arguments.target)
     ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
     try:
         return _served(target, arguments, secret, ledger, ranking)
