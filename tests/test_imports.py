@@ -1,8 +1,8 @@
 """Adapters use the core's public seams only (issue 21, items 1 and 2).
 
 An import walk over every module of the adapters (``opgate.mcp``, ``opgate.redis``,
-``opgate.openapi``, ``opgate.demo``) and ``opgate.cli``: each import of an opgate
-module must be the adapter's own subpackage, or a public module (``opgate``,
+``opgate.openapi``, ``opgate.upstream``, ``opgate.demo``) and ``opgate.cli``: each import
+of an opgate module must be the adapter's own subpackage, or a public module (``opgate``,
 ``opgate.ledger``, ``opgate.json``, ``opgate.schema``, another adapter's package)
 naming only what that module lists in ``__all__``. A private core module
 (``opgate._ledger``) or a name outside ``__all__`` fails, naming file, line and name.
@@ -19,7 +19,7 @@ SOURCE = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SOURCE / "opgate"
 
 #: The subpackages that adapt the core to a transport, a store, a description or a demo.
-ADAPTERS = ("mcp", "redis", "openapi", "demo")
+ADAPTERS = ("mcp", "redis", "openapi", "upstream", "demo")
 
 #: The core's public modules an adapter may import from (names in their ``__all__``).
 PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.schema"})
@@ -162,6 +162,7 @@ def test_walk_finds_adapter_modules() -> None:
     names = {module_name(path) for path in adapter_files()}
     assert {"opgate.cli", "opgate.mcp._server", "opgate.redis._ledger"} <= names
     assert "opgate.openapi._http" in names
+    assert "opgate.upstream._config" in names
     assert "opgate.demo" in names
 
 

@@ -1,0 +1,27 @@
+"""Existing MCP servers as an opgate catalog: many upstreams behind three tools.
+
+``load_config`` reads the ``mcpServers`` file MCP clients use into frozen values
+(``Config``, ``StdioServer``, ``HTTPServer``, ``ToolFilter``); see ``_config``.
+"""
+
+from ._config import (
+    MAX_UPSTREAM_NAME,
+    Config,
+    ConfigError,
+    HTTPServer,
+    ServerConfig,
+    StdioServer,
+    ToolFilter,
+    load_config,
+)
+
+__all__ = [
+    "MAX_UPSTREAM_NAME",
+    "Config",
+    "ConfigError",
+    "HTTPServer",
+    "ServerConfig",
+    "StdioServer",
+    "ToolFilter",
+    "load_config",
+]
