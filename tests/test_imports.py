@@ -27,6 +27,10 @@ PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.schem
 #: The adapters' own public packages, which another adapter (and the CLI) may import.
 PUBLIC_ADAPTERS = frozenset(f"opgate.{name}" for name in ADAPTERS)
 
+#: The packages that may import the MCP SDK (``mcp``, ``mcp_types``): the two MCP
+#: adapters, and the command line and the demo's client, which sit on top of them.
+MCP_IMPORTERS = ("opgate.mcp", "opgate.upstream", "opgate.cli", "opgate.demo")
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -201,3 +205,40 @@ def test_walk_allows_own_package_and_public_seams() -> None:
     )
     assert check_source(source, "src/opgate/redis/_x.py", "opgate.redis._x") == []
     assert check_source("from .. import mcp\n", "src/opgate/demo/_x.py", "opgate.demo._x") == []
+
+
+def _sdk_imports(source: str, path: str) -> list[int]:
+    """The lines of ``source`` that import the MCP SDK."""
+
+    def is_sdk(module: str) -> bool:
+        return module.split(".")[0] in ("mcp", "mcp_types")
+
+    def imports_sdk(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.Import):
+            return any(is_sdk(alias.name) for alias in node.names)
+        return node.level == 0 and is_sdk(node.module or "")
+
+    nodes = ast.walk(ast.parse(source, path))
+    imports = [node for node in nodes if isinstance(node, ast.Import | ast.ImportFrom)]
+    return sorted(node.lineno for node in imports if imports_sdk(node))
+
+
+def test_only_the_mcp_adapters_import_the_sdk() -> None:
+    found: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if any(name == allowed or name.startswith(allowed + ".") for allowed in MCP_IMPORTERS):
+            continue
+        relative = str(path.relative_to(SOURCE.parent))
+        found.extend(
+            f"{relative}:{line}" for line in _sdk_imports(path.read_text("utf-8"), relative)
+        )
+    assert not found, "the core imports the MCP SDK:\n" + "\n".join(found)
+
+
+def test_sdk_walk_sees_every_spelling() -> None:
+    source = (
+        "import mcp\nimport mcp.types as types\nfrom mcp import Client\n"
+        "from mcp_types import Tool\nfrom .mcp import GatewayServer\nimport mcpx\n"
+    )
+    assert _sdk_imports(source, "x.py") == [1, 2, 3, 4]
