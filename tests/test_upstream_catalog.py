@@ -7,7 +7,8 @@ inspect, invoke; a schema outside the compiler profile, a duplicate and filtered
 tools left out with reasons; renamed tools reported and still reaching their own
 tool; ``isError`` mapped; hostile answers (too deep, not base64, over budget, against
 the tool's own output schema, an input request, a JSON-RPC error) failing only their
-call; a slow call timing out and an upstream crashing mid-call while the rest serve.
+call; a slow call timing out and a call its caller cancels, both cancelled upstream;
+an upstream crashing mid-call while the rest serve.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from opgate import (
@@ -253,18 +256,40 @@ async def test_filters_offer_only_the_allowed_tools() -> None:
         assert listed == {("a", "missing"), ("d", "absent")}
 
 
-async def test_a_slow_call_times_out_and_the_upstream_goes_on() -> None:
+async def cancelled_upstream(marker: Path) -> bool:
+    """Whether the upstream's ``slow`` call wrote its cancellation marker (waits up to 30 s)."""
+    with anyio.move_on_after(30):
+        while not marker.exists():
+            await anyio.sleep(0.05)
+    return marker.exists() and marker.read_text() == "cancelled"
+
+
+async def test_a_slow_call_times_out_and_the_upstream_goes_on(tmp_path: Path) -> None:
     config = load_config({"mcpServers": {"kit": stdio_entry("kit"), "raw": stdio_entry("raw")}})
     async with open_catalog(config, start_timeout=60, call_timeout=2) as catalog:
         registry = catalog.registry(LocalPolicy())
-        slow = await failed(registry, "kit.slow", {"seconds": 60})
+        marker = tmp_path / "slow"
+        slow = await failed(registry, "kit.slow", {"seconds": 60, "marker": str(marker)})
         assert slow.failure.code is FailureCode.OPERATION_FAILED
         assert slow.failure.message == "upstream 'kit' did not answer within 2 s"
+        assert await cancelled_upstream(marker)
         # A message the SDK cannot parse never completes its request: the timeout ends it.
         deeper = await failed(registry, "raw.deeper", {})
         assert deeper.failure.message == "upstream 'raw' did not answer within 2 s"
         after = await completed(registry, "kit.echo", {"text": "next"})
         assert after.result.content == (Text("next"),)
+
+
+async def test_a_call_the_caller_cancels_is_cancelled_upstream(
+    registry: Registry, tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled"
+    with anyio.move_on_after(1) as scope:
+        await registry.invoke(None, "kit.slow", {"seconds": 60, "marker": str(marker)})
+    assert scope.cancelled_caught
+    assert await cancelled_upstream(marker)
+    after = await completed(registry, "kit.echo", {"text": "after"})
+    assert after.result.content == (Text("after"),)
 
 
 async def test_a_crash_mid_call_fails_that_upstream_only() -> None:

@@ -16,7 +16,8 @@ function would produce).
 * ``environment()``: the names of every variable in the process's environment, and
   ``variable(name)``: one value (``""`` when unset) — env isolation seen from inside;
 * ``refuse(reason)``: an ``isError`` result with the reason;
-* ``slow(seconds)``: sleeps, then answers ``"done"``; ``crash()``: the process exits
+* ``slow(seconds, marker)``: sleeps, then answers ``"done"`` (cancelled first, it writes
+  ``cancelled`` to the file ``marker``); ``crash()``: the process exits
   mid-call; ``pixel()``: a one-pixel PNG image;
 * ``request_headers()``: the HTTP headers of the request (``{}`` on stdio).
 
@@ -92,9 +93,14 @@ def refuse(reason: str) -> str:
 
 
 @KIT.tool()
-async def slow(seconds: float) -> str:
-    """Sleeps, then answers."""
-    await anyio.sleep(seconds)
+async def slow(seconds: float, marker: str = "") -> str:
+    """Sleeps, then answers; if cancelled first, writes "cancelled" to the file ``marker``."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        if marker:
+            Path(marker).write_text("cancelled")
+        raise
     return "done"
 
 
