@@ -234,6 +234,20 @@ async def test_a_host_combines_the_operations_with_its_own(catalog: Catalog) -> 
     assert isinstance(await registry.invoke(None, "kit.echo", {"text": "x"}), Completed)
 
 
+async def test_open_catalog_checks_its_arguments() -> None:
+    config = load_config({"mcpServers": {}})
+    with pytest.raises(TypeError, match="load_config"):
+        async with open_catalog({"mcpServers": {}}):  # type: ignore[arg-type]
+            pass
+    for bad in ({"start_timeout": 0}, {"call_timeout": -1.0}, {"call_timeout": True}):
+        with pytest.raises(ValueError, match="positive number of seconds"):
+            async with open_catalog(config, **bad):  # type: ignore[arg-type]
+                pass
+    async with open_catalog(config) as empty:
+        assert empty.operations == ()
+        assert empty.report.summary().startswith("0 of 0 upstreams connected")
+
+
 async def test_filters_offer_only_the_allowed_tools() -> None:
     config = load_config(
         {
@@ -298,9 +312,11 @@ async def test_a_crash_mid_call_fails_that_upstream_only() -> None:
         registry = catalog.registry(LocalPolicy())
         crashed = await failed(registry, "kit.crash", {})
         assert crashed.failure.code is FailureCode.OPERATION_FAILED
-        assert crashed.failure.message.startswith("upstream 'kit' failed the call")
+        assert crashed.failure.message == "upstream 'kit' closed the connection during the call"
+        status = catalog.sessions["kit"].status()
+        assert (status.connected, status.reason) == (False, "the connection closed")
         again = await failed(registry, "kit.echo", {"text": "x"})
-        assert again.failure.message.startswith("upstream 'kit' failed the call")
+        assert again.failure.message == "upstream 'kit' is not connected (the connection closed)"
         other = await completed(registry, "raw.read_file", {})
         assert other.result.content == (Text("called read file"),)
         # Search still lists the crashed upstream's operations (restarts come later).
@@ -328,7 +344,7 @@ async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() ->
         assert status["missing"].reason == (
             "could not run '/nonexistent/opgate-upstream': No such file or directory"
         )
-        assert not status["quits"].connected
+        assert status["quits"].reason.startswith("the handshake failed: error -32000")
         assert status["silent"].reason == "did not start within 8 s"
         assert status["refused"].reason.startswith("could not reach the upstream")
         assert [s.name for s in catalog.report.failed] == ["missing", "quits", "silent", "refused"]

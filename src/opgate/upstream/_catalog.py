@@ -110,8 +110,9 @@ def summary_of(tool: types.Tool, upstream: str) -> str:
     """The operation summary of ``tool`` (see the module docstring)."""
     candidates = [tool.title, tool.annotations.title if tool.annotations else None]
     for candidate in candidates:
-        if candidate and candidate.strip():
-            return bounded(candidate, MAX_SUMMARY_CHARS)
+        shown = bounded(candidate or "", MAX_SUMMARY_CHARS)
+        if shown:
+            return shown
     description = (tool.description or "").strip()
     if description:
         paragraph = description.split("\n\n", 1)[0]

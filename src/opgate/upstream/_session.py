@@ -27,7 +27,9 @@ What an upstream gets
 Failures
 --------
 A start that fails or does not finish within ``start_timeout`` leaves the session
-``connected=False`` with a reason (``status()``). A call that fails, times out
+``connected=False`` with a reason (``status()``); so does a connection found closed
+during a call (a crashed process), after which no call is sent on it again. A call
+that fails, times out
 (``call_timeout``), finds the connection closed, or gets an answer that is not a
 ``tools/call`` result raises ``UpstreamError`` with a public message naming the
 upstream; the message quotes at most a bounded line of the upstream's own error
@@ -107,6 +109,9 @@ MAX_LISTED_TOOLS: Final = 5_000
 #: Seconds an HTTP upstream has to accept a connection, take a request or answer a read.
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
+#: Seconds the ping that tells a closed connection from an upstream's own error may take.
+_PING_TIMEOUT: Final = 5.0
+
 _CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputRequiredResult)
 
 
@@ -141,7 +146,7 @@ def _start_reason(server: ServerConfig, exc: BaseException) -> str:
     """Why a start failed, for the operator (never a header or environment value)."""
     exc = _leaf(exc)
     if isinstance(exc, MCPError):
-        return f"the upstream refused the connection: error {exc.code}: {bounded(exc.message)}"
+        return f"the handshake failed: error {exc.code}: {bounded(exc.message)}"
     if isinstance(server, StdioServer) and isinstance(exc, OSError):
         return f"could not run {server.command!r}: {exc.strerror or type(exc).__name__}"
     if isinstance(exc, httpx2.HTTPError | OSError):
@@ -277,7 +282,7 @@ class UpstreamSession:
         client = self.client
         name = self.name
         if client is None:
-            raise UpstreamError(f"upstream {name!r} is not connected")
+            raise UpstreamError(f"upstream {name!r} is not connected ({self._reason})")
         request = types.CallToolRequest(
             params=types.CallToolRequestParams(name=tool, arguments=arguments)
         )
@@ -289,6 +294,11 @@ class UpstreamSession:
                 f"upstream {name!r} did not answer within {self._call_timeout:g} s"
             ) from None
         except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED and await _closed(client):
+                self._lose(client, "the connection closed")
+                raise UpstreamError(
+                    f"upstream {name!r} closed the connection during the call"
+                ) from None
             raise UpstreamError(
                 f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
             ) from None
@@ -300,6 +310,25 @@ class UpstreamSession:
             raise UpstreamError(
                 f"upstream {name!r} could not be reached ({type(_leaf(exc)).__name__})"
             ) from None
+
+    def _lose(self, client: Client, reason: str) -> None:
+        """The connection of ``client`` is gone: no call is sent on it again, and the
+        owner task leaves the SDK's client (which stops a stdio upstream's process)."""
+        if self.client is client:
+            self.client = None
+            self._reason = reason
+            self._stop.set()
+
+
+async def _closed(client: Client) -> bool:
+    """Whether ``client``'s connection is closed (an upstream's own ``-32000`` error is
+    not): a ping on a closed connection fails at once with ``CONNECTION_CLOSED``."""
+    with anyio.move_on_after(_PING_TIMEOUT):
+        try:
+            await client.session.send_ping()
+        except MCPError as exc:
+            return exc.code == types.CONNECTION_CLOSED
+    return False
 
 
 async def _list_tools(client: Client) -> tuple[tuple[types.Tool, ...], bool]:
