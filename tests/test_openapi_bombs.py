@@ -238,7 +238,7 @@ def _serve(spec: Path, *, wait: float) -> tuple[int | None, str, float]:
             if not line:
                 break
             lines.append(line)
-            if "operations imported" in line:
+            if " imported, " in line:
                 break
         took = time.monotonic() - started
     finally:

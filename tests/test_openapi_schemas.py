@@ -251,7 +251,7 @@ def test_unrepresentable_operations_are_skipped_with_reasons() -> None:
         "dangling $ref": 1,
     }
     assert built.report.warnings_by_kind() == {"cookie parameter": 1}
-    assert "1 operations imported, 5 skipped, 1 warnings" in built.report.summary()
+    assert "1 operation imported, 5 skipped, 1 warning" in built.report.summary()
 
 
 def test_a_pattern_the_compiler_rejects_is_dropped_with_a_warning() -> None:

@@ -513,6 +513,13 @@ async def test_replace_keeps_the_compiled_catalog_and_what_is_left_out() -> None
     assert rebound.replace(ledger=None).ledger is not rebound.ledger
 
 
+def test_the_policy_is_the_one_given_and_replace_keeps_it() -> None:
+    policy = AllowAll()
+    registry = Registry([Operation("alpha", "does a", handler)], policy)
+    assert registry.policy is policy
+    assert registry.replace(secret=b"s" * 32).policy is policy
+
+
 def test_replace_checks_its_arguments_as_the_constructor_does() -> None:
     registry = _two()
     with pytest.raises(TypeError):

@@ -19,20 +19,26 @@ the URL in ``OPGATE_LEDGER_URL``; Redis's password in ``OPGATE_LEDGER_PASSWORD``
 line); ``--confirm`` lists the methods a person must confirm (default
 ``POST,PUT,PATCH,DELETE``; ``none`` for none). Every MCP principal is allowed every
 operation: put an authenticating proxy or ``--token-verifier`` in front, and give
-the upstream credentials only the rights the agents may use.
+the upstream credentials only the rights the agents may use. The import report (each
+skipped operation and warning with its reason) goes to stderr before serving;
+``--check`` prints all of it and exits without serving.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import importlib
 import ipaddress
 import logging
 import os
+import re
+import socket
 import sys
+import textwrap
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -46,6 +52,11 @@ SECRET_ENV = "OPGATE_SECRET"
 #: Redis's password: the command line of a process is readable by every local user.
 LEDGER_URL_ENV = "OPGATE_LEDGER_URL"
 LEDGER_PASSWORD_ENV = "OPGATE_LEDGER_PASSWORD"
+
+#: What ``opgate serve`` uses when the option is not given.
+DEFAULT_CONFIRM = "POST,PUT,PATCH,DELETE"
+DEFAULT_NAME = "opgate"
+DEFAULT_LEDGER_PREFIX = "opgate"
 
 #: Longest secret or password file read.
 SECRET_FILE_BYTES = 8192
@@ -72,10 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="opgate", description=__doc__.split("\n\n")[0])
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="opgate", description=_plain(__doc__.split("\n\n")[0]), formatter_class=_Formatter
+    )
+    parser.add_argument("--version", action="version", version=f"opgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve",
+        formatter_class=_Formatter,
         help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
         description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one), "
         "or the operations of an OpenAPI document (--openapi SPEC --base-url URL).",
@@ -97,13 +114,20 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--confirm",
         metavar="METHODS",
-        default="POST,PUT,PATCH,DELETE",
-        help="with --openapi: methods a person confirms before sending (or 'none')",
+        help="with --openapi: methods a person confirms before sending, or 'none' "
+        f"(default {DEFAULT_CONFIRM})",
     )
     serve.add_argument(
         "--output-schemas",
         action="store_true",
         help="with --openapi: declare output schemas from the JSON success responses",
+    )
+    serve.add_argument(
+        "--check",
+        action="store_true",
+        help="with --openapi: import the document, print every skipped operation and warning "
+        "with its reason, and exit without serving (status 0 if some operation can be "
+        "served, 1 if none)",
     )
     serve.add_argument(
         "--http",
@@ -123,7 +147,9 @@ def _parser() -> argparse.ArgumentParser:
         help="order search results by the substring rule or by relevance "
         "(default: the registry's own, which is the rule unless it chose otherwise)",
     )
-    serve.add_argument("--name", default="opgate", help="the server name clients see")
+    serve.add_argument(
+        "--name", help=f"the server name clients see (default {DEFAULT_NAME}; for a Registry)"
+    )
     serve.add_argument(
         "--token-verifier",
         metavar="MODULE:ATTR",
@@ -180,9 +206,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--ledger-prefix",
-        default="opgate",
         metavar="NAME",
-        help="with --ledger: the deployment's key prefix in Redis (default opgate)",
+        help="with --ledger: the deployment's key prefix in Redis "
+        f"(default {DEFAULT_LEDGER_PREFIX})",
     )
     serve.add_argument(
         "--ledger-lease",
@@ -204,10 +230,47 @@ def _parser() -> argparse.ArgumentParser:
         help="also log this third-party logger (and its children) at --log-level "
         "(repeatable); the others stay at WARNING: at DEBUG some log message content",
     )
-    demo = commands.add_parser("demo", help="run the bundled support-desk demo over MCP")
+    demo = commands.add_parser(
+        "demo",
+        formatter_class=_Formatter,
+        help="run the bundled support-desk demo over MCP",
+        description="Run the support-desk demo: a server over stdio driven by the official "
+        "MCP client, printing each step (or, with --serve, only the server).",
+    )
     demo.add_argument("--serve", action="store_true", help="only serve the demo on stdio")
-    demo.add_argument("--database", metavar="PATH", help="the SQLite file (default: data dir)")
+    demo.add_argument(
+        "--database", metavar="PATH", help=_help_text(f"the SQLite file ({_demo_database()})")
+    )
     return parser
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, never breaking a word (a path stays one piece to copy)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
+        )
+
+
+def _plain(text: str) -> str:
+    """``text`` without its reStructuredText markup (``literals``, :role:`targets`)."""
+    return re.sub(r"(?::[a-z]+:)?`{1,2}([^`]*)`{1,2}", r"\1", text)
+
+
+def _help_text(text: str) -> str:
+    """``text`` as an argparse help string (which formats ``%``)."""
+    return text.replace("%", "%%")
+
+
+def _demo_database() -> str:
+    """Where ``opgate demo`` keeps its database when ``--database`` is not given."""
+    from .demo import DATABASE_ENV, resolve_database_path
+
+    path = resolve_database_path().resolve()
+    if os.environ.get(DATABASE_ENV):
+        return f"default: {path}, from ${DATABASE_ENV}"
+    return f"default: {path}; set ${DATABASE_ENV} for another"
 
 
 #: ``opgate serve --http`` options for ``opgate.mcp.HTTPLimits`` fields (defaults there).
@@ -259,15 +322,62 @@ _HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
 )
 
 
+def _given(arguments: argparse.Namespace, option: str) -> bool:
+    """Whether ``option`` (``--issuer-url``) was given on the command line."""
+    return getattr(arguments, option[2:].replace("-", "_")) not in (None, False, [])
+
+
+def _has_ledger(arguments: argparse.Namespace) -> bool:
+    return arguments.ledger is not None or bool(os.environ.get(LEDGER_URL_ENV))
+
+
+#: Options that mean nothing without another: (option, what it needs, whether that is given).
+#: Refused rather than ignored: a forgotten ``--http`` or ``--token-verifier`` would
+#: otherwise serve something else than the command line reads as.
+_NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
+    *(
+        (option, "--token-verifier", lambda a: bool(a.token_verifier))
+        for option in ("--issuer-url", "--resource-url", "--required-scope")
+    ),
+    ("--token-verifier", "--http (stdio has one local principal)", lambda a: a.http is not None),
+    *(
+        (option, "--http", lambda a: a.http is not None)
+        for option in (
+            "--allowed-host",
+            "--allowed-origin",
+            "--allow-unauthenticated",
+            *(flag for flag, *_ in _HTTP_LIMIT_OPTIONS),
+        )
+    ),
+    *(
+        (option, "--openapi", lambda a: bool(a.openapi))
+        for option in ("--base-url", "--header", "--confirm", "--output-schemas", "--check")
+    ),
+    *(
+        (option, f"--ledger (or ${LEDGER_URL_ENV})", _has_ledger)
+        for option in ("--ledger-prefix", "--ledger-lease", "--ledger-password-file")
+    ),
+)
+
+
+def _refuse_lone_options(arguments: argparse.Namespace) -> None:
+    """Refuse an option given without the one it needs, or with one it contradicts."""
+    for option, needed, present in _NEEDS:
+        if _given(arguments, option) and not present(arguments):
+            raise UsageError(f"{option} needs {needed}")
+    if arguments.allow_unauthenticated and arguments.token_verifier:
+        raise UsageError(
+            "--allow-unauthenticated contradicts --token-verifier (which authenticates)"
+        )
+
+
 def _http_limits(arguments: argparse.Namespace) -> Any:
-    """The ``HTTPLimits`` the ``--http`` limit options give (None without any)."""
+    """The ``HTTPLimits`` the ``--http`` limit options give (the defaults without any)."""
     given = {
         flag[2:].replace("-", "_"): getattr(arguments, flag[2:].replace("-", "_"))
         for flag, *_ in _HTTP_LIMIT_OPTIONS
     }
     given = {name: value for name, value in given.items() if value is not None}
-    if given and arguments.http is None:
-        raise UsageError(f"--{next(iter(given)).replace('_', '-')} needs --http")
     from .mcp import HTTPLimits
 
     return HTTPLimits(**given)
@@ -480,10 +590,6 @@ def _ledger(arguments: argparse.Namespace) -> Any:
     """The shared ledger ``--ledger`` (or ``OPGATE_LEDGER_URL``) names, if any."""
     found = _ledger_url(arguments)
     if found is None:
-        if arguments.ledger_lease is not None:
-            raise UsageError("--ledger-lease needs --ledger")
-        if arguments.ledger_password_file:
-            raise UsageError("--ledger-password-file needs --ledger")
         return None
     url, source = found
     if not url.startswith(("redis://", "rediss://", "unix://")):
@@ -515,7 +621,7 @@ def _ledger(arguments: argparse.Namespace) -> Any:
             f"in the process list: give it with --ledger-password-file PATH or "
             f"${LEDGER_PASSWORD_ENV}, or put the whole URL in ${LEDGER_URL_ENV}"
         )
-    options: dict[str, Any] = {"prefix": arguments.ledger_prefix}
+    options: dict[str, Any] = {"prefix": arguments.ledger_prefix or DEFAULT_LEDGER_PREFIX}
     if arguments.ledger_lease is not None:
         options["lease"] = timedelta(seconds=arguments.ledger_lease)
     password = _ledger_password(arguments)
@@ -552,6 +658,52 @@ class _ServePolicy:
 
 def _openapi_registry(arguments: argparse.Namespace) -> Any:
     """The registry of ``--openapi SPEC`` (the report goes to stderr)."""
+    catalog, registry = _openapi_catalog(arguments)
+    _print_report(catalog.report, sys.stderr, every=False)
+    return registry
+
+
+def _check_openapi(arguments: argparse.Namespace) -> int:
+    """``--check``: import ``--openapi SPEC``, print the whole report, serve nothing.
+
+    Returns 0 when some operation can be served, 1 when none can; a document that
+    cannot be read at all is a ``UsageError``.
+    """
+    catalog, registry = _openapi_catalog(arguments)
+    _print_report(catalog.report, sys.stdout, every=True)
+    if len(registry) == 0:
+        print(f"opgate: no operation of {arguments.openapi} can be served", file=sys.stdout)
+        return 1
+    return 0
+
+
+#: Issues of an import report ``opgate serve`` prints before serving (``--check``
+#: prints every one): enough to see what is wrong without burying the start.
+REPORT_ISSUES_SHOWN = 50
+
+#: Longest report line printed: the path in it is the document's, of any length.
+REPORT_LINE_CHARACTERS = 1000
+
+
+def _print_report(report: Any, stream: Any, *, every: bool) -> None:
+    """``report``'s lines, each skip and warning with its reason, escaped for a terminal."""
+    summary, *issues = report.lines()
+    shown = issues if every else issues[:REPORT_ISSUES_SHOWN]
+    lines = [f"opgate: {summary}", *(f"  {issue}" for issue in shown)]
+    if len(shown) < len(issues):
+        lines.append(f"  … and {len(issues) - len(shown)} more: --check lists every one")
+    print("\n".join(map(_printable, lines)), file=stream, flush=True)
+
+
+def _printable(line: str) -> str:
+    """``line`` cut to ``REPORT_LINE_CHARACTERS`` with every unprintable character escaped
+    (a document's text must not drive the terminal)."""
+    cut = line[:REPORT_LINE_CHARACTERS] + ("…" if len(line) > REPORT_LINE_CHARACTERS else "")
+    return "".join(map(_visible, cut))
+
+
+def _openapi_catalog(arguments: argparse.Namespace) -> tuple[Any, Any]:
+    """The catalog of ``--openapi SPEC`` and its registry."""
     from pathlib import Path
 
     from .openapi import DocumentError, build_catalog
@@ -568,7 +720,7 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
         if variable not in os.environ:
             raise UsageError(f"--header {name}: environment variable {variable} is not set")
         headers[name] = os.environ[variable]
-    confirm = arguments.confirm.strip()
+    confirm = (DEFAULT_CONFIRM if arguments.confirm is None else arguments.confirm).strip()
     methods = [] if confirm.lower() == "none" else [m for m in confirm.split(",") if m.strip()]
     if not methods and confirm.lower() != "none":
         # an unset variable in a script must not turn the human gate off unnoticed
@@ -585,11 +737,7 @@ def _openapi_registry(arguments: argparse.Namespace) -> Any:
         raise UsageError(f"cannot read {arguments.openapi}: {exc.strerror}") from None
     except (DocumentError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    registry = catalog.registry(_ServePolicy())
-    print(f"opgate: {catalog.report.summary()}", file=sys.stderr, flush=True)
-    for issue in catalog.report.skipped:
-        logging.getLogger("opgate.openapi").info("skipped %s", issue)
-    return registry
+    return catalog, catalog.registry(_ServePolicy())
 
 
 def _gateway(arguments: argparse.Namespace) -> Any:
@@ -636,13 +784,17 @@ def _served(
     if isinstance(target, Registry):
         return GatewayServer(
             target.replace(**changes) if changes else target,
-            name=arguments.name,
+            name=arguments.name or DEFAULT_NAME,
             pinned=arguments.pin,
             on_failure=log_cause,
         )
     if isinstance(target, GatewayServer):
-        if arguments.pin:
-            raise UsageError("--pin applies to a Registry; this target is a GatewayServer")
+        for option in ("--pin", "--name"):
+            if _given(arguments, option):
+                raise UsageError(
+                    f"{option} applies to a Registry; this target is a GatewayServer, "
+                    "which has its own"
+                )
         return target.replace(
             registry=target.registry.replace(**changes) if changes else None,
             on_failure=_with_cause_log(target.on_failure),
@@ -774,23 +926,40 @@ def _with_cause_log(hook: Any) -> Any:
 
 
 def _serve(arguments: argparse.Namespace) -> int:
+    _refuse_lone_options(arguments)
     arguments.level = _configure_logging(arguments.log_level, arguments.log_logger)
     from . import ConfigurationError
 
     try:
+        if arguments.check:
+            return _check_openapi(arguments)
         limits = _http_limits(arguments)
         gateway = _gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
+    if arguments.http is not None:
+        _refuse_local_policy(gateway.registry.policy)
     _check_ledger(gateway)
     if arguments.http is None:
-        if arguments.token_verifier:
-            raise UsageError("--token-verifier needs --http (stdio has one local principal)")
         import anyio
 
         anyio.run(gateway.run_stdio)
         return 0
     return _serve_http(gateway, arguments, limits)
+
+
+def _refuse_local_policy(policy: object) -> None:
+    """Refuse ``opgate.LocalPolicy`` over HTTP: it allows everything to whoever reaches
+    the server, which over HTTP is every caller (every token holder), not one local client."""
+    from . import LocalPolicy
+
+    if isinstance(policy, LocalPolicy):
+        raise UsageError(
+            "the registry's policy is opgate.LocalPolicy, which allows every operation to "
+            "whoever reaches the server: over --http every caller (every token holder) "
+            "would act as the one local principal. Serve it over stdio, or give the "
+            "registry opgate.ScopePolicy or a policy of your own"
+        )
 
 
 def _check_ledger(gateway: Any) -> None:
@@ -877,17 +1046,73 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int
         allowed_origins=arguments.allowed_origin,
         limits=limits,
     )
+    sockets = _listen(host, port)
+    port = sockets[0].getsockname()[1]  # the one chosen for port 0
+    shown = f"[{host}]" if ":" in host else host
     print(
-        f"opgate: serving {len(gateway.registry)} operations at http://{host}:{port}/mcp",
+        f"opgate: serving {len(gateway.registry)} operations at http://{shown}:{port}/mcp",
         file=sys.stderr,
         flush=True,
     )
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
     anyio.run(
-        functools.partial(serve_http, app, host=host, port=port, limits=limits, log_level=level)
+        functools.partial(
+            serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
+        )
     )
     return 0
+
+
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Listen on ``host:port`` (every address ``host`` names, as asyncio would), so a
+    port in use is refused before the server says it is serving."""
+    try:
+        addresses = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise UsageError(f"--http host {host!r} is not an address: {exc.strerror}") from None
+    sockets: list[socket.socket] = []
+    bound: set[tuple[int, object]] = set()
+    try:
+        for family, kind, proto, _, address in addresses:
+            if (family, address[0]) in bound:  # a name listed twice in /etc/hosts
+                continue
+            bound.add((family, address[0]))
+            if sockets and port == 0:  # every address on the port the first one got
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            listener = socket.socket(family, kind, proto)
+            sockets.append(listener)
+            if os.name == "posix":  # what asyncio and uvicorn set: restart at once after a stop
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind(address)
+            listener.listen()  # connections wait from the announcement on, not refused
+    except OSError as exc:
+        for listener in sockets:
+            listener.close()
+        raise UsageError(_bind_failure(host, port, exc)) from None
+    return sockets
+
+
+def _bind_failure(host: str, port: int, error: OSError) -> str:
+    """What to do when ``host:port`` cannot be bound."""
+    where = f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} is in use on {host}: stop the process listening there, or pass "
+            f"another port (--http {host}:PORT; port 0 picks a free one)"
+        )
+    if error.errno == errno.EACCES:
+        return (
+            f"not allowed to listen on {where} (ports below 1024 need privileges): "
+            "pass a port above 1023"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {host} is not an address of this machine"
+    return f"cannot listen on {where}: {error.strerror}"
 
 
 if __name__ == "__main__":  # pragma: no cover
