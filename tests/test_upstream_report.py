@@ -29,14 +29,22 @@ def test_summary_and_lines() -> None:
     )
     assert report.failed == (report.upstreams[1],)
     assert report.summary() == (
-        "1 of 2 upstreams connected, 2 operations imported, 1 tools skipped, 1 warnings"
+        "1 of 2 upstreams connected, 2 operations imported, 1 tool skipped, 1 warning"
     )
     assert report.skipped_by_kind() == {"filtered": 1}
     assert report.lines() == [
         report.summary(),
-        "  upstream time (stdio, t 1, 2025-11-25): 2 tools listed",
-        "  upstream web (http): not connected: could not reach the upstream (ConnectError)",
-        "  disabled old",
-        "  skipped time/c: left out by the deny list",
-        "  warning time: cut",
+        "upstream time (stdio, t 1, 2025-11-25): 2 tools listed",
+        "upstream web (http): not connected: could not reach the upstream (ConnectError)",
+        "disabled old",
+        "skipped time/c: left out by the deny list",
+        "warning time: cut",
     ]
+
+
+def test_counts_read_in_english() -> None:
+    one = Report(upstreams=(UpstreamStatus("a", "stdio", True),), operations=("a.x",))
+    assert (
+        one.summary()
+        == "1 of 1 upstream connected, 1 operation imported, 0 tools skipped, 0 warnings"
+    )

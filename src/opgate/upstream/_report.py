@@ -111,16 +111,25 @@ class Report:
         """One line: upstreams connected, operations imported, tools skipped, warnings."""
         connected = len(self.upstreams) - len(self.failed)
         return (
-            f"{connected} of {len(self.upstreams)} upstreams connected, "
-            f"{len(self.operations)} operations imported, {len(self.skipped)} tools skipped, "
-            f"{len(self.warnings)} warnings"
+            f"{connected} of {_counted(len(self.upstreams), 'upstream')} connected, "
+            f"{_counted(len(self.operations), 'operation')} imported, "
+            f"{_counted(len(self.skipped), 'tool')} skipped, "
+            f"{_counted(len(self.warnings), 'warning')}"
         )
 
     def lines(self) -> list[str]:
-        """The summary, then a line per upstream, skipped tool and warning (for a log)."""
-        out = [self.summary()]
-        out.extend(f"  upstream {status}" for status in self.upstreams)
-        out.extend(f"  disabled {name}" for name in self.disabled)
-        out.extend(f"  skipped {issue}" for issue in self.skipped)
-        out.extend(f"  warning {issue}" for issue in self.warnings)
-        return out
+        """The whole report as lines of text: the summary, then ``upstream STATUS`` for
+        each upstream, ``disabled NAME``, ``skipped ISSUE`` for each skipped tool and
+        ``warning ISSUE`` for each warning, each with its reason."""
+        return [
+            self.summary(),
+            *(f"upstream {status}" for status in self.upstreams),
+            *(f"disabled {name}" for name in self.disabled),
+            *(f"skipped {issue}" for issue in self.skipped),
+            *(f"warning {issue}" for issue in self.warnings),
+        ]
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``, ``0 warnings``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
