@@ -101,7 +101,7 @@ HTTP_LIMITS = [
         (["--header", "A=B"], "--header needs --openapi"),
         (["--confirm", "none"], "--confirm needs --openapi"),
         (["--output-schemas"], "--output-schemas needs --openapi"),
-        (["--check"], "--check needs --openapi"),
+        (["--check"], "--check needs --openapi or --upstreams"),
         (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
         (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
         (

@@ -22,6 +22,12 @@ operation: put an authenticating proxy or ``--token-verifier`` in front, and giv
 the upstream credentials only the rights the agents may use. The import report (each
 skipped operation and warning with its reason) goes to stderr before serving;
 ``--check`` prints all of it and exits without serving.
+
+``opgate serve --upstreams FILE`` serves the tools of the MCP servers listed in FILE
+(the ``mcpServers`` file MCP clients use; ``opgate.upstream``) instead: every
+upstream starts at once, each tool is an operation ``NAME.TOOL``, and every MCP
+principal is allowed every operation, as with ``--openapi``. The start report goes
+to stderr; ``--check`` starts the upstreams, prints all of it and exits.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import socket
 import sys
 import textwrap
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -95,13 +101,20 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
         description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one), "
-        "or the operations of an OpenAPI document (--openapi SPEC --base-url URL).",
+        "the operations of an OpenAPI document (--openapi SPEC --base-url URL), "
+        "or the tools of existing MCP servers (--upstreams FILE).",
     )
     serve.add_argument("target", metavar="MODULE:ATTR", nargs="?")
     serve.add_argument(
         "--openapi",
         metavar="SPEC",
         help="serve the operations of this OpenAPI 3.0/3.1 file (JSON or YAML) instead",
+    )
+    serve.add_argument(
+        "--upstreams",
+        metavar="FILE",
+        help="serve the tools of the MCP servers in this mcpServers file instead "
+        "(see docs/gateway.md)",
     )
     serve.add_argument("--base-url", metavar="URL", help="with --openapi: where calls go")
     serve.add_argument(
@@ -125,9 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--check",
         action="store_true",
-        help="with --openapi: import the document, print every skipped operation and warning "
-        "with its reason, and exit without serving (status 0 if some operation can be "
-        "served, 1 if none)",
+        help="with --openapi or --upstreams: import the document (start the upstreams), "
+        "print every skipped operation and warning with its reason, and exit without "
+        "serving (status 0 if some operation can be served, 1 if none)",
     )
     serve.add_argument(
         "--http",
@@ -351,8 +364,9 @@ _NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
     ),
     *(
         (option, "--openapi", lambda a: bool(a.openapi))
-        for option in ("--base-url", "--header", "--confirm", "--output-schemas", "--check")
+        for option in ("--base-url", "--header", "--confirm", "--output-schemas")
     ),
+    ("--check", "--openapi or --upstreams", lambda a: bool(a.openapi or a.upstreams)),
     *(
         (option, f"--ledger (or ${LEDGER_URL_ENV})", _has_ledger)
         for option in ("--ledger-prefix", "--ledger-lease", "--ledger-password-file")
@@ -740,7 +754,8 @@ def _openapi_catalog(arguments: argparse.Namespace) -> tuple[Any, Any]:
     return catalog, catalog.registry(_ServePolicy())
 
 
-def _gateway(arguments: argparse.Namespace) -> Any:
+def _gateway(arguments: argparse.Namespace, registry: Any = None) -> Any:
+    """The gateway to serve: ``registry`` if given (``--upstreams``), else the target."""
     from . import Ranking, Registry
     from .mcp import GatewayServer
 
@@ -750,7 +765,9 @@ def _gateway(arguments: argparse.Namespace) -> Any:
         raise UsageError(
             f"--ledger needs the shared secret: set {SECRET_ENV} or pass --secret-file"
         )
-    if arguments.openapi:
+    if registry is not None:
+        target = registry
+    elif arguments.openapi:
         target = _openapi_registry(arguments)
     elif not arguments.target:
         raise UsageError("give MODULE:ATTR (a registry) or --openapi SPEC --base-url URL")
@@ -931,6 +948,8 @@ def _serve(arguments: argparse.Namespace) -> int:
     from . import ConfigurationError
 
     try:
+        if arguments.upstreams:
+            return _serve_upstreams(arguments)
         if arguments.check:
             return _check_openapi(arguments)
         limits = _http_limits(arguments)
@@ -971,20 +990,26 @@ def _check_ledger(gateway: Any) -> None:
     will not heal by itself: that stops the start.
     """
     backend = gateway.registry.ledger
-    check = getattr(backend, "check", None)
-    if check is None:
+    if getattr(backend, "check", None) is None:
         return
     import anyio
+
+    _ledger_verdict(backend, anyio.run(_probe_ledger, backend))
+
+
+async def _probe_ledger(backend: Any) -> BaseException | None:
+    """The error of the ledger's ``check()``, or ``None``; its connections closed after."""
+    try:
+        result: BaseException | None = await backend.check()
+        return result
+    finally:
+        await backend.aclose()  # its connections belong to this event loop
+
+
+def _ledger_verdict(backend: Any, error: BaseException | None) -> None:
+    """Say whether the ledger answered (``_check_ledger``); refuse one that rejects us."""
     from redis.exceptions import AuthenticationError, NoPermissionError
 
-    async def probe() -> BaseException | None:
-        try:
-            result: BaseException | None = await check()
-            return result
-        finally:
-            await backend.aclose()  # its connections belong to this event loop
-
-    error = anyio.run(probe)
     where = backend.health.where
     if error is None:
         print(f"opgate: ledger {where} is reachable", file=sys.stderr, flush=True)
@@ -1010,6 +1035,15 @@ def _check_ledger(gateway: Any) -> None:
 
 def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int:
     import anyio
+
+    anyio.run(_http_server(gateway, arguments, limits))
+    return 0
+
+
+def _http_server(
+    gateway: Any, arguments: argparse.Namespace, limits: Any
+) -> Callable[[], Awaitable[None]]:
+    """``gateway``'s HTTP server, listening and announced; awaiting the result serves."""
     from mcp.server.auth.settings import AuthSettings
     from pydantic import AnyHttpUrl
 
@@ -1056,12 +1090,52 @@ def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int
     )
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
-    anyio.run(
-        functools.partial(
-            serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
-        )
+    return functools.partial(
+        serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
     )
-    return 0
+
+
+def _serve_upstreams(arguments: argparse.Namespace) -> int:
+    """``--upstreams FILE``: start the upstreams, then serve their catalog (or, with
+    ``--check``, print its whole report) in the one event loop their connections need.
+
+    ``--check`` returns 0 when some operation can be served, 1 when none can.
+    """
+    from pathlib import Path
+
+    import anyio
+
+    from .upstream import ConfigError, load_config, open_catalog
+
+    if arguments.target or arguments.openapi:
+        raise UsageError("give one of MODULE:ATTR, --openapi SPEC or --upstreams FILE")
+    try:
+        config = load_config(Path(arguments.upstreams))
+    except ConfigError as exc:
+        raise UsageError(f"{arguments.upstreams}: {exc}") from None
+    limits = _http_limits(arguments)
+
+    async def run() -> int:
+        async with open_catalog(config) as catalog:
+            stream = sys.stdout if arguments.check else sys.stderr
+            _print_report(catalog.report, stream, every=arguments.check)
+            if arguments.check:
+                if not catalog.operations:
+                    print(f"opgate: no tool of {arguments.upstreams} can be served", file=stream)
+                    return 1
+                return 0
+            gateway = _gateway(arguments, catalog.registry(_ServePolicy()))
+            backend = gateway.registry.ledger
+            if getattr(backend, "check", None) is not None:
+                _ledger_verdict(backend, await _probe_ledger(backend))
+            if arguments.http is None:
+                await gateway.run_stdio()
+            else:
+                await _http_server(gateway, arguments, limits)()
+            return 0
+
+    result: int = anyio.run(run)
+    return result
 
 
 def _listen(host: str, port: int) -> list[socket.socket]:

@@ -370,8 +370,8 @@ async def open_catalog(
       tools (they start in parallel, so the whole start takes at most about that);
     * ``call_timeout``: seconds one call may take;
     * ``limits``: the registry's ``Limits`` every tool definition is checked against;
-    * ``stderr``: where stdio upstreams' stderr goes (default ``sys.stderr``; it
-      must have a file descriptor).
+    * ``stderr``: where stdio upstreams' stderr goes (default ``sys.stderr``; a stream
+      without a file descriptor falls back to the process's own stderr).
 
     Raises ``TypeError`` or ``ValueError`` for bad arguments; nothing an upstream does
     raises (see ``catalog.report``).

@@ -135,6 +135,19 @@ def child_environment(
     return env
 
 
+def _errlog(stream: TextIO | None) -> TextIO:
+    """Where a stdio upstream's stderr goes: ``stream`` (default ``sys.stderr``) when it
+    is a file, else the process's own stderr (a replaced ``sys.stderr``, such as a
+    test's capture, may have no file descriptor for the subprocess to write to)."""
+    for candidate in (stream or sys.stderr, sys.__stderr__):
+        try:
+            if candidate is not None and candidate.fileno() >= 0:
+                return candidate
+        except (OSError, AttributeError, ValueError):
+            continue
+    raise ValueError("stderr must be a file with a descriptor for stdio upstreams to write to")
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first exception inside nested exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -236,7 +249,7 @@ class UpstreamSession:
                 env=child_environment(server),
                 cwd=server.cwd,
             )
-            transport = stdio_client(parameters, errlog=self._stderr or sys.stderr)
+            transport = stdio_client(parameters, errlog=_errlog(self._stderr))
             async with Client(transport, mode="auto", client_info=info, cache=None) as client:
                 yield client
             return
