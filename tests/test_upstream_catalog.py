@@ -352,3 +352,18 @@ async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() ->
         registry = catalog.registry(LocalPolicy())
         assert isinstance(await registry.invoke(None, "kit.echo", {"text": "x"}), Completed)
         assert repr(catalog) == "Catalog(9 operations from 1 of 5 upstreams)"
+
+
+def test_refused_finds_each_bad_definition_among_many() -> None:
+    from opgate import Operation, fail
+    from opgate.upstream._catalog import _refused
+
+    def operation(index: int) -> Operation:
+        pattern = "(?<=a)b" if index in (3, 17, 49) else "^a+$"
+        schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+        return Operation(f"u.t{index}", "s", lambda inv: fail("x"), input_schema=schema)
+
+    refused = _refused([operation(index) for index in range(50)], None)
+    assert sorted(refused) == ["u.t17", "u.t3", "u.t49"]
+    assert all("lookaround" in reason for reason in refused.values())
+    assert _refused([operation(0), operation(1)], None) == {}

@@ -186,13 +186,21 @@ class _AllowAll:
         return None
 
 
-def _refusal(operation: Operation, limits: Limits | None) -> str | None:
-    """The registry's message if it refuses ``operation`` alone, else ``None``."""
+def _refused(operations: list[Operation], limits: Limits | None) -> dict[str, str]:
+    """The operations the registry refuses, by name, each with its message.
+
+    One registry of them all is the common case (nothing refused); otherwise the
+    halves are tried in turn down to single operations, so a few bad tools among
+    thousands cost a few registries, not one per tool.
+    """
     try:
-        Registry([operation], _AllowAll(), limits=limits)
+        Registry(operations, _AllowAll(), limits=limits)
+        return {}
     except (ConfigurationError, TypeError) as exc:
-        return str(exc)
-    return None
+        if len(operations) == 1:
+            return {operations[0].name: str(exc)}
+    middle = len(operations) // 2
+    return _refused(operations[:middle], limits) | _refused(operations[middle:], limits)
 
 
 class Catalog:
@@ -274,6 +282,7 @@ class Catalog:
                 )
             )
         seen: set[str] = set()
+        candidates: list[tuple[Operation, ToolPlan, str, Issue | None]] = []
         for tool in sorted(session.tools, key=lambda tool: tool.name):
             shown = bounded(tool.name, 128)
             if tool.name in seen:
@@ -310,10 +319,7 @@ class Catalog:
             except (ConfigurationError, TypeError, ValueError) as exc:
                 skipped.append(Issue(upstream, shown, "definition", bounded(str(exc))))
                 continue
-            refusal = _refusal(operation, self._limits)
-            if refusal is not None:
-                skipped.append(Issue(upstream, shown, "definition", bounded(refusal)))
-                continue
+            renamed = None
             if naming.changed:
                 changes = [
                     what
@@ -324,14 +330,19 @@ class Catalog:
                     )
                     if done
                 ]
-                warnings.append(
-                    Issue(
-                        upstream,
-                        shown,
-                        "renamed",
-                        f"offered as {naming.name!r} ({'; '.join(changes)})",
-                    )
-                )
+                reason = f"offered as {naming.name!r} ({'; '.join(changes)})"
+                renamed = Issue(upstream, shown, "renamed", reason)
+            candidates.append((operation, plan, shown, renamed))
+        if not candidates:
+            return
+        refused = _refused([operation for operation, *_ in candidates], self._limits)
+        for operation, plan, shown, renamed in candidates:
+            if operation.name in refused:
+                reason = bounded(refused[operation.name])
+                skipped.append(Issue(upstream, shown, "definition", reason))
+                continue
+            if renamed is not None:
+                warnings.append(renamed)
             self.tools[plan.name] = plan
             operations.append(operation)
 
