@@ -352,6 +352,8 @@ async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() ->
         registry = catalog.registry(LocalPolicy())
         assert isinstance(await registry.invoke(None, "kit.echo", {"text": "x"}), Completed)
         assert repr(catalog) == "Catalog(9 operations from 1 of 5 upstreams)"
+    kit = catalog.sessions["kit"].status()
+    assert (kit.connected, kit.reason) == (False, "closed")
 
 
 def test_refused_finds_each_bad_definition_among_many() -> None:

@@ -234,6 +234,8 @@ class UpstreamSession:
 
     async def close(self) -> None:
         """Ask the owner task to close the connection and wait until it has."""
+        if self.client is not None:
+            self._reason = "closed"
         self._stop.set()
         await self._finished.wait()
 
