@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import opgate
+from opgate import cli
 from opgate.cli import main
 from opgate.demo import resolve_database_path
 
@@ -235,6 +236,15 @@ def test_an_address_of_another_machine_is_refused(capsys: pytest.CaptureFixture[
     assert (status, out) == (2, "")
     assert "cannot listen on 192.0.2.1:8000: 192.0.2.1 is not an address of this machine" in err
     assert "serving" not in err
+
+
+def test_the_serving_line_counts_in_words() -> None:
+    assert cli._serving_line(1, "127.0.0.1", 8000) == (
+        "opgate: serving 1 operation at http://127.0.0.1:8000/mcp"
+    )
+    assert (
+        cli._serving_line(4, "::1", 8000) == "opgate: serving 4 operations at http://[::1]:8000/mcp"
+    )
 
 
 def test_port_zero_announces_the_port_it_got() -> None:

@@ -38,9 +38,8 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from serving_catalog import FORGED_LINE, INSECURE_URL
-
 from conftest import ROOT, await_port, free_port, serve_environment, stop_process
+from serving_catalog import FORGED_LINE, INSECURE_URL
 
 pytestmark = pytest.mark.anyio
 

@@ -36,6 +36,7 @@ import argparse
 import errno
 import functools
 import importlib
+import inspect
 import ipaddress
 import logging
 import os
@@ -400,13 +401,13 @@ def _http_limits(arguments: argparse.Namespace) -> Any:
 def _load(spec: str, what: str, *, find: bool = False) -> Any:
     """The object ``MODULE:ATTR`` or ``PATH.py:ATTR`` names (``ATTR`` may be dotted).
 
-    A spec ending in ``.py``, or naming an existing file, is loaded from that file, its
-    directory first on ``sys.path`` so that its sibling modules import; anything else is
-    imported as a module, the working directory importable. With ``find``, ``:ATTR`` may
-    be left out: the one ``Registry`` or ``GatewayServer`` the module defines at its top
-    level is returned (a registry a gateway there serves counts as that gateway). Every
-    failure to import is one ``UsageError`` naming the working directory and the search
-    path; the traceback goes to the ``opgate.serve`` log at DEBUG.
+    A spec ending in ``.py``, or naming an existing file, is loaded from that file (see
+    ``_import_file``); a path to a package's folder names its ``__init__.py``; anything
+    else is imported as a module, the working directory importable. With ``find``,
+    ``:ATTR`` may be left out: the one ``Registry`` or ``GatewayServer`` the module
+    defines at its top level is returned (a registry a gateway there serves counts as
+    that gateway). Every failure to import is one ``UsageError`` naming the working
+    directory and the search path; the traceback goes to the ``opgate.serve`` log at DEBUG.
     """
     source, attribute, is_file = _split_spec(spec)
     if not source or (not attribute and not find):
@@ -426,12 +427,19 @@ def _load(spec: str, what: str, *, find: bool = False) -> Any:
     return value
 
 
+def _is_path(spec: str) -> bool:
+    """Whether a spec names a file (or a folder, by a path) rather than a module."""
+    if spec.endswith(".py") or os.path.isfile(spec):
+        return True
+    return os.path.isdir(spec) and any(sep in spec for sep in (os.sep, os.altsep) if sep)
+
+
 def _split_spec(spec: str) -> tuple[str, str, bool]:
     """``(module or path, attribute or "", is a file)`` of a ``--target``-style spec."""
-    if spec.endswith(".py") or os.path.isfile(spec):
+    if _is_path(spec):
         return spec, "", True
     head, separator, tail = spec.rpartition(":")
-    if separator and (head.endswith(".py") or os.path.isfile(head)):
+    if separator and _is_path(head):
         return head, tail, True
     module, _, attribute = spec.partition(":")
     return module, attribute, False
@@ -447,14 +455,32 @@ def _import_module(name: str) -> Any:
 
 
 def _import_file(source: str) -> Any:
-    """The module of the file ``source``, executed once however often it is named."""
+    """The module of the file ``source``, executed once however often it is named.
+
+    The file is the real one, as ``python FILE`` resolves it (a symlink's target). A
+    file in a package (its folder has an ``__init__.py``) is imported as its module,
+    ``pkg.sub.app``, with the top package's parent first on ``sys.path``, so that its
+    relative imports work; any other file is executed with its own folder first on
+    ``sys.path``, so that its sibling modules import.
+    """
     import hashlib
     import importlib.machinery
     import importlib.util
 
-    path = os.path.abspath(source)
-    if not os.path.isfile(path):
+    if os.path.isdir(source):
+        if not os.path.isfile(os.path.join(source, "__init__.py")):
+            raise UsageError(
+                f"{source} is a folder without __init__.py: name the file to serve, as "
+                f"{os.path.join(source, 'app.py')}"
+            )
+        source = os.path.join(source, "__init__.py")
+    if not os.path.isfile(source):
         raise UsageError(f"no such file: {source} (working directory: {os.getcwd()})")
+    # One file named by two paths (a symlink, a relative path) is still one module.
+    path = os.path.realpath(source)
+    package = _package_of(path)
+    if package is not None:
+        return _import_in_package(source, path, *package)
     directory = os.path.dirname(path)
     if sys.path[:1] != [directory]:
         sys.path.insert(0, directory)
@@ -482,13 +508,73 @@ def _import_file(source: str) -> Any:
     return module
 
 
-def _import_failure(source: str, exc: Exception) -> UsageError:
-    """One message for a module that failed to import: why, where, and the search path.
+def _package_of(path: str) -> tuple[str, str] | None:
+    """``(dotted module name, folder holding the top package)`` of a file inside a
+    package, or None for a file outside one (or under folders that are not names)."""
+    directory, filename = os.path.split(path)
+    stem, suffix = os.path.splitext(filename)
+    if suffix != ".py":
+        return None
+    parts = [] if stem == "__init__" else [stem]
+    packaged = False
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        packaged = True
+    if not packaged or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts), directory
+
+
+def _import_in_package(source: str, path: str, name: str, root: str) -> Any:
+    """The module ``name`` of the package in ``root``, which must be the file ``path``."""
+    top = name.partition(".")[0]
+    loaded = sys.modules.get(top)
+    if loaded is not None and os.path.join(root, top) not in map(
+        os.path.realpath, getattr(loaded, "__path__", None) or ()
+    ):
+        raise UsageError(
+            f"{source} is module {name} of the package at {os.path.join(root, top)}, but "
+            f"another module is already named {top} ({getattr(loaded, '__file__', None)}): "
+            "rename the package"
+        )
+    if sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        raise _import_failure(source, exc) from None
+    found = getattr(module, "__file__", None)
+    if found is None or os.path.realpath(found) != path:
+        raise UsageError(
+            f"{source} is module {name}, but {name} imports as {found} (an installed "
+            f"package named {top}?): rename the package"
+        )
+    return module
+
+
+def _call_factory(factory: Any, spec: str) -> Any:
+    """What the factory ``spec`` names returns; its failure is one ``UsageError``, as an
+    import's is (a factory's own imports fail the same way)."""
+    if inspect.iscoroutinefunction(factory):
+        raise UsageError(
+            f"{spec} is an async function: make the factory a plain function returning "
+            "the registry (or build it at the module's top level)"
+        )
+    try:
+        return factory()
+    except Exception as exc:
+        raise _import_failure(spec, exc, action="build") from None
+
+
+def _import_failure(source: str, exc: Exception, *, action: str = "import") -> UsageError:
+    """One message for a module that failed to import (or a factory to build): why,
+    where, and the search path.
 
     MCP clients start servers from a directory and with an environment of their own, so
     the usual cause is a search path other than the one the user tried in a terminal.
     """
-    serve_logger.debug("importing %s failed", source, exc_info=exc)
+    serve_logger.debug("%s %s failed", action, source, exc_info=exc)
     if isinstance(exc, SyntaxError):
         reason = f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
     else:
@@ -501,7 +587,7 @@ def _import_failure(source: str, exc: Exception) -> UsageError:
         if frames:
             reason += f" ({frames[-1].filename}, line {frames[-1].lineno})"
     lines = [
-        f"cannot import {source}: {''.join(map(_visible, reason))}",
+        f"cannot {action} {source}: {''.join(map(_visible, reason))}",
         f"  working directory: {os.getcwd()}",
         f"  python: {sys.executable}",
         "  search path (sys.path):",
@@ -774,7 +860,7 @@ def _gateway(arguments: argparse.Namespace, registry: Any = None) -> Any:
     else:
         target = _load(arguments.target, "the target", find=True)
     if not isinstance(target, Registry | GatewayServer) and callable(target):
-        target = target()
+        target = _call_factory(target, arguments.target)
     ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
     try:
         return _served(target, arguments, secret, ledger, ranking)
@@ -1033,6 +1119,13 @@ def _ledger_verdict(backend: Any, error: BaseException | None) -> None:
     )
 
 
+def _serving_line(count: int, host: str, port: int) -> str:
+    """``opgate: serving N operations at URL``, printed once the port is bound."""
+    shown = f"[{host}]" if ":" in host else host
+    noun = "operation" if count == 1 else "operations"
+    return f"opgate: serving {count} {noun} at http://{shown}:{port}/mcp"
+
+
 def _serve_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int:
     import anyio
 
@@ -1054,8 +1147,10 @@ def _http_server(
     auth = None
     if arguments.token_verifier:
         verifier = _load(arguments.token_verifier, "--token-verifier")
-        if isinstance(verifier, type) or not hasattr(verifier, "verify_token"):
-            verifier = verifier() if callable(verifier) else verifier
+        if callable(verifier) and (
+            isinstance(verifier, type) or not hasattr(verifier, "verify_token")
+        ):
+            verifier = _call_factory(verifier, arguments.token_verifier)
         if not hasattr(verifier, "verify_token"):
             raise UsageError("--token-verifier must name an mcp TokenVerifier or a factory of one")
         public = arguments.resource_url or f"http://{host}:{port}/mcp"
@@ -1082,12 +1177,7 @@ def _http_server(
     )
     sockets = _listen(host, port)
     port = sockets[0].getsockname()[1]  # the one chosen for port 0
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"opgate: serving {len(gateway.registry)} operations at http://{shown}:{port}/mcp",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(_serving_line(len(gateway.registry), host, port), file=sys.stderr, flush=True)
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
     return functools.partial(
