@@ -40,7 +40,7 @@ HTTP_LIMITS = [
         (["--header", "A=B"], "--header needs --openapi"),
         (["--confirm", "none"], "--confirm needs --openapi"),
         (["--output-schemas"], "--output-schemas needs --openapi"),
-        (["--check"], "--check needs --openapi"),
+        (["--check"], "--check needs --openapi or --upstreams"),
         (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
         (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
         (
@@ -144,3 +144,39 @@ def test_openapi_over_http_with_a_token_verifier_reads_the_document(
     assert (status, out) == (2, "")
     assert "needs --token-verifier" not in err
     assert "cannot read missing.json" in err  # it got as far as the document
+
+
+# -- --upstreams over HTTP: authenticated callers only -------------------------------------
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:0", "0.0.0.0:0"])
+@pytest.mark.parametrize("unauthenticated", [[], ["--allow-unauthenticated"]])
+def test_upstreams_over_http_needs_a_token_verifier(
+    address: str,
+    unauthenticated: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The same allow-everything policy as --openapi, with the upstreams' rights.
+    monkeypatch.setattr("opgate.mcp.serve_http", refuse_to_serve)
+    status, out, err = run_main(
+        capsys, "serve", "--upstreams", "missing.json", "--http", address, *unauthenticated
+    )
+    assert (status, out) == (2, "")
+    assert "opgate serve: --upstreams over --http needs --token-verifier" in err
+    assert "every authenticated caller may call every tool of every upstream" in err
+    assert "cannot read" not in err  # refused before the file is read
+    assert "serving" not in err
+
+
+def test_upstreams_over_http_with_a_token_verifier_reads_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, err = run_main(
+        capsys,
+        *("serve", "--upstreams", "missing.json", "--http", "127.0.0.1:0"),
+        *("--token-verifier", "tests.mcp_catalog:TokenVerifier"),
+    )
+    assert (status, out) == (2, "")
+    assert "needs --token-verifier" not in err
+    assert "cannot read 'missing.json'" in err  # it got as far as the file

@@ -1,10 +1,10 @@
 """Adapters use the core's public seams only (issue 21, items 1 and 2).
 
 An import walk over every module of the adapters (``opgate.mcp``, ``opgate.redis``,
-``opgate.openapi``, ``opgate.demo``) and of the command line (``opgate.cli``): each
-import of an opgate module must be the module's own subpackage, or a public module (``opgate``,
-``opgate.ledger``, ``opgate.json``, ``opgate.schema``, another adapter's package)
-naming only what that module lists in ``__all__``. A private core module
+``opgate.openapi``, ``opgate.upstream``, ``opgate.demo``) and of the command line
+(``opgate.cli``): each import of an opgate module must be the module's own subpackage,
+or a public module (``opgate``, ``opgate.ledger``, ``opgate.json``, ``opgate.schema``,
+another adapter's package) naming only what that module lists in ``__all__``. A private core module
 (``opgate._ledger``) or a name outside ``__all__`` fails, naming file, line and name.
 """
 
@@ -19,7 +19,7 @@ SOURCE = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SOURCE / "opgate"
 
 #: The subpackages that adapt the core to a transport, a store, a description or a demo.
-ADAPTERS = ("mcp", "redis", "openapi", "demo")
+ADAPTERS = ("mcp", "redis", "openapi", "upstream", "demo")
 
 #: The core's public modules an adapter may import from (names in their ``__all__``).
 PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.schema"})
@@ -29,6 +29,10 @@ PUBLIC_ADAPTERS = frozenset(f"opgate.{name}" for name in ADAPTERS)
 
 #: The command line: held to the adapters' rule, but no adapter may import it.
 CLI = "cli"
+
+#: The packages that may import the MCP SDK (``mcp``, ``mcp_types``): the two MCP
+#: adapters, and the command line and the demo's client, which sit on top of them.
+MCP_IMPORTERS = ("opgate.mcp", "opgate.upstream", "opgate.cli", "opgate.demo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +174,7 @@ def test_walk_finds_adapter_modules() -> None:
         "opgate.redis._ledger",
     } <= names
     assert "opgate.openapi._http" in names
+    assert "opgate.upstream._config" in names
     assert "opgate.demo" in names
 
 
@@ -220,3 +225,40 @@ def test_walk_keeps_the_cli_modules_to_the_cli() -> None:
     ]
     own = "from ._load import load\nfrom . import _options\n"
     assert check_source(own, "src/opgate/cli/_serve.py", "opgate.cli._serve") == []
+
+
+def _sdk_imports(source: str, path: str) -> list[int]:
+    """The lines of ``source`` that import the MCP SDK."""
+
+    def is_sdk(module: str) -> bool:
+        return module.split(".")[0] in ("mcp", "mcp_types")
+
+    def imports_sdk(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.Import):
+            return any(is_sdk(alias.name) for alias in node.names)
+        return node.level == 0 and is_sdk(node.module or "")
+
+    nodes = ast.walk(ast.parse(source, path))
+    imports = [node for node in nodes if isinstance(node, ast.Import | ast.ImportFrom)]
+    return sorted(node.lineno for node in imports if imports_sdk(node))
+
+
+def test_only_the_mcp_adapters_import_the_sdk() -> None:
+    found: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if any(name == allowed or name.startswith(allowed + ".") for allowed in MCP_IMPORTERS):
+            continue
+        relative = str(path.relative_to(SOURCE.parent))
+        found.extend(
+            f"{relative}:{line}" for line in _sdk_imports(path.read_text("utf-8"), relative)
+        )
+    assert not found, "the core imports the MCP SDK:\n" + "\n".join(found)
+
+
+def test_sdk_walk_sees_every_spelling() -> None:
+    source = (
+        "import mcp\nimport mcp.types as types\nfrom mcp import Client\n"
+        "from mcp_types import Tool\nfrom .mcp import GatewayServer\nimport mcpx\n"
+    )
+    assert _sdk_imports(source, "x.py") == [1, 2, 3, 4]

@@ -22,6 +22,13 @@ operation, so over ``--http`` it needs ``--token-verifier`` (every authenticated
 may call every operation); give the upstream credentials only the rights the agents may
 use. The import report (each skipped operation and warning with its reason) goes to
 stderr before serving; ``--check`` prints all of it and exits without serving.
+
+``opgate serve --upstreams FILE`` serves the tools of the MCP servers listed in FILE
+(the ``mcpServers`` file MCP clients use; ``opgate.upstream``) instead: every
+upstream starts at once, each tool is an operation ``NAME.TOOL``, and every MCP
+principal is allowed every operation, as with ``--openapi`` (so over ``--http`` it
+needs ``--token-verifier`` too). The start report goes to stderr; ``--check`` starts
+the upstreams, prints all of it and exits.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import argparse
 import functools
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._load import call_factory, load
@@ -14,7 +15,7 @@ from ._options import HTTP_LIMIT_OPTIONS
 from ._ports import http_address, is_loopback, listen
 from ._usage import UsageError
 
-__all__ = ["http_limits", "serve_over_http"]
+__all__ = ["http_limits", "http_server", "serve_over_http"]
 
 
 def http_limits(arguments: argparse.Namespace) -> Any:
@@ -32,6 +33,16 @@ def http_limits(arguments: argparse.Namespace) -> Any:
 def serve_over_http(gateway: Any, arguments: argparse.Namespace, limits: Any) -> int:
     """Serve ``gateway`` at ``--http [HOST:]PORT`` until stopped; returns the exit status."""
     import anyio
+
+    anyio.run(http_server(gateway, arguments, limits))
+    return 0
+
+
+def http_server(
+    gateway: Any, arguments: argparse.Namespace, limits: Any
+) -> Callable[[], Awaitable[None]]:
+    """``gateway``'s HTTP server at ``--http [HOST:]PORT``, its port bound and announced;
+    awaiting the result serves until stopped, in the caller's event loop."""
     from mcp.server.auth.settings import AuthSettings
     from pydantic import AnyHttpUrl
 
@@ -75,12 +86,9 @@ def serve_over_http(gateway: Any, arguments: argparse.Namespace, limits: Any) ->
     print(_serving_line(len(gateway.registry), host, port), file=sys.stderr, flush=True)
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
     level = arguments.level if opened else max(arguments.level, logging.WARNING)
-    anyio.run(
-        functools.partial(
-            serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
-        )
+    return functools.partial(
+        serve_http, app, host=host, port=port, limits=limits, log_level=level, sockets=sockets
     )
-    return 0
 
 
 def _serving_line(count: int, host: str, port: int) -> str:

@@ -14,7 +14,7 @@ from ._ports import is_loopback
 from ._secrets import read_secret_file
 from ._usage import UsageError
 
-__all__ = ["check_ledger", "shared_ledger"]
+__all__ = ["check_ledger", "ledger_verdict", "probe_ledger", "shared_ledger"]
 
 
 def _ledger_password(arguments: argparse.Namespace) -> str | None:
@@ -110,20 +110,26 @@ def check_ledger(gateway: Any) -> None:
     will not heal by itself: that stops the start.
     """
     backend = gateway.registry.ledger
-    check = getattr(backend, "check", None)
-    if check is None:
+    if getattr(backend, "check", None) is None:
         return
     import anyio
+
+    ledger_verdict(backend, anyio.run(probe_ledger, backend))
+
+
+async def probe_ledger(backend: Any) -> BaseException | None:
+    """The error of the ledger's ``check()``, or ``None``; its connections closed after."""
+    try:
+        result: BaseException | None = await backend.check()
+        return result
+    finally:
+        await backend.aclose()  # its connections belong to this event loop
+
+
+def ledger_verdict(backend: Any, error: BaseException | None) -> None:
+    """Say whether the ledger answered (``check_ledger``); refuse one that rejects us."""
     from redis.exceptions import AuthenticationError, NoPermissionError
 
-    async def probe() -> BaseException | None:
-        try:
-            result: BaseException | None = await check()
-            return result
-        finally:
-            await backend.aclose()  # its connections belong to this event loop
-
-    error = anyio.run(probe)
     where = backend.health.where
     if error is None:
         print(f"opgate: ledger {where} is reachable", file=sys.stderr, flush=True)

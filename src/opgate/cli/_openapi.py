@@ -12,12 +12,19 @@ from ._escapes import visible
 from ._options import DEFAULT_CONFIRM
 from ._usage import UsageError
 
-__all__ = ["REPORT_ISSUES_SHOWN", "REPORT_LINE_CHARACTERS", "check_openapi", "openapi_registry"]
+__all__ = [
+    "REPORT_ISSUES_SHOWN",
+    "REPORT_LINE_CHARACTERS",
+    "ServePolicy",
+    "check_openapi",
+    "openapi_registry",
+    "print_report",
+]
 
 
-class _ServePolicy:
-    """``opgate serve --openapi``: every principal may use every operation (over HTTP
-    only authenticated ones: ``refuse_unauthenticated_openapi``)."""
+class ServePolicy:
+    """``opgate serve --openapi`` and ``--upstreams``: every principal may use every
+    operation (over HTTP only authenticated ones: ``refuse_unauthenticated_catalogs``)."""
 
     def scope_key(self, ctx: Any) -> str:
         return str(getattr(ctx, "scope_key", "local"))
@@ -29,7 +36,7 @@ class _ServePolicy:
 def openapi_registry(arguments: argparse.Namespace) -> Any:
     """The registry of ``--openapi SPEC`` (the report goes to stderr)."""
     catalog, registry = _openapi_catalog(arguments)
-    _print_report(catalog.report, sys.stderr, every=False)
+    print_report(catalog.report, sys.stderr, every=False)
     return registry
 
 
@@ -40,7 +47,7 @@ def check_openapi(arguments: argparse.Namespace) -> int:
     cannot be read at all is a ``UsageError``.
     """
     catalog, registry = _openapi_catalog(arguments)
-    _print_report(catalog.report, sys.stdout, every=True)
+    print_report(catalog.report, sys.stdout, every=True)
     if len(registry) == 0:
         print(f"opgate: no operation of {arguments.openapi} can be served", file=sys.stdout)
         return 1
@@ -55,8 +62,9 @@ REPORT_ISSUES_SHOWN = 50
 REPORT_LINE_CHARACTERS = 1000
 
 
-def _print_report(report: Any, stream: Any, *, every: bool) -> None:
-    """``report``'s lines, each skip and warning with its reason, escaped for a terminal."""
+def print_report(report: Any, stream: Any, *, every: bool) -> None:
+    """``report``'s lines, each skip and warning with its reason, escaped for a terminal
+    (an ``opgate.openapi`` or an ``opgate.upstream`` report: both write ``lines()``)."""
     summary, *issues = report.lines()
     shown = issues if every else issues[:REPORT_ISSUES_SHOWN]
     lines = [f"opgate: {summary}", *(f"  {issue}" for issue in shown)]
@@ -107,4 +115,4 @@ def _openapi_catalog(arguments: argparse.Namespace) -> tuple[Any, Any]:
         raise UsageError(f"cannot read {arguments.openapi}: {exc.strerror}") from None
     except (DocumentError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    return catalog, catalog.registry(_ServePolicy())
+    return catalog, catalog.registry(ServePolicy())

@@ -25,7 +25,7 @@ __all__ = [
     "given",
     "has_ledger",
     "refuse_lone_options",
-    "refuse_unauthenticated_openapi",
+    "refuse_unauthenticated_catalogs",
 ]
 
 #: The environment variable that carries the shared secret (its UTF-8 bytes).
@@ -120,8 +120,9 @@ NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
     ),
     *(
         (option, "--openapi", lambda a: bool(a.openapi))
-        for option in ("--base-url", "--header", "--confirm", "--output-schemas", "--check")
+        for option in ("--base-url", "--header", "--confirm", "--output-schemas")
     ),
+    ("--check", "--openapi or --upstreams", lambda a: bool(a.openapi or a.upstreams)),
     *(
         (option, f"--ledger (or ${LEDGER_URL_ENV})", has_ledger)
         for option in ("--ledger-prefix", "--ledger-lease", "--ledger-password-file")
@@ -140,18 +141,26 @@ def refuse_lone_options(arguments: argparse.Namespace) -> None:
         )
 
 
-def refuse_unauthenticated_openapi(arguments: argparse.Namespace) -> None:
-    """Refuse ``--openapi`` over ``--http`` without ``--token-verifier``.
+def refuse_unauthenticated_catalogs(arguments: argparse.Namespace) -> None:
+    """Refuse ``--openapi`` or ``--upstreams`` over ``--http`` without ``--token-verifier``.
 
-    Its policy lets every caller call every operation with the API's credentials, like
-    ``LocalPolicy`` (which ``opgate serve --http`` refuses): only a verifier makes each
-    caller a principal of its own. Without one every HTTP caller is the one local
-    principal, whose prompts and cursors any other caller shares, and a proxy in front
-    (``--allow-unauthenticated``) cannot change that.
+    Their policy lets every caller call every operation with the API's credentials (or
+    the upstreams' own rights), like ``LocalPolicy`` (which ``opgate serve --http``
+    refuses): only a verifier makes each caller a principal of its own. Without one every
+    HTTP caller is the one local principal, whose prompts and cursors any other caller
+    shares, and a proxy in front (``--allow-unauthenticated``) cannot change that.
     """
-    if arguments.openapi and arguments.http is not None and not arguments.token_verifier:
+    if arguments.http is None or arguments.token_verifier:
+        return
+    if arguments.openapi:
         raise UsageError(
             "--openapi over --http needs --token-verifier: every authenticated caller may "
             "call every operation with the API's credentials, and without a verifier every "
             "caller that reaches the port is the one local principal"
+        )
+    if arguments.upstreams:
+        raise UsageError(
+            "--upstreams over --http needs --token-verifier: every authenticated caller may "
+            "call every tool of every upstream with the upstreams' rights, and without a "
+            "verifier every caller that reaches the port is the one local principal"
         )

@@ -40,13 +40,20 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         help="serve a registry over MCP (stdio, or streamable HTTP with --http)",
         description="Serve MODULE:ATTR (a Registry, a GatewayServer, or a factory of one), "
-        "or the operations of an OpenAPI document (--openapi SPEC --base-url URL).",
+        "the operations of an OpenAPI document (--openapi SPEC --base-url URL), "
+        "or the tools of existing MCP servers (--upstreams FILE).",
     )
     serve.add_argument("target", metavar="MODULE:ATTR", nargs="?")
     serve.add_argument(
         "--openapi",
         metavar="SPEC",
         help="serve the operations of this OpenAPI 3.0/3.1 file (JSON or YAML) instead",
+    )
+    serve.add_argument(
+        "--upstreams",
+        metavar="FILE",
+        help="serve the tools of the MCP servers in this mcpServers file instead "
+        "(see docs/gateway.md)",
     )
     serve.add_argument("--base-url", metavar="URL", help="with --openapi: where calls go")
     serve.add_argument(
@@ -70,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--check",
         action="store_true",
-        help="with --openapi: import the document, print every skipped operation and warning "
-        "with its reason, and exit without serving (status 0 if some operation can be "
-        "served, 1 if none)",
+        help="with --openapi or --upstreams: import the document (start the upstreams), "
+        "print every skipped operation and warning with its reason, and exit without "
+        "serving (status 0 if some operation can be served, 1 if none)",
     )
     serve.add_argument(
         "--http",
@@ -129,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-unauthenticated",
         action="store_true",
         help="allow --http on a non-loopback address without --token-verifier "
-        "(a proxy in front authenticates callers; not with --openapi, which needs the verifier)",
+        "(a proxy in front authenticates callers; not with --openapi or --upstreams, which "
+        "need the verifier)",
     )
     for flag, kind, metavar, text in HTTP_LIMIT_OPTIONS:
         serve.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)

@@ -1,18 +1,21 @@
 """``opgate serve``: the one place that sequences the command's checks and serves.
 
-The order is read in ``serve``: options that need another, ``--openapi`` over HTTP only
-with authentication, logging, ``--check``, the HTTP limits, the gateway (secret, ledger,
-target, ranking), ``LocalPolicy`` refused over HTTP, the ledger's answer, then stdio or
-HTTP.
+The order is read in ``serve``: options that need another, ``--openapi`` and
+``--upstreams`` over HTTP only with authentication, logging, ``--check``, the HTTP limits,
+the gateway (secret, ledger, target, ranking), ``LocalPolicy`` refused over HTTP, the
+ledger's answer, then stdio or HTTP. ``--upstreams`` takes the same steps from the
+gateway on, inside the event loop its upstreams' connections belong to
+(``_serve_catalog``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
-from ._http import http_limits, serve_over_http
-from ._ledger import check_ledger, shared_ledger
+from ._http import http_limits, http_server, serve_over_http
+from ._ledger import check_ledger, ledger_verdict, probe_ledger, shared_ledger
 from ._load import call_factory, load
 from ._logging import configure_logging, log_cause, with_cause_log
 from ._openapi import check_openapi, openapi_registry
@@ -21,9 +24,10 @@ from ._options import (
     SECRET_ENV,
     given,
     refuse_lone_options,
-    refuse_unauthenticated_openapi,
+    refuse_unauthenticated_catalogs,
 )
 from ._secrets import shared_secret
+from ._upstreams import serve_upstreams
 from ._usage import UsageError
 
 __all__ = ["build_gateway", "serve"]
@@ -32,11 +36,14 @@ __all__ = ["build_gateway", "serve"]
 def serve(arguments: argparse.Namespace) -> int:
     """``opgate serve``: every check in order, then serve until stopped; the exit status."""
     refuse_lone_options(arguments)
-    refuse_unauthenticated_openapi(arguments)
+    refuse_unauthenticated_catalogs(arguments)
     arguments.level = configure_logging(arguments.log_level, arguments.log_logger)
     from .. import ConfigurationError
 
     try:
+        if arguments.upstreams:
+            limits = http_limits(arguments)
+            return serve_upstreams(arguments, functools.partial(_serve_catalog, arguments, limits))
         if arguments.check:
             return check_openapi(arguments)
         limits = http_limits(arguments)
@@ -54,6 +61,19 @@ def serve(arguments: argparse.Namespace) -> int:
     return serve_over_http(gateway, arguments, limits)
 
 
+async def _serve_catalog(arguments: argparse.Namespace, limits: Any, registry: Any) -> None:
+    """Serve ``registry`` (the ``--upstreams`` catalog's) in the running event loop: the
+    gateway, the ledger's answer, then stdio or HTTP until stopped."""
+    gateway = build_gateway(arguments, registry)
+    backend = gateway.registry.ledger
+    if getattr(backend, "check", None) is not None:
+        ledger_verdict(backend, await probe_ledger(backend))
+    if arguments.http is None:
+        await gateway.run_stdio()
+    else:
+        await http_server(gateway, arguments, limits)()
+
+
 def _refuse_local_policy(policy: object) -> None:
     """Refuse ``opgate.LocalPolicy`` over HTTP: it allows everything to whoever reaches
     the server, which over HTTP is every caller (every token holder), not one local client."""
@@ -68,8 +88,9 @@ def _refuse_local_policy(policy: object) -> None:
         )
 
 
-def build_gateway(arguments: argparse.Namespace) -> Any:
-    """The ``GatewayServer`` the command line names, with its shared state applied."""
+def build_gateway(arguments: argparse.Namespace, registry: Any = None) -> Any:
+    """The ``GatewayServer`` the command line names, with its shared state applied:
+    ``registry`` if given (``--upstreams``' catalog), else ``--openapi`` or the target."""
     from .. import Ranking, Registry
     from ..mcp import GatewayServer
 
@@ -79,7 +100,9 @@ def build_gateway(arguments: argparse.Namespace) -> Any:
         raise UsageError(
             f"--ledger needs the shared secret: set {SECRET_ENV} or pass --secret-file"
         )
-    if arguments.openapi:
+    if registry is not None:
+        target = registry
+    elif arguments.openapi:
         target = openapi_registry(arguments)
     elif not arguments.target:
         raise UsageError("give MODULE:ATTR (a registry) or --openapi SPEC --base-url URL")

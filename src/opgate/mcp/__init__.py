@@ -1,7 +1,8 @@
 """opgate over MCP: a ``Registry`` behind ``search``, ``inspect`` and ``invoke``.
 
-Built on the official ``mcp`` SDK; this subpackage is the only part of opgate
-that imports it. ``GatewayServer(registry)`` serves over stdio (``run_stdio``)
+Built on the official ``mcp`` SDK; this subpackage (the server side) and
+``opgate.upstream`` (the client side) are the MCP adapters, the parts of opgate
+that import it. ``GatewayServer(registry)`` serves over stdio (``run_stdio``)
 or streamable HTTP (``http_app``); a policy receives a ``CallContext`` whose
 ``principal`` is the caller and whose ``scope_key`` is the documented default
 scope key. See ``docs/mcp.md``.

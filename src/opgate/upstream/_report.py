@@ -1,0 +1,135 @@
+"""What opening the upstreams did: each upstream's state, the tools imported, skipped, renamed.
+
+Nothing an upstream does at start raises past ``open_catalog``: an upstream that
+fails to start (or does not finish within its timeout) is an ``UpstreamStatus`` with
+``connected=False`` and a reason; a tool that cannot be offered is an ``Issue`` in
+``skipped``; a tool offered under a changed name, or a filter naming a tool the
+upstream does not list, is an ``Issue`` in ``warnings``. Reasons are for the
+operator: they may quote the upstream's own texts (bounded, on one line), never a
+resolved credential.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+__all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded"]
+
+#: Longest reason kept: reasons may quote what an upstream sent, which may be anything.
+MAX_REASON_CHARS = 300
+
+
+def bounded(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` on one line (whitespace runs and controls as single spaces), at most
+    ``limit`` characters (cut with ``…``)."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One problem with one tool, or with a whole upstream (``tool`` empty).
+
+    * ``upstream``: the upstream's name;
+    * ``tool``: the upstream's own tool name, ``""`` for the upstream itself;
+    * ``kind``: a short stable category (``"filtered"``, ``"definition"``, ``"renamed"``, ...);
+    * ``reason``: one line, at most ``MAX_REASON_CHARS`` characters.
+    """
+
+    upstream: str
+    tool: str
+    kind: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.upstream}/{self.tool}" if self.tool else self.upstream
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamStatus:
+    """One upstream after start.
+
+    * ``name``, ``transport`` (``"stdio"`` or ``"http"``);
+    * ``connected``: whether it started and listed its tools;
+    * ``reason``: why not, ``""`` when connected;
+    * ``protocol_version``: what was negotiated (``""`` when not connected);
+    * ``server``: the name and version the upstream gave (``""`` if none);
+    * ``tools``: how many tools it listed.
+    """
+
+    name: str
+    transport: str
+    connected: bool
+    reason: str = ""
+    protocol_version: str = ""
+    server: str = ""
+    tools: int = 0
+
+    def __str__(self) -> str:
+        if not self.connected:
+            return f"{self.name} ({self.transport}): not connected: {self.reason}"
+        server = f", {self.server}" if self.server else ""
+        return (
+            f"{self.name} ({self.transport}{server}, {self.protocol_version}): "
+            f"{self.tools} tools listed"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The outcome of opening one upstreams config.
+
+    * ``upstreams``: one ``UpstreamStatus`` per enabled upstream, in the file's order;
+    * ``disabled``: names of the entries marked disabled;
+    * ``operations``: names of the operations imported (upstreams in order, each
+      upstream's tools by name);
+    * ``warnings``: imported with a stated difference, or a filter naming a tool the
+      upstream does not list;
+    * ``skipped``: tools not imported, one ``Issue`` each.
+    """
+
+    upstreams: tuple[UpstreamStatus, ...] = ()
+    disabled: tuple[str, ...] = ()
+    operations: tuple[str, ...] = ()
+    warnings: tuple[Issue, ...] = ()
+    skipped: tuple[Issue, ...] = ()
+
+    @property
+    def failed(self) -> tuple[UpstreamStatus, ...]:
+        """The upstreams that did not connect."""
+        return tuple(status for status in self.upstreams if not status.connected)
+
+    def skipped_by_kind(self) -> Counter[str]:
+        """How many tools were skipped, per ``Issue.kind``."""
+        return Counter(issue.kind for issue in self.skipped)
+
+    def summary(self) -> str:
+        """One line: upstreams connected, operations imported, tools skipped, warnings."""
+        connected = len(self.upstreams) - len(self.failed)
+        return (
+            f"{connected} of {_counted(len(self.upstreams), 'upstream')} connected, "
+            f"{_counted(len(self.operations), 'operation')} imported, "
+            f"{_counted(len(self.skipped), 'tool')} skipped, "
+            f"{_counted(len(self.warnings), 'warning')}"
+        )
+
+    def lines(self) -> list[str]:
+        """The whole report as lines of text: the summary, then ``upstream STATUS`` for
+        each upstream, ``disabled NAME``, ``skipped ISSUE`` for each skipped tool and
+        ``warning ISSUE`` for each warning, each with its reason."""
+        return [
+            self.summary(),
+            *(f"upstream {status}" for status in self.upstreams),
+            *(f"disabled {name}" for name in self.disabled),
+            *(f"skipped {issue}" for issue in self.skipped),
+            *(f"warning {issue}" for issue in self.warnings),
+        ]
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``, ``0 warnings``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

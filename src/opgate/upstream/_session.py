@@ -1,0 +1,366 @@
+"""One upstream's connection: started, listed, called, closed, through the official SDK client.
+
+``UpstreamSession(server, ...)`` holds one ``mcp.Client``. Its ``run()`` is the
+connection's owner task (the catalog starts one per upstream, all at once): it
+starts the subprocess or opens the HTTP session, negotiates the protocol era
+(``mode="auto"``: ``server/discover`` first, the ``initialize`` handshake for older
+servers), lists every tool, reports ``started``, then keeps the connection until
+``close()``. Everything inside the SDK's client (its task groups, the subprocess)
+is entered and left in that one task, as anyio requires; ``call_tool`` may be
+awaited from any task.
+
+What an upstream gets
+---------------------
+* A stdio upstream runs ``command`` with ``args`` in ``cwd``, with an environment
+  made of the variables its entry names and, from the gateway's environment, only
+  those in ``INHERITED_ENV`` (what a process needs to start: its search path, home,
+  user, shell, terminal, locale and temporary directory). The SDK's
+  ``stdio_client`` adds its own ``get_default_environment()``, which on POSIX is a
+  subset of that list. The upstream's stderr goes to the gateway's stderr.
+* An HTTP upstream gets the entry's headers and nothing else: the HTTP client is
+  the session's own, so no header of the gateway's clients (their bearer token
+  included) can reach it. Redirects are followed by the SDK only within the
+  endpoint's origin.
+* The client declares no capability (no sampling, roots or elicitation): an
+  upstream asking for one of them is refused by the SDK's default callbacks.
+
+Failures
+--------
+A start that fails or does not finish within ``start_timeout`` leaves the session
+``connected=False`` with a reason (``status()``); so does a connection found closed
+during a call (a crashed process), after which no call is sent on it again. A call
+that fails, times out
+(``call_timeout``), finds the connection closed, or gets an answer that is not a
+``tools/call`` result raises ``UpstreamError`` with a public message naming the
+upstream; the message quotes at most a bounded line of the upstream's own error
+text and never an exception of the gateway's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Final, TextIO
+
+import anyio
+import httpx2
+import mcp.types as types
+import pydantic
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from opgate import __version__
+
+from ._config import ServerConfig, StdioServer
+from ._report import UpstreamStatus, bounded
+
+__all__ = [
+    "CLIENT_NAME",
+    "INHERITED_ENV",
+    "MAX_LISTED_TOOLS",
+    "MAX_LIST_PAGES",
+    "UpstreamError",
+    "UpstreamSession",
+    "child_environment",
+]
+
+#: Variables of the gateway's environment a stdio upstream inherits: what a process
+#: needs to start (the SDK's ``get_default_environment`` list, plus locale and tmp).
+INHERITED_ENV: Final[tuple[str, ...]] = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "TMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else (
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "TMPDIR",
+        "USER",
+    )
+)
+
+#: The name the gateway gives itself in the handshake.
+CLIENT_NAME: Final = "opgate"
+#: Pages of ``tools/list`` read at most: a paginator that never ends cannot hold up a start.
+MAX_LIST_PAGES: Final = 100
+#: Tools read from one upstream at most; the rest are left out (and reported).
+MAX_LISTED_TOOLS: Final = 5_000
+#: Seconds an HTTP upstream has to accept a connection, take a request or answer a read.
+_HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
+
+#: Seconds the ping that tells a closed connection from an upstream's own error may take.
+_PING_TIMEOUT: Final = 5.0
+
+_CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputRequiredResult)
+
+
+class UpstreamError(Exception):
+    """A call to an upstream did not produce a result; ``str()`` is the public message."""
+
+
+def child_environment(
+    server: StdioServer, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of ``server``'s process: ``INHERITED_ENV`` from ``environ``
+    (default ``os.environ``; shell functions left out, as the SDK does), then the
+    entry's own ``env`` over it."""
+    environ = os.environ if environ is None else environ
+    env = {
+        key: value
+        for key in INHERITED_ENV
+        if (value := environ.get(key)) is not None and not value.startswith("()")
+    }
+    env.update(server.env)
+    return env
+
+
+def _errlog(stream: TextIO | None) -> TextIO:
+    """Where a stdio upstream's stderr goes: ``stream`` (default ``sys.stderr``) when it
+    is a file, else the process's own stderr (a replaced ``sys.stderr``, such as a
+    test's capture, may have no file descriptor for the subprocess to write to)."""
+    for candidate in (stream or sys.stderr, sys.__stderr__):
+        try:
+            if candidate is not None and candidate.fileno() >= 0:
+                return candidate
+        except (OSError, AttributeError, ValueError):
+            continue
+    raise ValueError("stderr must be a file with a descriptor for stdio upstreams to write to")
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside nested exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _start_reason(server: ServerConfig, exc: BaseException) -> str:
+    """Why a start failed, for the operator (never a header or environment value)."""
+    exc = _leaf(exc)
+    if isinstance(exc, MCPError):
+        return f"the handshake failed: error {exc.code}: {bounded(exc.message)}"
+    if isinstance(server, StdioServer) and isinstance(exc, OSError):
+        return f"could not run {server.command!r}: {exc.strerror or type(exc).__name__}"
+    if isinstance(exc, httpx2.HTTPError | OSError):
+        return f"could not reach the upstream ({type(exc).__name__})"
+    if isinstance(exc, pydantic.ValidationError):
+        return "the upstream's answer is not a valid MCP message"
+    return f"the start failed ({type(exc).__name__})"
+
+
+class UpstreamSession:
+    """One upstream's connection (see the module docstring).
+
+    * ``name``, ``server``: the upstream and its config entry;
+    * ``tools``: the tools it listed (in its own order), empty until started;
+    * ``truncated``: whether the listing was cut at ``MAX_LISTED_TOOLS`` or
+      ``MAX_LIST_PAGES``;
+    * ``client``: the connected ``mcp.Client`` (``None`` when not connected), for
+      code that needs more of the SDK than ``call_tool``;
+    * ``status()``: an ``UpstreamStatus``.
+    """
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        *,
+        start_timeout: float,
+        call_timeout: float,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.server = server
+        self.name = server.name
+        self.tools: tuple[types.Tool, ...] = ()
+        self.truncated = False
+        self.client: Client | None = None
+        self._start_timeout = start_timeout
+        self._call_timeout = call_timeout
+        self._stderr = stderr
+        self._reason = "not started"
+        self._started = anyio.Event()
+        self._stop = anyio.Event()
+        self._finished = anyio.Event()
+
+    def __repr__(self) -> str:
+        return f"UpstreamSession({self.name!r}, connected={self.client is not None})"
+
+    @property
+    def transport(self) -> str:
+        """``"stdio"`` or ``"http"``."""
+        return "stdio" if isinstance(self.server, StdioServer) else "http"
+
+    def status(self) -> UpstreamStatus:
+        """The upstream's state now."""
+        client = self.client
+        if client is None:
+            return UpstreamStatus(self.name, self.transport, False, self._reason)
+        info = client.server_info
+        server = ""
+        if info is not None:
+            server = bounded(f"{info.name} {info.version}".strip(), 80)
+        return UpstreamStatus(
+            self.name,
+            self.transport,
+            True,
+            protocol_version=client.protocol_version,
+            server=server,
+            tools=len(self.tools),
+        )
+
+    async def started(self) -> None:
+        """Wait until the start succeeded or failed (``run`` bounds it by ``start_timeout``)."""
+        await self._started.wait()
+
+    async def close(self) -> None:
+        """Ask the owner task to close the connection and wait until it has."""
+        if self.client is not None:
+            self._reason = "closed"
+        self._stop.set()
+        await self._finished.wait()
+
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[Client]:
+        """The SDK client for the entry, entered (the handshake done)."""
+        server = self.server
+        info = types.Implementation(name=CLIENT_NAME, version=__version__)
+        if isinstance(server, StdioServer):
+            parameters = StdioServerParameters(
+                command=server.command,
+                args=list(server.args),
+                env=child_environment(server),
+                cwd=server.cwd,
+            )
+            transport = stdio_client(parameters, errlog=_errlog(self._stderr))
+            async with Client(transport, mode="auto", client_info=info, cache=None) as client:
+                yield client
+            return
+        async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
+            transport = streamable_http_client(server.url, http_client=http)
+            async with Client(transport, mode="auto", client_info=info, cache=None) as client:
+                yield client
+
+    async def run(self) -> None:
+        """The owner task: start, list, serve calls until ``close()``; never raises
+        except for cancellation."""
+        # The start deadline is lifted once started; it is one scope around the whole
+        # connection because the SDK's scopes inside it must close in the same order.
+        deadline = anyio.CancelScope(deadline=anyio.current_time() + self._start_timeout)
+        try:
+            with deadline:
+                async with self._connected() as client:
+                    self.tools, self.truncated = await _list_tools(client)
+                    deadline.deadline = math.inf
+                    self.client = client
+                    self._started.set()
+                    await self._stop.wait()
+            if deadline.cancelled_caught and not self._started.is_set():
+                self._reason = f"did not start within {self._start_timeout:g} s"
+        except Exception as exc:  # every failure of an upstream is the upstream's
+            if not self._started.is_set():
+                self._reason = _start_reason(self.server, exc)
+            else:
+                self._reason = "the connection ended"
+        finally:
+            self.client = None
+            self._started.set()
+            self._finished.set()
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Send ``tools/call`` for ``tool`` with ``arguments`` (SDK-ready JSON values).
+
+        Raises ``UpstreamError`` (see the module docstring); cancellation propagates
+        (and the SDK tells the upstream the request was cancelled).
+        """
+        client = self.client
+        name = self.name
+        if client is None:
+            raise UpstreamError(f"upstream {name!r} is not connected ({self._reason})")
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=tool, arguments=arguments)
+        )
+        try:
+            with anyio.fail_after(self._call_timeout):
+                return await client.session.send_request(request, _CALL_RESULT)
+        except TimeoutError:
+            raise UpstreamError(
+                f"upstream {name!r} did not answer within {self._call_timeout:g} s"
+            ) from None
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED and await _closed(client):
+                self._lose(client, "the connection closed")
+                raise UpstreamError(
+                    f"upstream {name!r} closed the connection during the call"
+                ) from None
+            raise UpstreamError(
+                f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
+            ) from None
+        except pydantic.ValidationError:
+            raise UpstreamError(
+                f"upstream {name!r} answered with something that is not a tools/call result"
+            ) from None
+        except Exception as exc:  # the transport's own failures: named by kind only
+            raise UpstreamError(
+                f"upstream {name!r} could not be reached ({type(_leaf(exc)).__name__})"
+            ) from None
+
+    def _lose(self, client: Client, reason: str) -> None:
+        """The connection of ``client`` is gone: no call is sent on it again, and the
+        owner task leaves the SDK's client (which stops a stdio upstream's process)."""
+        if self.client is client:
+            self.client = None
+            self._reason = reason
+            self._stop.set()
+
+
+async def _closed(client: Client) -> bool:
+    """Whether ``client``'s connection is closed (an upstream's own ``-32000`` error is
+    not): a ping on a closed connection fails at once with ``CONNECTION_CLOSED``."""
+    with anyio.move_on_after(_PING_TIMEOUT):
+        try:
+            await client.session.send_ping()
+        except MCPError as exc:
+            return exc.code == types.CONNECTION_CLOSED
+    return False
+
+
+async def _list_tools(client: Client) -> tuple[tuple[types.Tool, ...], bool]:
+    """Every tool the upstream lists (bounded), and whether the listing was cut."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_LIST_PAGES):
+        params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+        page = await client.session.list_tools(params=params)
+        tools.extend(page.tools)
+        if len(tools) > MAX_LISTED_TOOLS:
+            return tuple(tools[:MAX_LISTED_TOOLS]), True
+        cursor = page.next_cursor
+        if cursor is None:
+            return tuple(tools), False
+        if cursor in seen:  # a cursor that repeats would list the same pages forever
+            return tuple(tools), True
+        seen.add(cursor)
+    return tuple(tools), True

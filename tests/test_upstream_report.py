@@ -1,0 +1,50 @@
+"""The import report of an upstreams catalog (``opgate.upstream._report``)."""
+
+from __future__ import annotations
+
+from opgate.upstream import Issue, Report, UpstreamStatus
+from opgate.upstream._report import MAX_REASON_CHARS, bounded
+
+
+def test_bounded_puts_text_on_one_short_line() -> None:
+    assert bounded("a\n\tb\x00c  d") == "a b c d"
+    long = bounded("x" * 1000)
+    assert len(long) == MAX_REASON_CHARS
+    assert long.endswith("…")
+    assert bounded("abcdef", 4) == "abc…"
+
+
+def test_summary_and_lines() -> None:
+    report = Report(
+        upstreams=(
+            UpstreamStatus(
+                "time", "stdio", True, protocol_version="2025-11-25", server="t 1", tools=2
+            ),
+            UpstreamStatus("web", "http", False, "could not reach the upstream (ConnectError)"),
+        ),
+        disabled=("old",),
+        operations=("time.a", "time.b"),
+        skipped=(Issue("time", "c", "filtered", "left out by the deny list"),),
+        warnings=(Issue("time", "", "listing cut", "cut"),),
+    )
+    assert report.failed == (report.upstreams[1],)
+    assert report.summary() == (
+        "1 of 2 upstreams connected, 2 operations imported, 1 tool skipped, 1 warning"
+    )
+    assert report.skipped_by_kind() == {"filtered": 1}
+    assert report.lines() == [
+        report.summary(),
+        "upstream time (stdio, t 1, 2025-11-25): 2 tools listed",
+        "upstream web (http): not connected: could not reach the upstream (ConnectError)",
+        "disabled old",
+        "skipped time/c: left out by the deny list",
+        "warning time: cut",
+    ]
+
+
+def test_counts_read_in_english() -> None:
+    one = Report(upstreams=(UpstreamStatus("a", "stdio", True),), operations=("a.x",))
+    assert (
+        one.summary()
+        == "1 of 1 upstream connected, 1 operation imported, 0 tools skipped, 0 warnings"
+    )

@@ -1,0 +1,157 @@
+"""``opgate.upstream._session``: what an upstream's process and requests are given.
+
+Env isolation is asserted from inside the upstream (``KIT``'s ``environment`` and
+``variable`` tools, over stdio): the process sees the variables its entry names and
+``INHERITED_ENV``, and nothing else of the gateway's environment. Over streamable
+HTTP the upstream receives its entry's headers (``${VAR}`` resolved); through a real
+gateway served over HTTP with bearer authentication, the client's token never reaches
+the upstream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from opgate import Completed, LocalPolicy, Registry, ScopePolicy
+from opgate.mcp import GatewayServer, uvicorn_config
+from opgate.upstream import (
+    INHERITED_ENV,
+    Catalog,
+    StdioServer,
+    child_environment,
+    load_config,
+    open_catalog,
+)
+
+from conftest import free_port
+from upstream_servers import serve_kit_http, stdio_entry
+
+pytestmark = pytest.mark.anyio
+
+
+async def invoke(registry: Registry, name: str, arguments: dict[str, Any]) -> Any:
+    outcome = await registry.invoke(None, name, arguments)
+    assert isinstance(outcome, Completed), outcome
+    return outcome.result.structured
+
+
+def test_child_environment_keeps_the_inherited_list_and_the_entry() -> None:
+    environ = {"PATH": "/bin", "HOME": "/h", "SECRET": "x", "TERM": "() { :; }", "LANG": "C"}
+    server = StdioServer("a", "cmd", env={"OWN": "1", "PATH": "/opt/bin"})
+    assert child_environment(server, environ) == {
+        "PATH": "/opt/bin",
+        "HOME": "/h",
+        "LANG": "C",
+        "OWN": "1",
+    }
+
+
+def test_the_inherited_list_is_what_a_process_needs_to_start() -> None:
+    assert "PATH" in INHERITED_ENV
+    assert not {"PYTHONPATH", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} & set(INHERITED_ENV)
+
+
+async def test_a_stdio_upstream_sees_only_its_named_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPGATE_GATEWAY_SECRET", "must-not-leak")
+    monkeypatch.setenv("OPGATE_FOR_UPSTREAM", "handed-over")
+    config = load_config(
+        {
+            "mcpServers": {
+                "kit": stdio_entry(
+                    "kit", env={"NAMED": "${OPGATE_FOR_UPSTREAM}", "LITERAL": "plain"}
+                )
+            }
+        }
+    )
+    async with open_catalog(config, start_timeout=60) as catalog:
+        registry = catalog.registry(LocalPolicy())
+        seen = (await invoke(registry, "kit.environment", {}))["result"]
+        assert {"NAMED", "LITERAL"} <= set(seen)
+        assert set(seen) - {"NAMED", "LITERAL"} <= set(INHERITED_ENV)
+        assert "OPGATE_GATEWAY_SECRET" not in seen
+        named = await invoke(registry, "kit.variable", {"name": "NAMED"})
+        assert named == {"result": "handed-over"}
+        leaked = await invoke(registry, "kit.variable", {"name": "OPGATE_GATEWAY_SECRET"})
+        assert leaked == {"result": ""}
+
+
+async def test_an_http_upstream_gets_its_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPGATE_UPSTREAM_KEY", "upstream-key")
+    with serve_kit_http() as url:
+        config = load_config(
+            {
+                "mcpServers": {
+                    "web": {
+                        "url": url,
+                        "headers": {
+                            "Authorization": "Bearer ${OPGATE_UPSTREAM_KEY}",
+                            "X-Team": "a",
+                        },
+                    }
+                }
+            }
+        )
+        async with open_catalog(config, start_timeout=60) as catalog:
+            (status,) = catalog.report.upstreams
+            assert (status.transport, status.connected) == ("http", True)
+            registry = catalog.registry(LocalPolicy())
+            headers = await invoke(registry, "web.request_headers", {})
+            assert headers["authorization"] == "Bearer upstream-key"
+            assert headers["x-team"] == "a"
+            echoed = await invoke(registry, "web.echo", {"text": "over http"})
+            assert echoed == {"result": "over http"}
+
+
+@asynccontextmanager
+async def serve_gateway(registry: Registry) -> AsyncIterator[str]:
+    """``registry`` behind opgate's MCP server over HTTP with bearer authentication."""
+    from mcp_catalog import TokenVerifier
+
+    port = free_port()
+    app = GatewayServer(registry).http_app(token_verifier=TokenVerifier())
+    server = uvicorn.Server(uvicorn_config(app, port=port))
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.05)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
+
+
+async def test_the_clients_bearer_token_never_reaches_the_upstream(catalog_http: Catalog) -> None:
+    registry = catalog_http.registry(ScopePolicy({}, everyone={"web"}))
+    async with serve_gateway(registry) as url:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer alice-token"}, timeout=30)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            result = await client.call_tool(
+                "invoke", {"name": "web.request_headers", "arguments": {}}
+            )
+    assert not result.is_error, result
+    seen = json.dumps(result.structured_content)
+    assert "alice-token" not in seen
+    assert '"authorization": "Bearer upstream-key"' in seen
+
+
+@pytest.fixture
+async def catalog_http(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Catalog]:
+    monkeypatch.setenv("OPGATE_UPSTREAM_KEY", "upstream-key")
+    with serve_kit_http() as url:
+        entry = {"url": url, "headers": {"Authorization": "Bearer ${OPGATE_UPSTREAM_KEY}"}}
+        config = load_config({"mcpServers": {"web": entry}})
+        async with open_catalog(config, start_timeout=60) as catalog:
+            yield catalog
