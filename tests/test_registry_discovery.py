@@ -531,3 +531,28 @@ def test_the_smallest_token_budget_holds_cursors_for_any_name() -> None:
     # cursors carry a catalog position, not a name (issue 9, item 18)
     registry([op("a" * 10)], limits=Limits(token_bytes=64))
     registry([op("a" * 128)], limits=Limits(token_bytes=64))
+
+
+async def test_spec_is_inspect_without_the_policy() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    asked: list[Any] = []
+
+    class Denying:
+        def scope_key(self, ctx: Any) -> str:
+            asked.append("scope_key")
+            return "k"
+
+        def authorize(self, ctx: Any, request: Any) -> Failure:
+            asked.append(request)
+            return Failure(FailureCode.UNAVAILABLE)
+
+    reg = Registry([op("a", "sum", description="d", input_schema=schema)], Denying())
+    spec = reg.spec("a")
+    assert asked == []
+    assert (spec.name, spec.summary, spec.description) == ("a", "sum", "d")
+    assert spec.input_schema == schema
+    assert spec.output_schema is None
+    assert isinstance(await reg.inspect(Ctx(), "a"), Failed)  # a principal is still refused
+    for unknown in ("b", "A", 3):
+        with pytest.raises(KeyError):
+            reg.spec(unknown)  # type: ignore[arg-type]
