@@ -229,6 +229,7 @@ def run(
             "max ms",
             "CPU median ms",
             "CPU mean ms",
+            "CPU max ms",
             "tools/list runs per call",
         ),
     )
@@ -244,6 +245,7 @@ def run(
                 "max ms": wall.max_ns / 1e6,
                 "CPU median ms": cpu.median_ns / 1e6,
                 "CPU mean ms": sum(cpus) / len(cpus) / 1e6,
+                "CPU max ms": cpu.max_ns / 1e6,
                 "tools/list runs per call": per_call_lists,
             },
         )
@@ -254,10 +256,13 @@ def run(
     )
 
     full: list[int] = []
+    full_cpu: list[int] = []
     for _ in range(FULL_COLLECTIONS):
+        cpu_begin = time.process_time_ns()
         begin = time.perf_counter_ns()
         gc.collect()
         full.append(time.perf_counter_ns() - begin)
+        full_cpu.append(time.process_time_ns() - cpu_begin)
     collector = Table(
         "The collector during the calls, and a full collection after them",
         (
@@ -267,6 +272,7 @@ def run(
             "longest gen 0 / 1 / 2 ms",
             "full gc.collect() min ms",
             "full gc.collect() max ms",
+            "full gc.collect() CPU min ms",
         ),
     )
     collector.add(
@@ -277,6 +283,7 @@ def run(
             "longest gen 0 / 1 / 2 ms": " / ".join(f"{ns / 1e6:.1f}" for ns in seen.longest_ns),
             "full gc.collect() min ms": min(full) / 1e6,
             "full gc.collect() max ms": max(full) / 1e6,
+            "full gc.collect() CPU min ms": min(full_cpu) / 1e6,
         }
     )
     collector.notes.append(
