@@ -124,7 +124,8 @@ class _Collections:
 
 def _collector_report(seen: _Collections) -> dict[str, Any]:
     """The collector's figures now: frozen and tracked objects, the collections
-    ``seen`` counted, and ``FULL_COLLECTIONS`` full passes timed (wall and CPU ns)."""
+    ``seen`` counted, then ``FULL_COLLECTIONS`` full passes timed (wall and CPU ns)."""
+    counts, longest = list(seen.counts), list(seen.longest_ns)
     walls: list[int] = []
     cpus: list[int] = []
     for _ in range(FULL_COLLECTIONS):
@@ -136,8 +137,8 @@ def _collector_report(seen: _Collections) -> dict[str, Any]:
     return {
         "frozen": gc.get_freeze_count(),
         "tracked": len(gc.get_objects()),
-        "counts": list(seen.counts),
-        "longest_ns": list(seen.longest_ns),
+        "counts": counts,
+        "longest_ns": longest,
         "full_ns": walls,
         "full_cpu_ns": cpus,
     }
