@@ -20,6 +20,10 @@ from typing import Any
 import pytest
 
 from opgate import cli
+from opgate.cli._load import load
+from opgate.cli._parser import build_parser
+from opgate.cli._serve import build_gateway
+from opgate.cli._usage import UsageError
 from opgate.mcp import GatewayServer
 
 from conftest import ROOT, serve_environment
@@ -63,11 +67,11 @@ def write(path: Path, text: str) -> Path:
 
 
 def gateway(*argv: str) -> Any:
-    return cli._gateway(cli._parser().parse_args(["serve", *argv]))
+    return build_gateway(build_parser().parse_args(["serve", *argv]))
 
 
 def usage_error(*argv: str) -> str:
-    with pytest.raises(cli.UsageError) as info:
+    with pytest.raises(UsageError) as info:
         gateway(*argv)
     return str(info.value)
 
@@ -114,6 +118,56 @@ def test_a_file_elsewhere_imports_its_siblings(folder: Path) -> None:
     os.chdir(elsewhere)
     assert "lookup" in gateway(str(project / "server.py")).registry
     assert sys.path[0] == str(project)
+
+
+def test_a_symlinked_file_imports_the_siblings_of_its_target(folder: Path) -> None:
+    # As ``python link.py`` does: the search path gets the folder of the real file.
+    project = folder / "project"
+    write(project / "catalog.py", APP)
+    write(project / "server.py", "from catalog import registry\n")
+    (folder / "bin").mkdir()
+    (folder / "bin" / "server.py").symlink_to(project / "server.py")
+    assert "lookup" in gateway("bin/server.py").registry
+    assert sys.path[0] == str(project)
+    assert gateway(str(project / "server.py")).registry is sys.modules["server"].registry
+
+
+RELATIVE_APP = APP.replace("from opgate import", "from .models import MODELS\nfrom opgate import")
+
+
+def test_a_file_in_a_package_is_imported_as_its_module(folder: Path) -> None:
+    # A relative import needs the package: the file is imported as shop.app with the
+    # package's parent first on the search path, as ``python -m shop.app`` would.
+    write(folder / "shop" / "__init__.py", "")
+    write(folder / "shop" / "models.py", "MODELS = 1\n")
+    write(folder / "shop" / "app.py", RELATIVE_APP)
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    assert "lookup" in gateway(str(folder / "shop" / "app.py")).registry
+    assert sys.path[0] == str(folder)
+    assert sys.modules["shop.app"].__file__ == str(folder / "shop" / "app.py")
+    assert gateway(str(folder / "shop" / "app.py") + ":registry").registry is (
+        sys.modules["shop.app"].registry
+    )
+
+
+def test_a_package_folder_serves_its_init(folder: Path) -> None:
+    write(folder / "shop" / "__init__.py", "from .app import registry\n")
+    write(folder / "shop" / "models.py", "MODELS = 1\n")
+    write(folder / "shop" / "app.py", RELATIVE_APP)
+    assert "lookup" in gateway("shop/").registry
+    assert "lookup" in gateway("shop/:registry").registry
+    (folder / "plain").mkdir()
+    assert usage_error("plain/").startswith("plain/ is a folder without __init__.py: name")
+
+
+def test_a_package_named_like_a_loaded_module_is_refused_by_name(folder: Path) -> None:
+    write(folder / "json" / "__init__.py", "")
+    write(folder / "json" / "app.py", APP)
+    message = usage_error("json/app.py")
+    assert "json/app.py is module json.app of the package at" in message
+    assert "another module is already named json" in message
 
 
 def test_an_existing_file_without_the_py_suffix_is_loaded_as_a_file(folder: Path) -> None:
@@ -176,8 +230,8 @@ def test_a_file_named_like_a_loaded_module_keeps_that_module(folder: Path) -> No
 
 def test_a_file_named_twice_runs_once(folder: Path) -> None:
     write(folder / "app.py", APP + "class Verifier:\n    pass\n")
-    first = cli._load("app.py:Verifier", "--token-verifier")
-    assert cli._load(str(folder / "app.py") + ":Verifier", "--token-verifier") is first
+    first = load("app.py:Verifier", "--token-verifier")
+    assert load(str(folder / "app.py") + ":Verifier", "--token-verifier") is first
     assert gateway("app.py").registry is sys.modules["app"].registry
 
 
@@ -188,8 +242,8 @@ def test_a_missing_file_names_the_working_directory(folder: Path) -> None:
 
 def test_a_verifier_still_needs_its_attr(folder: Path) -> None:
     write(folder / "app.py", APP)
-    with pytest.raises(cli.UsageError, match=r"must be MODULE:ATTR or PATH\.py:ATTR"):
-        cli._load("app.py", "--token-verifier")
+    with pytest.raises(UsageError, match=r"must be MODULE:ATTR or PATH\.py:ATTR"):
+        load("app.py", "--token-verifier")
 
 
 @pytest.mark.parametrize(
@@ -218,6 +272,35 @@ def test_an_import_failure_is_one_message_with_the_search_path(
     assert "--log-level DEBUG shows the traceback" in error
     assert "Traceback" not in error
     assert "app" not in sys.modules  # a failed module is not left half-imported
+
+
+def test_a_factory_that_fails_is_one_message_with_the_search_path(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A factory's lazy imports fail like a module's: the same message, no traceback.
+    write(
+        folder / "app.py",
+        """
+        def build():
+            import no_such_dep
+
+        async def build_async():
+            return None
+        """,
+    )
+    with pytest.raises(SystemExit) as info:
+        cli.main(["serve", "app.py:build"])
+    assert info.value.code == 2
+    error = capsys.readouterr().err
+    first = error.splitlines()[0]
+    assert first.startswith(
+        "opgate serve: cannot build app.py:build: ModuleNotFoundError: No module named "
+        f"'no_such_dep' ({folder / 'app.py'}, line 3)"
+    )
+    assert f"  working directory: {folder}\n" in error
+    assert "Traceback" not in error
+    message = usage_error("app.py:build_async")
+    assert message.startswith("app.py:build_async is an async function: make the factory")
 
 
 def test_a_module_that_cannot_be_found_names_the_search_path(

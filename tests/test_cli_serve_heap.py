@@ -30,11 +30,19 @@ import gc
 import json
 import weakref
 
-from opgate import LocalPolicy, Registry, operation
+from opgate import Registry, operation
 
 
 class Node:
     pass
+
+
+class AllowAll:
+    def scope_key(self, ctx):
+        return "everyone"
+
+    def authorize(self, ctx, request):
+        return None
 
 
 @operation
@@ -57,7 +65,7 @@ def heap() -> str:
     )
 
 
-registry = Registry([heap], LocalPolicy())
+registry = Registry([heap], AllowAll())
 '''
 
 
