@@ -23,7 +23,7 @@ from opgate import (
     Text,
     finish,
 )
-from opgate._schema import MAX_CACHED_VALIDATORS, CompileMemo, SchemaCompiler, SchemaRole
+from opgate._schema import MAX_CACHED_VALIDATORS, SchemaCache, SchemaCompiler, SchemaRole
 
 from conftest import AllowAll, Ctx
 
@@ -102,7 +102,7 @@ def _outcome(schema: object, *, batch: bool) -> str:
     compiler = SchemaCompiler()
     try:
         compiled = compiler.compile(
-            schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo() if batch else None
+            schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache() if batch else None
         )
     except ConfigurationError as exc:
         return f"error {exc}"
@@ -294,13 +294,13 @@ def test_a_plain_document_is_checked_without_building_a_validator(
         raise AssertionError("the full compile ran")
 
     monkeypatch.setattr(SchemaCompiler, "_build", build)
-    SchemaCompiler().compile(_BASE, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+    SchemaCompiler().compile(_BASE, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
     with pytest.raises(AssertionError, match="full compile"):  # not plain: compiled
         SchemaCompiler().compile(
             _mutated(("$defs", "Name", "$id"), "urn:n"),
             role=SchemaRole.INPUT,
             where="s",
-            memo=CompileMemo(),
+            cache=SchemaCache(),
         )
 
 
@@ -317,10 +317,10 @@ def test_the_walk_proves_the_meta_schema_for_plain_value_shapes(
     for shape in [{}, *_META_SHAPES]:
         schema = _mutated(("properties", "s"), shape)
         if shape in [{}, *_PROVED_SHAPES]:
-            compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+            compiler.compile(schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
         else:  # a shape the walk does not vouch for goes to the meta-schema
             with pytest.raises(AssertionError, match="meta-schema ran"):
-                compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+                compiler.compile(schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
 
 
 def test_the_revision_hashes_the_same_bytes_as_field_by_field_updates() -> None:
@@ -423,7 +423,7 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
 
     rng = random.Random(11)
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     kinds: set[str] = set()
     fixed: list[dict[str, Any]] = [
         {"$defs": {"\U0001f600x": True, "\uff01": {"type": "string"}}},  # UTF-16 order
@@ -433,7 +433,7 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
     ]
     for document in [*fixed, *(_document(rng) for _ in range(600))]:
         try:
-            compiled = compiler.compile(document, role=SchemaRole.INPUT, where="s", memo=memo)
+            compiled = compiler.compile(document, role=SchemaRole.INPUT, where="s", cache=cache)
             batch = f"ok {compiled.dialect} {compiled.canonical!r}"
         except ConfigurationError as exc:
             batch = f"error {exc}"
@@ -444,22 +444,102 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
 
 def test_a_shared_member_is_checked_against_each_documents_own_defs() -> None:
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     refers = {"$ref": "#/$defs/Target"}
     whole = {"$defs": {"Member": refers, "Target": {"type": "string"}}}
-    compiler.compile(whole, role=SchemaRole.INPUT, where="s", memo=memo)
+    compiler.compile(whole, role=SchemaRole.INPUT, where="s", cache=cache)
     alone = {"$defs": {"Member": refers}}
     with pytest.raises(ConfigurationError, match="Target"):
-        compiler.compile(alone, role=SchemaRole.INPUT, where="s", memo=memo)
+        compiler.compile(alone, role=SchemaRole.INPUT, where="s", cache=cache)
 
 
 def test_a_refused_document_is_refused_again_in_the_same_batch() -> None:
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     bad = {"type": "string", "pattern": "[a-"}
     for _ in range(2):  # refused both times: the first refusal left nothing behind
         with pytest.raises(ConfigurationError, match="pattern"):
-            compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", memo=memo)
+            compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", cache=cache)
+
+
+# --- registries built in one process share nothing -----------------------------------------
+
+
+def _patterns_in(value: object) -> list[str]:
+    if isinstance(value, dict):
+        found = [value["pattern"]] if isinstance(value.get("pattern"), str) else []
+        return found + [p for item in value.values() for p in _patterns_in(item)]
+    if isinstance(value, list):
+        return [p for item in value for p in _patterns_in(item)]
+    return []
+
+
+def test_two_registries_built_in_one_process_share_no_schema_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whatever one build learnt (that a pattern compiles, a schema's compiled form) must
+    # not serve another: each registry checks and compiles its own schemas.
+    import jsonschema_rs
+
+    compiled_patterns: list[str] = []
+    real = jsonschema_rs.Draft202012Validator
+
+    def recording(schema: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled_patterns.extend(_patterns_in(schema))
+        return real(schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema_rs, "Draft202012Validator", recording)
+    pattern = "^only-in-this-test-[a-z]+$"
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    operations = [Operation("op", "does", handler, input_schema=schema)]
+    first = Registry(operations, AllowAll())
+    assert pattern in compiled_patterns
+    compiled_patterns.clear()
+    second = Registry(operations, AllowAll())
+    assert pattern in compiled_patterns  # checked again, not taken from the first build
+    one, two = first._entries[0].input_schema, second._entries[0].input_schema
+    assert one is not two
+    assert one._compiler is not two._compiler
+    assert one.canonical == two.canonical
+
+
+_D07 = "http://json-schema.org/draft-07/schema#"
+_REFUSED_SCHEMAS: list[object] = [
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)b"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "[a-"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": -1}}},
+    {"type": "object", "properties": {"a": {"type": "strung"}}},
+    '{"type": "object", "properties": {"a": {"pattern": "(?=a)b"}}}',
+    {"$schema": _D07, "type": "object", "properties": {"a": {"pattern": "(?=a)b"}}},
+]
+
+
+@pytest.mark.parametrize("schema", _REFUSED_SCHEMAS)
+def test_a_schema_refused_in_one_registry_is_refused_identically_in_a_second(
+    schema: object,
+) -> None:
+    def refusal() -> str:
+        operations = [
+            Operation("ok", "does", handler, input_schema=_BASE),
+            Operation("z", "does", handler, input_schema=schema),
+        ]
+        with pytest.raises(ConfigurationError) as caught:
+            Registry(operations, AllowAll())
+        return str(caught.value)
+
+    first = refusal()
+    assert "operation 'z' input_schema" in first
+    assert refusal() == first
+    # A registry that opted in to the backtracking engine, built in between, accepts the
+    # lookaround patterns; that teaches the next linear-engine build nothing.
+    if "(?=a)b" in str(schema):
+        Registry(
+            [Operation("z", "does", handler, input_schema=schema)],
+            AllowAll(),
+            regex_backtrack_limit=1000,
+        )
+    assert refusal() == first
 
 
 # --- Registry.replace: the same compiled catalog under another secret, ledger or ranking ---

@@ -19,10 +19,10 @@ from opgate._json import canonical_bytes, parse
 from opgate._schema import (
     COUNT_KEYWORDS,
     MAX_CACHED_ERROR_DOCUMENTS,
-    MAX_CACHED_SCHEMAS,
     MAX_CACHED_VALIDATORS,
     MAX_COUNT,
     CompiledSchema,
+    SchemaCache,
     SchemaCompiler,
     SchemaRole,
     SchemaViolation,
@@ -817,14 +817,19 @@ def _validator(compiled: CompiledSchema) -> object:
 
 def test_identical_schemas_share_a_validator() -> None:
     compiler = SchemaCompiler()
-    one = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=OUTPUT, where="a")
-    two = compiler.compile('{"minimum": 1e0, "maxLength": 2.0}', role=OUTPUT, where="b")
+    cache = SchemaCache()
+    one = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=OUTPUT, where="a", cache=cache)
+    two = compiler.compile(
+        '{"minimum": 1e0, "maxLength": 2.0}', role=OUTPUT, where="b", cache=cache
+    )
     assert one is two
     assert _validator(one) is _validator(two)
     # only the canonical bytes are kept: numbers read back in their canonical spelling
     assert one.canonical == b'{"maxLength":2,"minimum":1}'
     assert one.document() == {"maxLength": 2, "minimum": 1}
-    other_role = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=FORM, where="c")
+    other_role = compiler.compile(
+        {"maxLength": 2, "minimum": 1.0}, role=FORM, where="c", cache=cache
+    )
     assert _validator(other_role) is not _validator(one)
     elsewhere = SchemaCompiler().compile({"maxLength": 2, "minimum": 1}, role=OUTPUT, where="d")
     assert _validator(elsewhere) is not _validator(one)
@@ -870,19 +875,27 @@ def test_failed_checks_describe_violations_from_a_small_cache_of_parsed_document
 )
 def test_equal_numbers_share_a_validator(first: str, second: str) -> None:
     compiler = SchemaCompiler()
-    one = compiler.compile(f'{{"maxItems": {first}}}', role=OUTPUT, where="a")
-    two = compiler.compile(f'{{"maxItems": {second}}}', role=OUTPUT, where="b")
+    cache = SchemaCache()
+    one = compiler.compile(f'{{"maxItems": {first}}}', role=OUTPUT, where="a", cache=cache)
+    two = compiler.compile(f'{{"maxItems": {second}}}', role=OUTPUT, where="b", cache=cache)
     assert one is two
     assert _validator(one) is _validator(two)
     assert one.is_valid([1, 2])
     assert not two.is_valid([1, 2, 3])
 
 
-def test_the_cache_is_bounded() -> None:
+def test_a_cache_serves_one_compiler_and_a_compile_without_one_shares_nothing() -> None:
     compiler = SchemaCompiler()
-    for index in range(MAX_CACHED_SCHEMAS + 10):
-        compiler.compile({"maxLength": index}, role=OUTPUT, where="s")
-    assert len(compiler._cache) == MAX_CACHED_SCHEMAS
+    cache = SchemaCache()
+    compiled = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache)
+    with pytest.raises(ValueError, match="one SchemaCompiler"):
+        SchemaCompiler().compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache)
+    assert compiler.compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache) is compiled
+    one = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s")
+    two = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s")
+    assert one is not two
+    assert one is not compiled
+    assert one.canonical == two.canonical == compiled.canonical
 
 
 def test_compiling_from_threads() -> None:

@@ -43,11 +43,16 @@ validator but may become schemas through a JSON-pointer ``$ref``, so they are
 checked for ``$schema`` and count constraints too (their references are resolved
 by the compiler only if something refers to them).
 
-Construction (``compile`` with a ``CompileMemo``) checks a schema fully but does not
+Construction (``compile`` with a ``SchemaCache``) checks a schema fully but does not
 keep its validator: a *plain* document (see ``_Walker``) is checked by the walk, the
 regex check, the meta-schema and its ``#/$defs/Name`` references, which for that class
 are every check the compiler makes; any other document, and any failure, takes the
 full compile and its exact error. Validators are compiled on first use.
+
+What is cached, and for how long: a ``SchemaCache`` lives for one registry build
+(identical schemas, patterns known to compile) and is dropped with it; each
+``SchemaCompiler`` (one per registry) keeps the validators of its schemas in a
+bounded LRU for as long as its schemas live. Nothing is cached per process.
 
 Instances are validated with ``CompiledSchema.first_violation`` (one validation
 pass, stopping at the first error): the first violation comes back as a
@@ -100,23 +105,18 @@ __all__ = [
     "DIALECT_DRAFT_07",
     "MAX_BACKTRACK_LIMIT",
     "MAX_CACHED_ERROR_DOCUMENTS",
-    "MAX_CACHED_SCHEMAS",
     "MAX_CACHED_VALIDATORS",
     "MAX_COUNT",
     "POINTER_CHARS",
     "POINTER_SEGMENT_CHARS",
-    "CompileMemo",
     "CompiledSchema",
+    "SchemaCache",
     "SchemaCompiler",
     "SchemaRole",
     "SchemaViolation",
     "ViolationDetail",
     "compile_schema",
 ]
-
-#: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first):
-#: form schemas are compiled at request time, so the cache must not grow without bound.
-MAX_CACHED_SCHEMAS: Final = 1024
 
 #: Largest backtrack limit an opted-in backtracking regex engine accepts (fancy-regex's
 #: own default): one pattern check then costs up to about a second on 64 KiB of text.
@@ -289,8 +289,8 @@ class CompiledSchema:
     fresh detached copy (numbers exact, in their canonical spelling, so a given
     ``1.0`` reads back as ``1``), and the compiled validator lives in its
     ``SchemaCompiler``'s bounded cache, recompiled from the bytes on first use after
-    it was dropped. Every schema was fully checked and compiled once before its
-    ``CompiledSchema`` existed, so recompiling cannot fail.
+    it was dropped. Every schema was fully checked once before its ``CompiledSchema``
+    existed, so compiling it cannot fail.
     """
 
     __slots__ = ("_compiler", "_role", "canonical", "dialect")
@@ -331,14 +331,38 @@ class CompiledSchema:
         return f"<CompiledSchema {self.dialect} {len(self.canonical)} bytes>"
 
 
-class SchemaCompiler:
-    """Compiles schemas under the profile, sharing results between identical schemas.
+class SchemaCache:
+    """What the compiles of one ``Registry`` build share; one per build, then dropped.
 
-    One per ``Registry``. Two bounded LRU caches, both safe to use from several
-    threads: ``CompiledSchema`` values keyed by (role, canonical bytes), at most
-    ``MAX_CACHED_SCHEMAS`` (identical schemas share one), and compiled validators,
-    at most ``MAX_CACHED_VALIDATORS`` (a validator dropped from it is recompiled from
-    the canonical bytes on its schema's next use).
+    Whoever builds a registry makes one and passes it to every
+    ``SchemaCompiler.compile`` of the build (all with one compiler). It remembers, for
+    that build only: the ``CompiledSchema`` of every schema accepted so far, by its
+    content as given (JSON text, or exact Python values compared value for value)
+    and by its canonical bytes, so identical schemas share one; and the patterns
+    that compiled with the compiler's regex engine. A refused schema leaves nothing
+    behind. Nothing in it reaches another registry, and a built registry does not
+    keep it (its ``CompiledSchema`` values keep only their compiler, for compiling
+    validators on first use). Unbounded and not thread-safe: a build runs on one
+    thread and ends.
+    """
+
+    __slots__ = ("compiler", "patterns", "schemas", "sources")
+
+    def __init__(self) -> None:
+        self.compiler: SchemaCompiler | None = None  # the one it serves, from its first use
+        self.sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
+        self.schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
+        self.patterns: set[str] = set()
+
+
+class SchemaCompiler:
+    """Compiles schemas under the profile; one per ``Registry``, shared by its schemas.
+
+    It keeps the validators of the schemas it compiled in a bounded LRU, safe to
+    use from several threads: at most ``MAX_CACHED_VALIDATORS`` (a validator dropped
+    from it is compiled again from the canonical bytes on its schema's next use),
+    and the parsed documents of the ``MAX_CACHED_ERROR_DOCUMENTS`` schemas whose
+    checks failed most recently, to describe violations.
 
     ``resources`` is for the conformance tests only: ``(uri, document)`` pairs made
     available to references as if bundled into every schema. Nothing is ever
@@ -359,12 +383,10 @@ class SchemaCompiler:
         backtrack_limit: int | None = None,
     ) -> None:
         self._pattern_options = _pattern_options(backtrack_limit)
-        self._backtrack_limit = backtrack_limit
         self._resources: tuple[tuple[str, JSONValue], ...] = tuple(
             (uri, _json.from_python(document)) for uri, document in resources
         )
         self._resource_registries: dict[str, jsonschema_rs.Registry] = {}
-        self._cache: OrderedDict[tuple[SchemaRole, bytes], CompiledSchema] = OrderedDict()
         self._validators: OrderedDict[tuple[SchemaRole, bytes], jsonschema_rs.Validator] = (
             OrderedDict()
         )
@@ -377,61 +399,56 @@ class SchemaCompiler:
         *,
         role: SchemaRole,
         where: str,
-        memo: CompileMemo | None = None,
+        cache: SchemaCache | None = None,
     ) -> CompiledSchema:
         """Parse, check and compile ``schema`` (JSON text or Python JSON values).
 
         Raises ``ConfigurationError`` whose message starts with ``where`` and names the
         JSON pointer and the rule that failed.
 
-        ``memo`` (one per ``Registry`` construction) makes a batch cheap: a schema
+        With a ``cache`` (one per ``Registry`` construction) a batch is cheap: a schema
         given again (the same JSON text, or Python values with identical content) or
         one with the same canonical bytes returns the ``CompiledSchema`` already
         made, and the schema is checked without keeping a compiled validator (it is
-        compiled on first use, see ``_check``). Without it (form schemas at request
-        time), the validator is compiled now and kept in the bounded cache.
+        compiled on first use, see ``_check``). Without one (form schemas at request
+        time), the validator is compiled now and kept.
         """
         if not isinstance(role, SchemaRole):
             raise TypeError("role must be a SchemaRole")
-        source = None if memo is None else _source_key(schema)
+        if cache is None:
+            document = _load(schema, where)
+            canonical = _json.parsed_canonical_bytes(document)
+            validator, dialect = self._compile(document, role, where, set())
+            with self._lock:
+                self._keep((role, canonical), validator)
+            return CompiledSchema(canonical, dialect, role, self)
+        if cache.compiler is None:
+            cache.compiler = self
+        elif cache.compiler is not self:
+            raise ValueError("a SchemaCache serves the one SchemaCompiler it was first used with")
+        source = _source_key(schema)
         if source is not None:
-            assert memo is not None
-            found = memo.sources.get((role, source))
+            found = cache.sources.get((role, source))
             if found is not None:
                 return found
-        plain = None if source is None else self._plain_canonical(schema, role)
+        plain = None if source is None else self._plain_canonical(schema, role, cache.patterns)
         if plain is None:
             document = _load(schema, where)
             canonical = _json.parsed_canonical_bytes(document)
         else:
             canonical = plain
         key = (role, canonical)
-        compiled = None if memo is None else memo.schemas.get(key)
+        compiled = cache.schemas.get(key)
         if compiled is None:
-            with self._lock:
-                compiled = self._cache.get(key)
-                if compiled is not None:
-                    self._cache.move_to_end(key)
-        if compiled is None:
-            if memo is None:
-                validator, dialect = self._compile(document, role, where)
-            elif plain is None:
-                dialect = self._check(document, role, where)
+            if plain is None:
+                dialect = self._check(document, role, where, cache.patterns)
             else:
                 dialect = DIALECT_2020_12
-            compiled = CompiledSchema(canonical, dialect, role, self)
-            with self._lock:
-                self._cache[key] = compiled
-                while len(self._cache) > MAX_CACHED_SCHEMAS:
-                    self._cache.popitem(last=False)
-                if memo is None:
-                    self._keep(key, validator)
-        if memo is not None:
             # Identical schemas (equal canonical bytes) share one immutable CompiledSchema,
             # so one bytes object serves every operation that declares them.
-            memo.schemas[key] = compiled
-            if source is not None:
-                memo.sources[(role, source)] = compiled
+            compiled = cache.schemas[key] = CompiledSchema(canonical, dialect, role, self)
+        if source is not None:
+            cache.sources[(role, source)] = compiled
         return compiled
 
     def validator(self, role: SchemaRole, canonical: bytes) -> jsonschema_rs.Validator:
@@ -442,8 +459,14 @@ class SchemaCompiler:
             if validator is not None:
                 self._validators.move_to_end(key)
                 return validator
-        # Checked and compiled once already: recompiling the same bytes cannot fail.
-        validator, _ = self._compile(_json.parse(canonical, profile=True), role, "schema")
+        # Checked once already: compiling the same bytes again cannot fail, so the checks
+        # that only name failures (patterns, references) are not run again.
+        document = _json.parse(canonical, profile=True)
+        dialect = _root_dialect(document, "schema")
+        walker = _Walker("schema")
+        walker.plain = False
+        walker.schema(document, [], dialect, (), active=True)
+        validator = self._build(document, walker, dialect, role, "schema", references=False)
         with self._lock:
             self._keep(key, validator)
         return validator
@@ -474,7 +497,7 @@ class SchemaCompiler:
         while len(self._validators) > MAX_CACHED_VALIDATORS:
             self._validators.popitem(last=False)
 
-    def _plain_canonical(self, schema: object, role: SchemaRole) -> bytes | None:
+    def _plain_canonical(self, schema: object, role: SchemaRole, known: set[str]) -> bytes | None:
         """The canonical bytes of a plain schema given as exact Python data that passes
         every check, without copying it; ``None`` sends it down the general path.
 
@@ -482,6 +505,7 @@ class SchemaCompiler:
         caller's value stands in for it) and that the document is plain; then the
         checks are those ``_check`` makes of a plain document: role, patterns,
         meta-schema. Any refusal returns ``None``: the general path raises the error.
+        ``known`` holds the patterns already seen to compile.
         """
         if type(schema) is not dict or self._resources:
             return None
@@ -493,15 +517,16 @@ class SchemaCompiler:
             _check_role(schema, role, "schema")
         except ConfigurationError:
             return None
-        limit = self._backtrack_limit
-        fresh = list(dict.fromkeys(p for p in patterns if (p, limit) not in _GOOD))
-        if fresh and not _all_compile(fresh, limit):
+        fresh = [pattern for pattern in dict.fromkeys(patterns) if pattern not in known]
+        if fresh and not self._all_compile(fresh, known):
             return None
         if not proved and not _meta_valid(schema):
             return None
         return _json.parsed_canonical_bytes(schema)
 
-    def _walk(self, document: JSONValue, role: SchemaRole, where: str) -> tuple[str, _Walker]:
+    def _walk(
+        self, document: JSONValue, role: SchemaRole, where: str, known: set[str]
+    ) -> tuple[str, _Walker]:
         """The profile rules and regex check: what both the full compile and ``_check`` run."""
         _check_role(document, role, where)
         dialect = _root_dialect(document, where)
@@ -516,16 +541,15 @@ class SchemaCompiler:
         # Unused $defs too (jsonschema-rs skips them). The patterns not seen yet are
         # compiled together first (one validator: one call's overhead); only if that
         # fails is each compiled alone, in document order, to name the first that fails.
-        limit = self._backtrack_limit
-        fresh = list(dict.fromkeys(p for _, p in walker.patterns if (p, limit) not in _GOOD))
-        if len(fresh) > 1 and _all_compile(fresh, limit):
+        fresh = [p for p in dict.fromkeys(p for _, p in walker.patterns) if p not in known]
+        if len(fresh) > 1 and self._all_compile(fresh, known):
             return dialect, walker
         for path, pattern in walker.patterns:
-            if not _compiles(pattern, limit):
+            if not self._compiles(pattern, known):
                 raise ConfigurationError(_regex_message(pattern, _json.pointer(path), where))
         return dialect, walker
 
-    def _check(self, document: JSONValue, role: SchemaRole, where: str) -> str:
+    def _check(self, document: JSONValue, role: SchemaRole, where: str, known: set[str]) -> str:
         """Check ``document`` fully, as ``_compile`` does, without keeping a validator.
 
         A *plain* document (see ``_Walker``) that passes the walk, whose patterns all
@@ -538,23 +562,29 @@ class SchemaCompiler:
         document the meta-schema rejects — gets the full compile, so a failure
         raises exactly the error ``_compile`` raises. Returns the dialect.
         """
-        dialect, walker = self._walk(document, role, where)
+        dialect, walker = self._walk(document, role, where, known)
         if walker.plain and _meta_valid(document):
             return dialect
         self._build(document, walker, dialect, role, where)
         return dialect
 
     def _compile(
-        self, document: JSONValue, role: SchemaRole, where: str
+        self, document: JSONValue, role: SchemaRole, where: str, known: set[str]
     ) -> tuple[jsonschema_rs.Validator, str]:
-        dialect, walker = self._walk(document, role, where)
+        dialect, walker = self._walk(document, role, where, known)
         return self._build(document, walker, dialect, role, where), dialect
 
     def _build(
-        self, document: JSONValue, walker: _Walker, dialect: str, role: SchemaRole, where: str
+        self,
+        document: JSONValue,
+        walker: _Walker,
+        dialect: str,
+        role: SchemaRole,
+        where: str,
+        *,
+        references: bool = True,
     ) -> jsonschema_rs.Validator:
-        resource_registry = self._resource_registry(dialect)
-        if walker.references:
+        if references and walker.references:
             _check_references(document, walker.references, dialect, self._resources, where)
         validator_class = (
             jsonschema_rs.Draft7Validator
@@ -568,7 +598,7 @@ class SchemaCompiler:
                 validate_formats=asserts_formats,
                 ignore_unknown_formats=True,
                 keywords=_CONTENT_KEYWORDS if walker.has_content else None,
-                registry=resource_registry,
+                registry=self._resource_registry(dialect),
                 offline=True,
                 pattern_options=self._pattern_options,
             )
@@ -576,6 +606,7 @@ class SchemaCompiler:
             raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
 
     def _resource_registry(self, dialect: str) -> jsonschema_rs.Registry | None:
+        """The conformance tests' bundled resources, registered for ``dialect`` once."""
         if not self._resources:
             return None
         with self._lock:
@@ -587,6 +618,34 @@ class SchemaCompiler:
             with self._lock:
                 self._resource_registries[dialect] = registry
         return registry
+
+    def _all_compile(self, patterns: list[str], known: set[str]) -> bool:
+        """Whether every pattern compiles (one validator holding them all; per-regex limits).
+
+        Adds them to ``known`` if they do.
+        """
+        try:
+            jsonschema_rs.Draft202012Validator(
+                {"allOf": [{"pattern": pattern} for pattern in patterns]},
+                pattern_options=self._pattern_options,
+            )
+        except Exception:
+            return False
+        known.update(patterns)
+        return True
+
+    def _compiles(self, pattern: str, known: set[str]) -> bool:
+        """Whether this compiler's regex engine compiles ``pattern`` (added to ``known``)."""
+        if pattern in known:
+            return True
+        try:
+            jsonschema_rs.Draft202012Validator(
+                {"pattern": pattern}, pattern_options=self._pattern_options
+            )
+        except Exception:
+            return False
+        known.add(pattern)
+        return True
 
 
 def _pattern_options(
@@ -626,55 +685,6 @@ def _source_key(schema: object) -> bytes | None:
         return None
 
 
-@dataclass(slots=True)
-class CompileMemo:
-    """What one batch of ``SchemaCompiler.compile`` calls (a ``Registry`` build) shares.
-
-    Unbounded and short-lived: dropped when the batch ends.
-    """
-
-    sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
-    schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
-
-
-#: Patterns known to compile, keyed with the backtrack limit (cleared when it fills).
-_GOOD: dict[tuple[str, int | None], None] = {}
-_MAX_GOOD: Final = 16384
-
-
-def _remember(patterns: Iterable[str], backtrack_limit: int | None) -> None:
-    if len(_GOOD) > _MAX_GOOD:
-        _GOOD.clear()
-    _GOOD.update(dict.fromkeys((pattern, backtrack_limit) for pattern in patterns))
-
-
-def _all_compile(patterns: list[str], backtrack_limit: int | None) -> bool:
-    """Whether every pattern compiles (one validator holding them all; per-regex limits)."""
-    try:
-        jsonschema_rs.Draft202012Validator(
-            {"allOf": [{"pattern": pattern} for pattern in patterns]},
-            pattern_options=_pattern_options(backtrack_limit),
-        )
-    except Exception:
-        return False
-    _remember(patterns, backtrack_limit)
-    return True
-
-
-def _compiles(pattern: str, backtrack_limit: int | None) -> bool:
-    """Whether the engine chosen by ``backtrack_limit`` compiles ``pattern``."""
-    if (pattern, backtrack_limit) in _GOOD:
-        return True
-    try:
-        jsonschema_rs.Draft202012Validator(
-            {"pattern": pattern}, pattern_options=_pattern_options(backtrack_limit)
-        )
-    except Exception:
-        return False
-    _remember((pattern,), backtrack_limit)
-    return True
-
-
 def _regex_message(pattern: str, pointer: str, where: str) -> str:
     """Why the linear-time engine refused ``pattern``: it needs backtracking, or is invalid."""
     try:
@@ -692,12 +702,13 @@ def _regex_message(pattern: str, pointer: str, where: str) -> str:
     )
 
 
-_DEFAULT_COMPILER = SchemaCompiler()
-
-
 def compile_schema(schema: object, *, role: SchemaRole, where: str = "schema") -> CompiledSchema:
-    """Compile ``schema`` with a process-wide shared ``SchemaCompiler``; see its ``compile``."""
-    return _DEFAULT_COMPILER.compile(schema, role=role, where=where)
+    """Compile ``schema`` with a ``SchemaCompiler`` of its own; see its ``compile``.
+
+    For schemas outside any registry (form schemas, a decorated function's schemas):
+    the result shares nothing with other schemas and keeps its validator.
+    """
+    return SchemaCompiler().compile(schema, role=role, where=where)
 
 
 # --- loading and document rules ------------------------------------------------------
