@@ -97,12 +97,12 @@ async def test_validators_dropped_from_the_cache_are_recompiled_on_first_use() -
 # --- the batch path: plain documents checked without a validator -------------------------
 
 
-def _outcome(schema: object, *, batch: bool) -> str:
+def _outcome(schema: object, *, batch: bool, role: SchemaRole = SchemaRole.INPUT) -> str:
     """``ok <dialect> <canonical>`` or the ``ConfigurationError`` message, by one path."""
     compiler = SchemaCompiler()
     try:
         compiled = compiler.compile(
-            schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache() if batch else None
+            schema, role=role, where="s", cache=SchemaCache() if batch else None
         )
     except ConfigurationError as exc:
         return f"error {exc}"
@@ -245,6 +245,17 @@ def test_the_batch_path_accepts_and_refuses_exactly_as_the_full_compile(
 ) -> None:
     schema = _mutated(path, value)
     assert _outcome(schema, batch=True) == _outcome(schema, batch=False)
+
+
+def test_the_batch_path_agrees_with_the_full_compile_for_form_schemas() -> None:
+    # Form schemas (compile_schema) are checked by the batch path too, formats asserted.
+    forms: list[object] = [_mutated(path, value) for path, value in _MUTATIONS]
+    for name in ("email", "uri", "date", "date-time", "unknown-format"):
+        forms.append({"type": "object", "properties": {"f": {"type": "string", "format": name}}})
+    forms.append({"type": "object", "properties": {"f": {"format": 5}}})
+    for schema in forms:
+        batch = _outcome(schema, batch=True, role=SchemaRole.FORM)
+        assert batch == _outcome(schema, batch=False, role=SchemaRole.FORM), schema
 
 
 def test_the_batch_path_agrees_on_random_mutations() -> None:

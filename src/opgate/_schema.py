@@ -703,12 +703,13 @@ def _regex_message(pattern: str, pointer: str, where: str) -> str:
 
 
 def compile_schema(schema: object, *, role: SchemaRole, where: str = "schema") -> CompiledSchema:
-    """Compile ``schema`` with a ``SchemaCompiler`` of its own; see its ``compile``.
+    """Check ``schema`` fully now, with a ``SchemaCompiler`` and ``SchemaCache`` of its own.
 
     For schemas outside any registry (form schemas, a decorated function's schemas):
-    the result shares nothing with other schemas and keeps its validator.
+    it raises what ``SchemaCompiler.compile`` raises, the result shares nothing with
+    other schemas, and its validator is compiled on first use and kept.
     """
-    return SchemaCompiler().compile(schema, role=role, where=where)
+    return SchemaCompiler().compile(schema, role=role, where=where, cache=SchemaCache())
 
 
 # --- loading and document rules ------------------------------------------------------
