@@ -82,7 +82,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final, cast
+from typing import Any, Final, NoReturn
 
 import jsonschema_rs
 from jsonschema_rs import ValidationErrorKind as Kind
@@ -463,9 +463,8 @@ class SchemaCompiler:
         # that only name failures (patterns, references) are not run again.
         document = _json.parse(canonical, profile=True)
         dialect = _root_dialect(document, "schema")
-        walker = _Walker("schema")
-        walker.plain = False
-        walker.schema(document, [], dialect, (), active=True)
+        walker = _Walker(document, dialect, "schema", exact=False)
+        walker.walk()
         validator = self._build(document, walker, dialect, role, "schema", references=False)
         with self._lock:
             self._keep(key, validator)
@@ -501,26 +500,25 @@ class SchemaCompiler:
         """The canonical bytes of a plain schema given as exact Python data that passes
         every check, without copying it; ``None`` sends it down the general path.
 
-        ``_plain_patterns`` makes sure ``_load`` would return an equal copy (so the
-        caller's value stands in for it) and that the document is plain; then the
+        The exact walk (``_Walker``) makes sure ``_load`` would return an equal copy (so
+        the caller's value stands in for it) and that the document is plain; then the
         checks are those ``_check`` makes of a plain document: role, patterns,
         meta-schema. Any refusal returns ``None``: the general path raises the error.
         ``known`` holds the patterns already seen to compile.
         """
         if type(schema) is not dict or self._resources:
             return None
-        found = _plain_patterns(schema)
-        if found is None:
+        walker = _exact_walk(schema)
+        if walker is None:
             return None
-        patterns, proved = found
         try:
             _check_role(schema, role, "schema")
         except ConfigurationError:
             return None
-        fresh = [pattern for pattern in dict.fromkeys(patterns) if pattern not in known]
+        fresh = [pattern for pattern in dict.fromkeys(walker.patterns) if pattern not in known]
         if fresh and not self._all_compile(fresh, known):
             return None
-        if not proved and not _meta_valid(schema):
+        if not walker.proved and not _meta_valid(schema):
             return None
         return _json.parsed_canonical_bytes(schema)
 
@@ -530,23 +528,24 @@ class SchemaCompiler:
         """The profile rules and regex check: what both the full compile and ``_check`` run."""
         _check_role(document, role, where)
         dialect = _root_dialect(document, where)
-        walker = _Walker(where)
-        if dialect != DIALECT_2020_12 or self._resources or not isinstance(document, dict):
-            walker.plain = False
-        else:
-            walker.defs = document.get("$defs")
-            if document.get("$schema", _PLAIN_DIALECT) not in _PLAIN_DIALECT_URIS:
-                walker.plain = False
-        walker.schema(document, [], dialect, (), active=True)
+        walker = _Walker(document, dialect, where, exact=False)
+        walker.plain = walker.plain and (
+            dialect == DIALECT_2020_12
+            and not self._resources
+            and isinstance(document, dict)
+            and document.get("$schema", _PLAIN_DIALECT) in _PLAIN_DIALECT_URIS
+        )
+        walker.walk()
         # Unused $defs too (jsonschema-rs skips them). The patterns not seen yet are
         # compiled together first (one validator: one call's overhead); only if that
         # fails is each compiled alone, in document order, to name the first that fails.
-        fresh = [p for p in dict.fromkeys(p for _, p in walker.patterns) if p not in known]
+        fresh = [p for p in dict.fromkeys(walker.patterns) if p not in known]
         if len(fresh) > 1 and self._all_compile(fresh, known):
             return dialect, walker
-        for path, pattern in walker.patterns:
+        for (node, key), pattern in zip(walker.sites, walker.patterns, strict=True):
             if not self._compiles(pattern, known):
-                raise ConfigurationError(_regex_message(pattern, _json.pointer(path), where))
+                pointer = walker.pointer(node, key)
+                raise ConfigurationError(_regex_message(pattern, pointer, where))
         return dialect, walker
 
     def _check(self, document: JSONValue, role: SchemaRole, where: str, known: set[str]) -> str:
@@ -585,7 +584,7 @@ class SchemaCompiler:
         references: bool = True,
     ) -> jsonschema_rs.Validator:
         if references and walker.references:
-            _check_references(document, walker.references, dialect, self._resources, where)
+            _check_references(walker, self._resources)
         validator_class = (
             jsonschema_rs.Draft7Validator
             if dialect == DIALECT_DRAFT_07
@@ -790,13 +789,10 @@ def _count(value: JSONValue) -> int | None:
 class _Reference:
     """A ``$ref``/``$dynamicRef`` in an active schema position."""
 
-    path: tuple[str | int, ...]  # of the keyword itself
+    node: dict[str, JSONValue]  # the schema object holding it
+    keyword: str
     reference: str
     scope: tuple[str, ...]  # the $id values from the root down to the referring schema
-
-    @property
-    def pointer(self) -> str:
-        return _json.pointer(self.path)
 
 
 # What a plain document may hold (see ``_Walker``): the 2020-12 keywords other than
@@ -859,28 +855,13 @@ _MAX_DEPTH: Final = _json.MAX_DEPTH
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-def _plain_reference(reference: str, defs: object) -> bool:
-    """``#/$defs/Name``: a simple name (nothing to unescape) of a root ``$defs`` member."""
-    if not reference.startswith(_PLAIN_DEFS_REF):
-        return False
-    name = reference[len(_PLAIN_DEFS_REF) :]
-    return (
-        isinstance(defs, dict)
-        and isinstance(defs.get(name), dict | bool)
-        and _PLAIN_NAME.fullmatch(name) is not None
-    )
-
-
 class _NotPlain(Exception):
-    """``_plain_patterns`` met something outside the plain class (or not certainly JSON)."""
+    """An exact walk met something outside the plain class (or not certainly JSON)."""
 
 
-_PLAIN_SINGLE: Final = _SINGLE[DIALECT_2020_12]
-_PLAIN_ARRAY: Final = _ARRAY[DIALECT_2020_12]
-_PLAIN_MAP: Final = _MAP[DIALECT_2020_12]
 # The 2020-12 meta-schema's rule for each keyword of a plain document that is not
 # a schema, an array or map of schemas, or a count (those are walked and checked
-# as such): what ``_plain_node`` may take as proof that the meta-schema accepts it.
+# as such): what an exact walk may take as proof that the meta-schema accepts it.
 _META_STRING_KEYS: Final = frozenset(
     {
         "$comment",
@@ -904,312 +885,332 @@ _META_NUMBER_KEYS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", 
 #: The keywords of a plain document whose value may be a string (all but schemas,
 #: arrays and maps of schemas, and counts).
 _PLAIN_STRING_KEYS: Final = (
-    _PLAIN_KEYWORDS - _PLAIN_SINGLE - _PLAIN_ARRAY - _PLAIN_MAP - frozenset(COUNT_KEYWORDS)
+    _PLAIN_KEYWORDS
+    - _SINGLE[DIALECT_2020_12]
+    - _ARRAY[DIALECT_2020_12]
+    - _MAP[DIALECT_2020_12]
+    - frozenset(COUNT_KEYWORDS)
 )
-
-
-def _plain_patterns(document: dict[Any, Any]) -> tuple[list[str], bool] | None:
-    """The patterns of a plain document given as Python data, if certainly plain.
-
-    One walk that verifies both that ``_json.from_python(document, profile=True)``
-    would return an equal copy (exact types, ``str`` member names, no lone
-    surrogate, integers within the profile, nesting within ``MAX_DEPTH``) and that
-    the document is plain (see ``_Walker``) and passes the walk's rules (counts).
-    ``None`` on anything else, including every failure: the general path decides.
-    The flag says whether the walk proved the meta-schema accepts the document
-    (see ``_plain_node``).
-    """
-    definitions = document.get("$defs", {})
-    declared = document.get("$schema", _PLAIN_DIALECT)
-    if type(definitions) is not dict or type(declared) is not str:
-        return None
-    if declared not in _PLAIN_DIALECT_URIS:
-        return None
-    patterns: list[str] = []
-    try:
-        proved = _plain_node(document, 0, definitions, patterns)
-    except _NotPlain:
-        return None
-    return patterns, proved
-
-
-def _plain_node(
-    node: dict[Any, Any], depth: int, definitions: dict[Any, Any], patterns: list[str]
-) -> bool:
-    """Walk one schema object of a plain document (``_NotPlain`` if it is not one).
-
-    Returns whether the walk proved that the 2020-12 meta-schema accepts this object
-    and everything under it (``False`` means only "not proved": ``_meta_valid``
-    decides). The proof covers the value shapes real schemas use, each against the
-    meta-schema's rule for its keyword (``_META_*`` below); formats are annotations
-    there, so a ``$ref``, ``pattern`` or ``format`` string is accepted as any string.
-
-    The hot loop of construction: the common leaves (strings, lists of strings) are
-    checked inline with the test ``_json.is_plain`` makes of them; anything else
-    goes to ``_json.is_plain`` itself.
-    """
-    if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
-        raise _NotPlain
-    if depth and "$schema" in node:
-        raise _NotPlain
-    proved = True
-    for key, value in node.items():
-        kind = type(value)
-        if kind is str:
-            if key in _PLAIN_STRING_KEYS:
-                if not value.isascii() and _SURROGATE.search(value):
-                    raise _NotPlain
-                if key == "pattern":
-                    patterns.append(value)
-                elif key == "$ref":
-                    if not value.startswith(_PLAIN_DEFS_REF):
-                        raise _NotPlain
-                    name = value[_PLAIN_DEFS_REF_LENGTH:]
-                    if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
-                        raise _NotPlain
-                if key not in _META_STRING_KEYS and (key != "type" or value not in _META_TYPES):
-                    proved = False
-                continue
-            raise _NotPlain  # a string where a schema, array, map or count belongs
-        if key in _PLAIN_SINGLE:
-            if kind is dict:
-                if not _plain_node(value, depth + 1, definitions, patterns):
-                    proved = False
-            elif kind is not bool:
-                raise _NotPlain
-        elif key in _PLAIN_ARRAY:
-            if kind is not list or depth + 1 >= _MAX_DEPTH:
-                raise _NotPlain
-            if not value:  # the meta-schema's schemaArray has minItems 1
-                proved = False
-            for item in value:
-                if type(item) is dict:
-                    if not _plain_node(item, depth + 2, definitions, patterns):
-                        proved = False
-                elif type(item) is not bool:
-                    raise _NotPlain
-        elif key in _PLAIN_MAP:
-            if kind is not dict or depth + 1 >= _MAX_DEPTH:
-                raise _NotPlain
-            for name, member in value.items():
-                if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
-                    raise _NotPlain
-                if type(member) is dict:
-                    if not _plain_node(member, depth + 2, definitions, patterns):
-                        proved = False
-                elif type(member) is not bool:
-                    raise _NotPlain
-            if key == "patternProperties":
-                patterns.extend(value)
-        elif key in COUNT_KEYWORDS:
-            if kind is not int or not 0 <= value <= MAX_COUNT:
-                raise _NotPlain
-        elif key == "pattern" or key == "$ref":
-            raise _NotPlain  # not a string (strings are handled above)
-        else:
-            if kind is list and all(
-                type(item) is str and (item.isascii() or not _SURROGATE.search(item))
-                for item in value
-            ):
-                if depth + 1 >= _MAX_DEPTH:
-                    raise _NotPlain
-                if not (
-                    key in _META_ANY_ARRAY_KEYS
-                    or (key == "required" and len(set(value)) == len(value))
-                    or (
-                        key == "type"
-                        and value
-                        and _META_TYPES.issuperset(value)
-                        and len(set(value)) == len(value)
-                    )
-                ):
-                    proved = False
-            elif not _json.is_plain(value, depth + 1):
-                raise _NotPlain
-            elif not (
-                key in _META_ANY_VALUE_KEYS
-                or (kind is list and key in _META_ANY_ARRAY_KEYS)
-                or (kind is bool and key in _META_BOOLEAN_KEYS)
-                or (kind is int and key in _META_NUMBER_KEYS)
-                or (kind is int and key == "multipleOf" and value > 0)
-            ):
-                proved = False
-    return proved
+_COUNT_RULE: Final = f"count constraint must be an integer in 0..{MAX_COUNT}"
 
 
 class _Walker:
-    """One pass over a document: dialect and count rules, references and patterns.
+    """One pass over a schema document: the profile's rules, and what the checks after
+    it need (patterns, references, content keywords, whether it is plain).
 
-    ``active`` is false where the validator would not treat a schema as one unless
-    a reference points there (unknown keywords, draft-07 ``$ref`` siblings): such
-    places get the ``$schema`` and count rules, but their ``$id``/``$ref`` are left
-    to the compiler.
+    The walk follows the dialect's schema positions (``_SINGLE``, ``_ARRAY``,
+    ``_MAP``) and applies the same rules everywhere: a nested ``$schema`` must name
+    the document's dialect, and count constraints must be integers in
+    ``0..MAX_COUNT``. ``active`` is false where the validator would not treat a
+    schema as one unless a reference points there (unknown keywords, draft-07
+    ``$ref`` siblings): such places get the rules, but their ``$id``/``$ref`` are
+    left to the compiler. A document is *plain* when it is 2020-12, uses only known
+    keywords (no ``$id``, anchors or dynamic references), has no nested ``$schema``
+    and every ``$ref`` reads ``#/$defs/Name`` naming a member of the root ``$defs``:
+    for it ``_check`` may decide without a full compile.
 
-    The walk copies nothing: the parsed document already holds counts as ``int``
-    (``_json`` hands out integral numbers as ``int``), so it is what the compiler sees.
+    Two modes, chosen by ``exact``:
 
-    ``plain`` stays true while the document is in the class ``_fast_check`` may
-    decide without a full compile (see there): 2020-12, only known keywords, no
-    ``$id``/anchors/dynamic references, and every ``$ref`` of the form
-    ``#/$defs/Name`` naming a member of the root ``$defs``.
+    * general: ``document`` is a parsed copy (``_load``) in either dialect; a broken
+      rule raises ``ConfigurationError`` naming the pointer, and ``plain`` records
+      whether the document is plain.
+    * exact: ``document`` is the caller's own Python value (not copied), which the
+      walk accepts only if it is plain and ``_load`` would return an equal copy of it
+      (exact ``dict``/``list``/``str``/``int``/``bool``/``None``, ``str`` member
+      names, no lone surrogate, integers within the profile, nesting within
+      ``MAX_DEPTH``): anything else, a broken rule included, raises ``_NotPlain``, and
+      the general walk of a parsed copy decides and names the error. ``proved``
+      stays true while every value also meets the 2020-12 meta-schema's rule for its
+      keyword (``_META_*``), for the value shapes real schemas use; ``False`` means
+      only "not proved" (``_meta_valid`` decides). Formats are annotations there, so
+      a ``$ref``, ``pattern`` or ``format`` string is proved as any string.
+
+    The walk copies nothing: a parsed document already holds counts as ``int``
+    (``_json`` hands out integral numbers as ``int``), so it is what the compiler
+    sees. It keeps no pointers either: a failure locates its schema object in the
+    document (each object of a parsed copy is distinct).
     """
 
     __slots__ = (
         "defs",
+        "dialect",
+        "document",
+        "draft_07",
+        "exact",
         "has_content",
         "patterns",
         "plain",
-        "plain_references",
+        "proved",
         "references",
+        "sites",
+        "tables",
         "where",
     )
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, document: JSONValue, dialect: str, where: str, *, exact: bool) -> None:
+        self.document = document
+        self.dialect = dialect
+        self.draft_07 = dialect == DIALECT_DRAFT_07
         self.where = where
-        self.references: list[_Reference] = []
-        self.patterns: list[tuple[tuple[str | int, ...], str]] = []  # (path, pattern), all
+        self.exact = exact
+        # The dialect's keywords holding one subschema, an array of them, a map of them.
+        self.tables = (_SINGLE[dialect], _ARRAY[dialect], _MAP[dialect])
+        self.patterns: list[str] = []  # every pattern, in document order
+        self.sites: list[tuple[object, str]] = []  # (object, key) of each; general only
+        self.references: list[_Reference] = []  # general only
         self.has_content = False
         self.plain = True
-        self.plain_references: set[str] = set()
-        self.defs: object = None
+        self.proved = exact
+        defs = document.get("$defs", {}) if isinstance(document, dict) else {}
+        if not isinstance(defs, dict):
+            # Such a document fails the meta-schema, so it gets the full compile either way.
+            self.plain = False
+            defs = {}
+        self.defs: dict[str, JSONValue] = defs
+
+    def walk(self) -> None:
+        if isinstance(self.document, dict):
+            self.schema(self.document, 0, (), True)
 
     def schema(
-        self,
-        node: JSONValue,
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
+        self, node: dict[str, Any], depth: int, scope: tuple[str, ...], active: bool
     ) -> None:
-        if isinstance(node, list):
-            self.data(node, path, dialect, scope)
-            return
-        if not isinstance(node, dict):
-            return
+        """Check one schema object and walk what it holds (``depth``: its JSON nesting)."""
+        exact = self.exact
+        if exact:
+            if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
+                raise _NotPlain
+            if depth and "$schema" in node:
+                raise _NotPlain
+            child_active = True
+        else:
+            scope, child_active = self._enter(node, scope, active)
+        single, array, maps = self.tables
+        for key, value in node.items():
+            kind = type(value)
+            if kind is str:
+                if key == "pattern":
+                    self.patterns.append(value)
+                    if not exact:
+                        self.sites.append((node, key))
+                elif key == "$ref" and not (
+                    # #/$defs/Name: a simple name (nothing to unescape) of a root $defs member
+                    value.startswith(_PLAIN_DEFS_REF)
+                    and value[_PLAIN_DEFS_REF_LENGTH:] in self.defs
+                    and _PLAIN_NAME.fullmatch(value, _PLAIN_DEFS_REF_LENGTH)
+                ):
+                    if exact:
+                        raise _NotPlain
+                    self.plain = False
+                if exact:
+                    if key not in _PLAIN_STRING_KEYS:
+                        raise _NotPlain  # a string where a schema, array, map or count belongs
+                    if not value.isascii() and _SURROGATE.search(value):
+                        raise _NotPlain
+                    if key not in _META_STRING_KEYS and (key != "type" or value not in _META_TYPES):
+                        self.proved = False
+                    continue
+                if key in COUNT_KEYWORDS:
+                    self._refuse(node, key, _COUNT_RULE)
+                continue
+            if key in COUNT_KEYWORDS:
+                exact_count = kind is int and 0 <= value <= MAX_COUNT
+                if not exact_count and (exact or _count(value) is None):
+                    self._refuse(node, key, _COUNT_RULE)
+            elif key in single:
+                if kind is dict:
+                    self.schema(value, depth + 1, scope, child_active)
+                elif kind is list:
+                    if exact:
+                        raise _NotPlain
+                    self.data(value, depth + 1, scope)
+                elif exact and kind is not bool:
+                    raise _NotPlain
+            elif key in array:
+                if kind is list:
+                    if exact:
+                        if depth + 1 >= _MAX_DEPTH:
+                            raise _NotPlain
+                        if not value:  # the meta-schema's schemaArray has minItems 1
+                            self.proved = False
+                    self.each(value, depth + 1, scope, child_active)
+                elif exact:
+                    raise _NotPlain
+                elif kind is dict:
+                    self.data(value, depth + 1, scope)
+            elif key in maps:
+                if kind is dict:
+                    if key == "patternProperties":
+                        self.patterns.extend(value)
+                        if not exact:
+                            for name in value:  # a loop: a generator would make value a cell
+                                self.sites.append((value, name))
+                    # draft-07 definitions stay reachable by pointer even beside a $ref.
+                    member_active = active if key == "definitions" else child_active
+                    self.members(value, depth + 1, scope, member_active)
+                elif exact:
+                    raise _NotPlain
+                elif kind is list:
+                    self.data(value, depth + 1, scope)
+            elif exact:  # a data keyword's value (strings are checked above)
+                if key == "pattern" or key == "$ref":
+                    raise _NotPlain  # not a string
+                if kind is list and all(
+                    type(item) is str and (item.isascii() or not _SURROGATE.search(item))
+                    for item in value
+                ):
+                    if depth + 1 >= _MAX_DEPTH:
+                        raise _NotPlain
+                    if not (
+                        key in _META_ANY_ARRAY_KEYS
+                        or (key == "required" and len(set(value)) == len(value))
+                        or (
+                            key == "type"
+                            and value
+                            and _META_TYPES.issuperset(value)
+                            and len(set(value)) == len(value)
+                        )
+                    ):
+                        self.proved = False
+                elif not _json.is_plain(value, depth + 1):
+                    raise _NotPlain
+                elif not (
+                    key in _META_ANY_VALUE_KEYS
+                    or (kind is list and key in _META_ANY_ARRAY_KEYS)
+                    or (kind is bool and key in _META_BOOLEAN_KEYS)
+                    or (kind is int and key in _META_NUMBER_KEYS)
+                    or (kind is int and key == "multipleOf" and value > 0)
+                ):
+                    self.proved = False
+            elif (kind is dict or kind is list) and key not in _DATA and key != "$schema":
+                self._other(key, value, depth, scope, child_active)
+
+    def _other(
+        self, key: str, value: Any, depth: int, scope: tuple[str, ...], active: bool
+    ) -> None:
+        """A general walk's object or array under a keyword the dialect's tables do not
+        name: draft-07's ``items`` and ``dependencies``, or data."""
+        if self.draft_07 and key == "items":
+            if isinstance(value, dict):
+                self.schema(value, depth + 1, scope, active)
+            else:
+                self.each(value, depth + 1, scope, active)
+        elif self.draft_07 and key == "dependencies" and isinstance(value, dict):
+            self.members(value, depth + 1, scope, active)
+        else:
+            self.data(value, depth + 1, scope)
+
+    def each(self, items: list[Any], depth: int, scope: tuple[str, ...], active: bool) -> None:
+        """The entries of an array of subschemas."""
+        for item in items:
+            kind = type(item)
+            if kind is dict:
+                self.schema(item, depth + 1, scope, active)
+            elif self.exact:
+                if kind is not bool:
+                    raise _NotPlain
+            elif kind is list:
+                self.data(item, depth + 1, scope)
+
+    def members(
+        self, members: dict[Any, Any], depth: int, scope: tuple[str, ...], active: bool
+    ) -> None:
+        """The member values of a map of subschemas (true/false/arrays hold nothing)."""
+        exact = self.exact
+        if exact and depth >= _MAX_DEPTH:
+            raise _NotPlain
+        for name, member in members.items():
+            if exact and (
+                type(name) is not str or (not name.isascii() and _SURROGATE.search(name))
+            ):
+                raise _NotPlain
+            if type(member) is dict:
+                self.schema(member, depth + 1, scope, active)
+            elif exact and type(member) is not bool:
+                raise _NotPlain
+
+    def data(self, value: dict[str, Any] | list[Any], depth: int, scope: tuple[str, ...]) -> None:
+        """A value that is no schema unless a JSON-pointer reference makes it one."""
+        self.plain = False
+        if isinstance(value, dict):
+            self.schema(value, depth, scope, False)
+        else:
+            self.each(value, depth, scope, False)
+
+    def _enter(
+        self, node: dict[str, Any], scope: tuple[str, ...], active: bool
+    ) -> tuple[tuple[str, ...], bool]:
+        """A general walk's rules for one object: its dialect, identifier and references.
+
+        Returns the scope of what it holds and whether that is active.
+        """
         if "$schema" in node:
             declared = _dialect_of(node["$schema"])
             if declared is None:
-                raise ConfigurationError(
-                    _located(
-                        self.where,
-                        _json.pointer([*path, "$schema"]),
-                        _unsupported_dialect(node["$schema"]),
-                    )
+                self._refuse(node, "$schema", _unsupported_dialect(node["$schema"]))
+            if declared != self.dialect:
+                self._refuse(
+                    node,
+                    "$schema",
+                    f"the document mixes dialects: this schema declares {declared} inside "
+                    f"a {self.dialect} document; jsonschema-rs applies one dialect to the "
+                    "whole document, so write every resource in one dialect",
                 )
-            if declared != dialect:
-                raise ConfigurationError(
-                    _located(
-                        self.where,
-                        _json.pointer([*path, "$schema"]),
-                        f"the document mixes dialects: this schema declares {declared} inside "
-                        f"a {dialect} document; jsonschema-rs applies one dialect to the "
-                        "whole document, so write every resource in one dialect",
-                    )
-                )
-        draft_07 = dialect == DIALECT_DRAFT_07
         # In draft-07 a $ref makes every sibling keyword (including $id) inert.
-        ref_only = draft_07 and "$ref" in node
+        ref_only = self.draft_07 and "$ref" in node
         if active:
             identifier = node.get("$id")
             if isinstance(identifier, str) and not ref_only:
                 scope = (*scope, identifier)
-            for keyword in ("$ref",) if draft_07 else ("$ref", "$dynamicRef"):
+            for keyword in ("$ref",) if self.draft_07 else ("$ref", "$dynamicRef"):
                 reference = node.get(keyword)
                 if isinstance(reference, str):
-                    self.references.append(_Reference((*path, keyword), reference, scope))
-                    if self.plain and reference not in self.plain_references:
-                        if _plain_reference(reference, self.defs):
-                            self.plain_references.add(reference)
-                        else:
-                            self.plain = False
+                    self.references.append(_Reference(node, keyword, reference, scope))
         else:
             self.plain = False
         if "contentEncoding" in node or "contentMediaType" in node:
             self.has_content = True
         if self.plain and not _PLAIN_KEYWORDS.issuperset(node):
             self.plain = False
-        child_active = active and not ref_only
-        for key, value in node.items():
-            kind = type(value)
-            if kind is str:
-                if key == "pattern":
-                    self.patterns.append(((*path, key), cast(str, value)))
-                    continue
-                if key not in COUNT_KEYWORDS:
-                    continue
-            if key in COUNT_KEYWORDS:
-                if _count(value) is None:
-                    raise ConfigurationError(
-                        _located(
-                            self.where,
-                            _json.pointer([*path, key]),
-                            f"count constraint must be an integer in 0..{MAX_COUNT}",
-                        )
-                    )
-                continue
-            if kind is not dict and kind is not list:
-                continue
-            if key in _DATA or key == "$schema":
-                continue
-            if key == "patternProperties" and isinstance(value, dict):
-                self.patterns.extend(((*path, key, name), name) for name in value)
-            path.append(key)
-            if key in _SINGLE[dialect] or (draft_07 and key == "items" and kind is dict):
-                self.schema(value, path, dialect, scope, active=child_active)
-            elif kind is list and (key in _ARRAY[dialect] or (draft_07 and key == "items")):
-                self.each(cast(list[JSONValue], value), path, dialect, scope, active=child_active)
-            elif kind is dict and key in _MAP[dialect]:
-                # draft-07 definitions stay reachable by pointer even beside a $ref.
-                member_active = active if key == "definitions" else child_active
-                members = cast(dict[str, JSONValue], value)
-                self.members(members, path, dialect, scope, active=member_active)
-            elif draft_07 and key == "dependencies" and kind is dict:
-                members = cast(dict[str, JSONValue], value)
-                self.members(members, path, dialect, scope, active=child_active)
-            else:
-                self.data(value, path, dialect, scope)
-            path.pop()
+        return scope, active and not ref_only
 
-    def each(
-        self,
-        items: list[JSONValue],
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
-    ) -> None:
-        for index, item in enumerate(items):
-            if isinstance(item, dict | list):
-                path.append(index)
-                self.schema(item, path, dialect, scope, active=active)
-                path.pop()
+    def _refuse(self, node: object, key: str, reason: str) -> NoReturn:
+        if self.exact:
+            raise _NotPlain
+        raise ConfigurationError(_located(self.where, self.pointer(node, key), reason))
 
-    def members(
-        self,
-        members: dict[str, JSONValue],
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
-    ) -> None:
-        for name, member in members.items():
-            if isinstance(member, dict):  # true/false/arrays of names hold nothing to check
-                path.append(name)
-                self.schema(member, path, dialect, scope, active=active)
-                path.pop()
+    def pointer(self, node: object, key: str) -> str:
+        """The pointer of ``key`` in ``node``, an object or array of the document."""
+        return _json.pointer([*_path_to(self.document, node), key])
 
-    def data(
-        self, value: JSONValue, path: list[str | int], dialect: str, scope: tuple[str, ...]
-    ) -> None:
-        """A value that is no schema unless a JSON-pointer reference makes it one."""
-        self.plain = False
+
+def _path_to(document: JSONValue, target: object) -> list[str | int]:
+    """Where ``target`` (an object or array, by identity) sits in ``document``."""
+    stack: list[tuple[JSONValue, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if value is target:
+            return list(path)
         if isinstance(value, dict):
-            self.schema(value, path, dialect, scope, active=False)
+            stack.extend((item, (*path, key)) for key, item in value.items())
         elif isinstance(value, list):
-            self.each(value, path, dialect, scope, active=False)
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    raise AssertionError("the object is not in the document")  # pragma: no cover
+
+
+def _exact_walk(schema: dict[Any, Any]) -> _Walker | None:
+    """The exact walk of a 2020-12 document given as Python data, if it is certainly plain."""
+    declared = schema.get("$schema", _PLAIN_DIALECT)
+    if type(schema.get("$defs", {})) is not dict or type(declared) is not str:
+        return None
+    if declared not in _PLAIN_DIALECT_URIS:
+        return None
+    walker = _Walker(schema, DIALECT_2020_12, "schema", exact=True)
+    try:
+        walker.walk()
+    except _NotPlain:
+        return None
+    return walker
 
 
 # --- references ----------------------------------------------------------------------
@@ -1223,19 +1224,14 @@ def _without_fragment(uri: str) -> str:
     return uri.partition("#")[0]
 
 
-def _check_references(
-    document: JSONValue,
-    references: Sequence[_Reference],
-    dialect: str,
-    resources: Sequence[tuple[str, JSONValue]],
-    where: str,
-) -> None:
-    """Resolve every reference, naming the first that fails.
+def _check_references(walker: _Walker, resources: Sequence[tuple[str, JSONValue]]) -> None:
+    """Resolve every reference the general walk found, naming the first that fails.
 
     The registry is built with a retriever that records what it is asked for and
     hands back an empty placeholder: a reference landing in a placeholder needs
     retrieval, which is disabled.
     """
+    document, dialect, where = walker.document, walker.dialect, walker.where
     external: set[str] = set()
 
     def placeholder(uri: str) -> JSONValue:
@@ -1253,21 +1249,20 @@ def _check_references(
             f"{where}: the schema's identifiers ($id) or references are not valid URIs"
         ) from exc
     resolvers: dict[tuple[str, ...], jsonschema_rs.Resolver] = {(): registry.resolver(_ROOT_URI)}
-    for item in references:
+    for item in walker.references:
         resolver = _scope_resolver(resolvers, item.scope)
+        pointer = walker.pointer(item.node, item.keyword)
         try:
             target = resolver.lookup(item.reference)
         except Exception as exc:
             raise ConfigurationError(
-                _located(
-                    where, item.pointer, f"unresolvable reference {short_prefix(item.reference)}"
-                )
+                _located(where, pointer, f"unresolvable reference {short_prefix(item.reference)}")
             ) from exc
         if _without_fragment(target.resolver.base_uri) in external:
             raise ConfigurationError(
                 _located(
                     where,
-                    item.pointer,
+                    pointer,
                     f"reference {short_prefix(item.reference)} names a resource that is not "
                     "bundled in the schema; remote and file retrieval are disabled",
                 )
