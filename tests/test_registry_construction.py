@@ -514,6 +514,30 @@ def test_two_registries_built_in_one_process_share_no_schema_cache(
     assert one.canonical == two.canonical
 
 
+async def test_a_built_registry_does_not_keep_its_schema_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import weakref
+
+    from opgate import _catalog
+
+    made: list[weakref.ref[SchemaCache]] = []
+
+    class Watched(SchemaCache):  # no __slots__: weak references allowed
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(_catalog, "SchemaCache", Watched)
+    registry = Registry([Operation("op", "does", handler, input_schema=_BASE)], AllowAll())
+    gc.collect()
+    assert len(made) == 1
+    assert made[0]() is None  # dropped with the build; the validators live on
+    refused = await registry.invoke(Ctx(), "op", '{"name": "ABC"}')
+    assert isinstance(refused, Failed)
+    assert isinstance(await registry.invoke(Ctx(), "op", '{"name": "abc"}'), Completed)
+
+
 _D07 = "http://json-schema.org/draft-07/schema#"
 _REFUSED_SCHEMAS: list[object] = [
     {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)b"}}},
