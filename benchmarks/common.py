@@ -16,8 +16,8 @@ socket or a file other than ``/proc``.
 * ``AllowAll`` and ``OnePercent``: the two policies every registry benchmark uses.
 * ``time_sync`` / ``time_async``: the median of many runs timed with
   ``time.perf_counter_ns``, after a warm-up.
-* ``Table`` and ``format_table``: results as Markdown tables (pasted as-is into
-  ``docs/performance.md``).
+* ``Table`` and ``format_table``: results as Markdown tables (kept as-is in dated
+  files under ``benchmarks/results/``).
 * ``rss_bytes()``: the process's resident set size from ``/proc/self/status``.
 """
 

@@ -1,4 +1,4 @@
-"""The fault-injection harness for the shared ledger (tests/test_ledger_faults.py).
+"""The fault-injection harness for the shared ledger (tests/test_redis_ledger_faults.py).
 
 One operation, ``ledger.transfer``: its first call asks for a confirmation; the
 answered call appends ``{"chain", "pid", "recovery", "phase", "at"}`` lines to an

@@ -6,7 +6,8 @@ with ``build_catalog`` in a fresh interpreter under a memory cap and a wall-cloc
 limit, so a regression fails the test instead of hanging or swapping the machine;
 it returns how the import ended, its time and the child's peak memory.
 
-``python tests/openapi_bombs.py`` prints the figures ``docs/security.md`` records.
+``python tests/openapi_bombs.py`` prints the figures kept in
+``benchmarks/results/openapi-bombs-2026-12-01.md``.
 """
 
 from __future__ import annotations

@@ -8,11 +8,16 @@ request's JSON leave it alone, whatever the size (issue 20, item 10).
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 
 import pytest
 
+from opgate import ConfigurationError, Operation, Registry
 from opgate._collector import paused_collector
 from opgate._json import detach, from_python, parse
+from registry_support import handler
+
+from conftest import AllowAll
 
 # 64 KiB of arrays nested 126 deep inside {"a":[...]}: about 16,000 containers.
 _BLOCK = "[" * 126 + "]" * 126
@@ -69,3 +74,31 @@ def test_the_collector_is_restored_when_the_block_raises() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         fail_inside()
     assert gc.isenabled()
+
+
+# --- registry construction pauses it, and always restores it ----------------------------
+
+
+@pytest.fixture
+def collector_enabled() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+@pytest.mark.usefixtures("collector_enabled")
+def test_the_collector_is_restored_after_construction_and_after_a_refusal() -> None:
+    Registry([Operation("a", "does a", handler)], AllowAll())
+    assert gc.isenabled()
+    bad = Operation("b", "does b", handler, input_schema={"type": "object", "pattern": "("})
+    with pytest.raises(ConfigurationError, match="operation 'b'"):
+        Registry([Operation("a", "does a", handler), bad], AllowAll())
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Registry([Operation("a", "does a", handler)], AllowAll())
+        assert not gc.isenabled()  # a host that turned it off keeps it off
+    finally:
+        gc.enable()

@@ -314,6 +314,82 @@ async def test_escalation_asks_two_questions(registry: Registry) -> None:
     ticket = structured(done)
     assert (ticket["status"], ticket["team"]) == ("escalated", "billing")
     assert ticket["comments"][-1]["body"] == "On it"
+    assert ticket["customer_notified"] is True
+    assert ticket["outcome"] == "ticket 1 escalated to Billing (high); Ada Lovelace told by email"
+
+
+async def _escalate(registry: Registry, *responses: InputResponse) -> Any:
+    """Escalate ticket 1 answering with ``responses`` in turn; the last outcome."""
+    args = {"ticket": 1}
+    outcome = await call(registry, "tickets.escalate", args, input_support=BOTH)
+    for response in responses:
+        assert isinstance(outcome, Pending), outcome
+        outcome = await call(
+            registry,
+            "tickets.escalate",
+            args,
+            input_support=BOTH,
+            resume=(outcome.continuation, response),
+        )
+    return outcome
+
+
+TEAM = InputResponse.accept({"team": "engineering", "priority": "urgent"})
+
+
+async def test_escalation_second_question_declined_escalates_without_telling(
+    registry: Registry,
+) -> None:
+    before = structured(await call(registry, "tickets.get", {"ticket": 1}))["comments"]
+    ticket = structured(await _escalate(registry, TEAM, InputResponse.decline()))
+    assert (ticket["status"], ticket["team"], ticket["priority"]) == (
+        "escalated",
+        "engineering",
+        "urgent",
+    )
+    assert ticket["customer_notified"] is False
+    assert ticket["outcome"] == (
+        "ticket 1 escalated to Engineering (urgent);"
+        " Ada Lovelace not told: the second question was declined"
+    )
+    added = ticket["comments"][len(before) :]
+    assert [c["internal"] for c in added] == [True]  # the team's note, no message to Ada
+
+
+async def test_escalation_answered_no_escalates_without_telling(registry: Registry) -> None:
+    ticket = structured(await _escalate(registry, TEAM, InputResponse.accept({"notify": False})))
+    assert (ticket["status"], ticket["customer_notified"]) == ("escalated", False)
+    assert ticket["outcome"].endswith("; Ada Lovelace not told: the person answered no")
+
+
+@pytest.mark.parametrize(
+    ("responses", "message"),
+    [
+        (
+            [InputResponse.decline()],
+            "ticket 1 not escalated and Ada Lovelace not told:"
+            " the first question (team and priority) was declined",
+        ),
+        (
+            [InputResponse.cancel()],
+            "ticket 1 not escalated and Ada Lovelace not told:"
+            " the first question (team and priority) was cancelled",
+        ),
+        (
+            [TEAM, InputResponse.cancel()],
+            "ticket 1 not escalated to Engineering (urgent) and Ada Lovelace not told:"
+            " the second question (tell the customer) was cancelled",
+        ),
+    ],
+)
+async def test_escalation_stopped_says_nothing_was_done(
+    registry: Registry, responses: list[InputResponse], message: str
+) -> None:
+    before = structured(await call(registry, "tickets.get", {"ticket": 1}))
+    outcome = await _escalate(registry, *responses)
+    assert isinstance(outcome, Failed)
+    assert outcome.failure.message == message
+    assert structured(await call(registry, "tickets.get", {"ticket": 1})) == before
 
 
 async def test_export_streams_progress(registry: Registry) -> None:
@@ -439,7 +515,10 @@ def test_opgate_demo_end_to_end(tmp_path: Path) -> None:
         "https://pay.example.com/checkout/cs_",
         '"status": "pending"',
         "<- the server asks a form: Tell Ada Lovelace",
+        " escalated to Engineering (urgent); Ada Lovelace not told: the second question was"
+        " declined",
         '"status": "escalated"',
+        '"customer_notified": false',
         "5/5",
         "demo finished: every step behaved as expected",
     ):

@@ -1,17 +1,17 @@
 """Execution safety, cancellation and deadlines, BaseException, closed lifetimes (issue 9).
 
-Items 3 to 6 and 17 of the hardening issue: one answer never runs a handler twice at
-once, asyncio deadlines and pending cancellations are honoured before dispatch and
-before returning, callbacks raising ``BaseException`` become sanitized failures, a
-closed serving lifetime refuses new calls before dispatch, and forged outcomes are
-rejected. Everything here is driven by events (or by waiting until a deadline has
+Items 3 to 6 of the hardening issue, the rules of ``opgate._execution`` as invoke
+applies them: one answer never runs a handler twice at once, asyncio deadlines and
+pending cancellations are honoured before dispatch and before returning, callbacks
+raising ``BaseException`` become sanitized failures, and a closed serving lifetime
+refuses new calls before dispatch (forged outcomes, item 17, are
+``test_outcomes.py``). Everything here is driven by events (or by waiting until a deadline has
 surely passed), never by sleeping for a guessed duration.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
+from invoke_support import ARGS, FORM_SUPPORT, answer, code, registry, start
 from opgate import (
     Completed,
     Discover,
@@ -27,12 +28,7 @@ from opgate import (
     Failed,
     FailureCode,
     FormInput,
-    InputMode,
-    InputResponse,
     Invocation,
-    Operation,
-    Pending,
-    Registry,
     Result,
     Text,
     await_input,
@@ -40,40 +36,12 @@ from opgate import (
     finish,
 )
 
-from conftest import AllowAll, Ctx, TeamPolicy
+from conftest import Ctx, TeamPolicy
 
 pytestmark = pytest.mark.anyio
 
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-FORM_SUPPORT = {InputMode.FORM}
-ARGS = '{"order": 7}'
 SECRET = "SECRET123"
-
-
-def registry(handler: Any, policy: Any = None) -> Registry:
-    return Registry([Operation("orders.refund", "Refund an order", handler)], policy or AllowAll())
-
-
-async def start(reg: Registry, **kwargs: Any) -> Pending:
-    outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, **kwargs)
-    assert isinstance(outcome, Pending), outcome
-    return outcome
-
-
-async def answer(reg: Registry, pending: Pending, **kwargs: Any) -> Any:
-    return await reg.invoke(
-        Ctx(),
-        "orders.refund",
-        ARGS,
-        input_support=FORM_SUPPORT,
-        resume=(pending.continuation, InputResponse.accept({"ok": True})),
-        **kwargs,
-    )
-
-
-def code(outcome: Any) -> FailureCode:
-    assert isinstance(outcome, Failed), outcome
-    return outcome.failure.code
 
 
 async def until(predicate: Callable[[], bool]) -> None:
@@ -808,46 +776,3 @@ async def test_a_resume_on_a_closed_lifetime_says_so() -> None:
     assert code(outcome) is FailureCode.EXPIRED
     assert "serving lifetime" in outcome.failure.message
     assert gate.runs == []
-
-
-# --- item 17: forged outcomes --------------------------------------------------------------------
-
-
-def _forgeries() -> list[tuple[str, Callable[[], Any]]]:
-    result = Result([Text("ok")])
-
-    def mutated() -> Any:
-        outcome = finish(result)
-        object.__setattr__(outcome, "kind", "weird")
-        return outcome
-
-    return [
-        ("replace kind", lambda: dataclasses.replace(finish(result), kind="weird")),
-        ("fail as finish", lambda: dataclasses.replace(fail("no"), kind="finish")),
-        ("prompt as finish", lambda: dataclasses.replace(finish(result), kind="await_input")),
-        ("same kind, replaced", lambda: dataclasses.replace(finish(result))),
-        ("mutated kind", mutated),
-    ]
-
-
-FORGERIES = _forgeries()
-
-
-@pytest.mark.parametrize(("label", "forge"), FORGERIES, ids=[label for label, _ in FORGERIES])
-async def test_forged_outcomes_are_invalid_results(label: str, forge: Callable[[], Any]) -> None:
-    async def handler(inv: Invocation) -> Any:
-        return forge()
-
-    outcome = await registry(handler).invoke(
-        Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT
-    )
-    assert code(outcome) is FailureCode.INVALID_RESULT
-
-
-async def test_genuine_outcomes_still_work() -> None:
-    import copy
-
-    async def handler(inv: Invocation) -> Any:
-        return copy.copy(finish(Result([Text("ok")])))
-
-    assert isinstance(await registry(handler).invoke(Ctx(), "orders.refund", ARGS), Completed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import sys
 import threading
@@ -24,7 +25,8 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from opgate import (
@@ -460,6 +462,100 @@ async def test_no_coercion_the_schema_did_not_allow() -> None:
     assert seen.values == {}  # the function never ran
 
 
+class Strict(BaseModel):
+    """A model in strict mode: Python values of exactly its types only."""
+
+    model_config = ConfigDict(strict=True)
+
+    amount: Decimal
+    ratio: float
+    pair: tuple[int, int]
+    color: Color
+
+
+async def test_strict_types_receive_what_the_schema_admitted() -> None:
+    # Strict mode would refuse the JSON values themselves (an integer for a Decimal, an
+    # array for a tuple, a string for an Enum); the exact validation already decided.
+    seen = Seen()
+
+    @operation
+    def record(value: Strict, count: Annotated[float, Field(strict=True)]) -> str:
+        """Record."""
+        seen.values.update(value=value, count=count)
+        return ""
+
+    arguments = {"value": {"amount": 2, "ratio": 1, "pair": [1, 2], "color": "red"}, "count": 3}
+    completed(await invoke(record, arguments))
+    assert seen.values["value"] == Strict(
+        amount=Decimal(2), ratio=1.0, pair=(1, 2), color=Color.RED
+    )
+    assert type(seen.values["count"]) is float
+
+
+async def test_mapping_keys_are_checked_by_the_schema() -> None:
+    # JSON keys are strings: an int key is one written as an integer, a str key with a
+    # pattern must match it; pydantic would coerce or refuse them after the schema.
+    seen = Seen()
+
+    @operation
+    def keyed(
+        counts: dict[int, int] | None = None,
+        codes: dict[Annotated[str, Field(pattern="^[a-z]+$")], int] | None = None,
+        colors: dict[Color, int] | None = None,
+    ) -> str:
+        """Keyed."""
+        seen.values.update(counts=counts, codes=codes, colors=colors)
+        return ""
+
+    completed(await invoke(keyed, {"counts": {"-3": 1, "0": 2, "10": 3}, "codes": {"ab": 1}}))
+    assert seen.values["counts"] == {-3: 1, 0: 2, 10: 3}
+    assert seen.values["codes"] == {"ab": 1}
+    completed(await invoke(keyed, {"colors": {"red": 1}}))
+    assert seen.values["colors"] == {Color.RED: 1}
+    for arguments in [
+        {"counts": {"abc": 1}},
+        {"counts": {"05": 1}},
+        {"counts": {" 5": 1}},
+        {"counts": {"1_000": 1}},
+        {"counts": {"+1": 1}},
+        {"codes": {"AB": 1}},
+        {"colors": {"RED": 1}},
+    ]:
+        code, _ = failed(await invoke(keyed, arguments))
+        assert code is FailureCode.INVALID_ARGUMENTS, arguments
+
+
+def test_mapping_keys_without_a_string_form_are_refused() -> None:
+    # "nan" would become a float NaN, "yes" True: no schema can say which strings fit.
+    for key in (float, bool, Decimal, Annotated[int, Field(ge=0)], tuple[int, int], Size):
+
+        def keyed(fine: int, mapping: Any) -> str:
+            """Keyed."""
+            return ""
+
+        keyed.__annotations__["mapping"] = dict[key, int]  # type: ignore[valid-type]
+        with pytest.raises(ConfigurationError, match=r"parameter 'mapping'.*keys"):
+            operation(keyed)
+
+
+async def test_structured_results_write_mapping_keys_as_strings() -> None:
+    class Histogram(BaseModel):
+        counts: dict[int, int]
+
+    @operation
+    def histogram(n: int) -> Histogram:
+        """Histogram."""
+        return Histogram(counts={n: 1, -n: 2})
+
+    @operation
+    def by_color(n: int) -> dict[Color, int]:
+        """By color."""
+        return {Color.RED: n}
+
+    assert completed(await invoke(histogram, {"n": 3})).structured == {"counts": {"3": 1, "-3": 2}}
+    assert completed(await invoke(by_color, {"n": 3})).structured == {"red": 3}
+
+
 async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> None:
     @operation
     def halve(number: Even) -> str:
@@ -471,6 +567,17 @@ async def test_a_type_own_validation_refusing_a_valid_value_fails_the_call() -> 
     assert code is FailureCode.OPERATION_FAILED
     assert message == "invalid arguments: /number/value: Value error, must be even"
     assert "7" not in message
+
+
+async def test_the_refusal_pointer_escapes_names_as_the_core_does() -> None:
+    # RFC 6901: "/" within a name is "~1" and "~" is "~0", as in invalid_arguments.
+    @operation
+    def evens(numbers: dict[str, Even]) -> str:
+        """Evens."""
+        return ""
+
+    _, message = failed(await invoke(evens, {"numbers": {"a/b~c": {"value": 7}}}))
+    assert message == "invalid arguments: /numbers/a~1b~0c/value: Value error, must be even"
 
 
 async def test_a_float_receives_the_nearest_double() -> None:
@@ -508,6 +615,37 @@ async def test_sync_functions_run_in_a_worker_thread_and_async_ones_on_the_loop(
 
 
 # -- results ---------------------------------------------------------------------------
+
+
+class Lookup:
+    """A callable object: its ``__call__`` carries the annotations."""
+
+    def __call__(self, order: int, inv: Invocation) -> str:
+        return f"order {order}"
+
+
+class AsyncLookup:
+    async def __call__(self, order: int) -> Totals:
+        return {"count": order, "total": Decimal("0.5")}
+
+
+def prefixed(prefix: str, order: int) -> str:
+    return f"{prefix}{order}"
+
+
+async def test_callable_objects_and_partials_are_functions_too() -> None:
+    sync_op = operation(name="lookup", summary="Look up.")(Lookup())
+    async_op = operation(name="alookup", summary="Look up.")(AsyncLookup())
+    partial_op = operation(name="partial", summary="Partial.")(functools.partial(prefixed, "#"))
+    assert list(sync_op.input_schema["properties"]) == ["order"]
+    assert list(partial_op.input_schema["properties"]) == ["order"]
+    assert async_op.output_schema is not None
+    assert completed(await invoke(sync_op, {"order": 1})).content == (Text("order 1"),)
+    assert completed(await invoke(async_op, {"order": 2})).structured == {
+        "count": 2,
+        "total": Decimal("0.5"),
+    }
+    assert completed(await invoke(partial_op, {"order": 3})).content == (Text("#3"),)
 
 
 async def test_str_becomes_text_and_none_an_empty_result() -> None:
@@ -594,6 +732,47 @@ async def test_a_structured_value_not_matching_its_schema_is_an_invalid_result()
     assert code is FailureCode.INVALID_RESULT
 
 
+class Transfer(BaseModel):
+    """Fields whose JSON names are aliases: a keyword, and camelCase by generator."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    order_number: int
+
+
+DEFAULT_TRANSFER = Transfer(from_="b", order_number=1)
+
+
+async def test_a_model_with_aliases_returns_its_json_names() -> None:
+    # The output schema names a model's fields by their aliases, as its JSON does; the
+    # structured content must too, or every call would be an invalid result.
+    @operation
+    def move(order_number: int) -> Transfer:
+        """Move."""
+        return Transfer(from_="a", order_number=order_number)
+
+    @operation
+    def loose(order_number: int):  # type: ignore[no-untyped-def]  # judged by the value
+        """Loose."""
+        return Transfer(from_="a", order_number=order_number)
+
+    assert move.output_schema is not None
+    assert sorted(move.output_schema["properties"]) == ["from", "orderNumber"]
+    for op in (move, loose):
+        result = completed(await invoke(op, {"order_number": 7}))
+        assert result.structured == {"from": "a", "orderNumber": 7}
+
+    @operation
+    def again(transfer: Transfer = DEFAULT_TRANSFER) -> str:
+        """Again: the default is written as the arguments take it."""
+        return f"{transfer.from_} {transfer.order_number}"
+
+    default = again.input_schema["properties"]["transfer"]["default"]
+    assert default == {"from": "b", "orderNumber": 1}
+    assert completed(await invoke(again, {"transfer": default})).content == (Text("b 1"),)
+
+
 async def test_outcomes_and_results_are_returned_as_they_are() -> None:
     @operation
     def decide(how: Literal["fail", "finish", "result"]) -> Outcome | Result:
@@ -660,6 +839,35 @@ async def cancel(order: int, reason: str, inv: Invocation) -> Outcome | Refund:
     assert inv.resume.state == {"order": order}
     await inv.report_progress(1, 1, f"cancelled: {reason}")
     return Refund(order=order, amount=Decimal("9.99"), color=Color.RED)
+
+
+async def test_the_invocation_under_any_name_optional_or_annotated() -> None:
+    # FastMCP's habit, ``ctx: Context | None = None``, and annotated forms.
+    got: list[object] = []
+
+    @operation
+    def optional(order: int, context: Invocation | None = None) -> str:
+        """Optional."""
+        got.append(context)
+        return ""
+
+    @operation
+    def old_style(order: int, context: typing.Optional[Invocation] = None) -> str:  # noqa: UP045
+        """Old style."""
+        got.append(context)
+        return ""
+
+    @operation
+    def annotated(ctx: Annotated[Invocation, "the call"], /, order: int) -> str:
+        """Annotated, positional-only."""
+        got.append(ctx)
+        return ""
+
+    for op in (optional, old_style, annotated):
+        assert list(op.input_schema["properties"]) == ["order"]
+        completed(await invoke(op, {"order": 1}))
+    assert len(got) == 3
+    assert all(isinstance(value, Invocation) for value in got)
 
 
 async def test_a_typed_function_asks_for_a_form_and_resumes() -> None:
@@ -791,6 +999,20 @@ def test_parameters_without_a_schema_are_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"parameter 'values'.*\*\*kwargs"):
         operation(stars)
 
+    def rows(count: int) -> typing.Iterator[str]:
+        """Rows (a generator: what it yields would never be a result)."""
+        yield from ("a", "b")
+
+    with pytest.raises(ConfigurationError, match=r"'.*rows'.*generator"):
+        operation(rows)
+
+    async def stream(count: int) -> typing.AsyncIterator[str]:
+        """Stream."""
+        yield "a"
+
+    with pytest.raises(ConfigurationError, match=r"'.*stream'.*generator"):
+        operation(stream)
+
     def two(a: Invocation, b: Invocation) -> str:
         """Two."""
         return ""
@@ -800,15 +1022,57 @@ def test_parameters_without_a_schema_are_refused() -> None:
 
 
 def test_an_annotation_that_does_not_resolve_is_named() -> None:
-    class Local(BaseModel):
-        x: int
-
-    def local(fine: int, thing: Local) -> str:
-        """Local (under postponed annotations, 'Local' is not a module global)."""
+    def local(fine: int, thing: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
+        """Local (a name defined nowhere)."""
         return ""
 
-    with pytest.raises(ConfigurationError, match=r"parameter 'thing'.*'Local' does not resolve"):
+    with pytest.raises(ConfigurationError, match=r"parameter 'thing'.*'Missing' does not resolve"):
         operation(local)
+
+
+ORDERS = operation(group="orders")  # a decorator kept and applied elsewhere
+
+
+async def test_types_local_to_a_factory_resolve_under_postponed_annotations() -> None:
+    # This module has ``from __future__ import annotations``: every annotation below is a
+    # string naming a class that exists only in this function's scope, as in a registry
+    # factory; Python would resolve them there, and so does @operation.
+    class Line(BaseModel):
+        sku: str
+
+    @dataclasses.dataclass
+    class Total:
+        lines: int
+
+    @operation
+    def count(lines: list[Line], inv: Invocation) -> Total:
+        """Count lines."""
+        return Total(lines=len(lines))
+
+    @operation(name="orders.tally")
+    def tally(first: Line) -> Line:
+        """Echo a line."""
+        return first
+
+    @ORDERS
+    def echo(line: Line) -> str:
+        """Echo a sku."""
+        return line.sku
+
+    def closing() -> Operation:
+        def inner(lines: int) -> Total:  # Total is a closure variable of inner
+            """Inner."""
+            return Total(lines=lines)
+
+        return operation(inner)  # decorated where Total is not a local
+
+    arguments = {"lines": [{"sku": "a"}, {"sku": "b"}]}
+    assert completed(await invoke(count, arguments)).structured == {"lines": 2}
+    assert count.output_schema is not None
+    assert completed(await invoke(tally, {"first": {"sku": "c"}})).structured == {"sku": "c"}
+    assert completed(await invoke(echo, {"line": {"sku": "d"}})).content == (Text("d"),)
+    inner = closing()
+    assert completed(await invoke(inner, {"lines": 3})).structured == {"lines": 3}
 
 
 @pytest.mark.parametrize(

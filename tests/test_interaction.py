@@ -2,7 +2,10 @@
 
 This is the ledger contract suite: every test runs against the in-memory ledger and
 against the shared Redis ledger (``opgate.redis``, on a real ``redis-server``), except
-the few marked ``memory_only`` whose subject is the in-memory lifetime or threads.
+the few marked ``memory_only`` whose subject is the in-memory lifetime or threads. The
+rules these flows rest on are tested on their own by their modules' files
+(``test_answers.py``, ``test_conclusion.py``, ``test_invoke_request.py``,
+``test_invocation.py``); here they must hold alike on every ledger.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from invoke_support import ARGS, FORM_SUPPORT, answer, code, start
 from opgate import (
     Completed,
     Execute,
@@ -75,8 +79,6 @@ FORM = {
     "properties": {"ok": {"type": "boolean"}, "note": {"type": "string", "maxLength": 10}},
     "required": ["ok"],
 }
-FORM_SUPPORT = {InputMode.FORM}
-ARGS = '{"order": 7}'
 
 
 class Clock:
@@ -126,38 +128,6 @@ def make(
         **choice.options(),
     )
     return choice.track(reg), handler
-
-
-async def start(reg: Registry, ctx: Ctx | None = None, **kwargs: Any) -> Pending:
-    outcome = await reg.invoke(
-        ctx or Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT, **kwargs
-    )
-    assert isinstance(outcome, Pending), outcome
-    return outcome
-
-
-async def answer(
-    reg: Registry,
-    pending: Pending | str,
-    response: InputResponse | None = None,
-    ctx: Ctx | None = None,
-    arguments: str = ARGS,
-    **kwargs: Any,
-) -> Any:
-    token = pending if isinstance(pending, str) else pending.continuation
-    return await reg.invoke(
-        ctx or Ctx(),
-        "orders.refund",
-        arguments,
-        input_support=kwargs.pop("input_support", FORM_SUPPORT),
-        resume=(token, response or InputResponse.accept({"ok": True})),
-        **kwargs,
-    )
-
-
-def code(outcome: Any) -> FailureCode:
-    assert isinstance(outcome, Failed), outcome
-    return outcome.failure.code
 
 
 # --- the flow ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``opgate.mcp._exact`` and ``_profile`` on their own: raw members, answers, placeholders."""
+"""``opgate.mcp._exact`` on its own: raw members, answers, placeholders."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from opgate.mcp._exact import (
     placeholder,
     restore,
 )
-from opgate.mcp._profile import form_problem
 
 ARGS = ("params", "arguments", "arguments")
 
@@ -108,27 +107,3 @@ def test_an_awaited_id_written_with_escapes_is_recognised() -> None:
         assert expected.content == b'{"n":1}'
         answers.offer(b'{"id":' + json.dumps(expected.id).encode() + b',"result":{}}', None)
         assert expected.repeated
-
-
-FORM = {"type": "object", "properties": {"ok": {"type": "boolean", "default": True}}}
-
-
-@pytest.mark.parametrize(
-    ("prop", "problem"),
-    [
-        ({"type": "boolean", "title": "Ok", "default": False}, None),
-        ({"type": "string", "enum": ["a"], "enumNames": ["A"]}, None),
-        ({"type": "number", "minimum": 0, "maximum": 1, "description": "d"}, None),
-        ({"type": "string", "format": "email", "maxLength": 9}, None),
-        ({"type": "array", "maxItems": 1, "items": {"enum": ["a"]}}, "'p' is a multiselect"),
-        ({"type": "string", "oneOf": [{"const": "a", "title": "A"}]}, "'p' is a titled choice"),
-        ({"type": "string", "default": "x"}, "'p' uses default"),
-        ({"type": "integer", "default": 1}, "'p' uses default"),
-    ],
-)
-def test_the_2025_06_18_form_profile(prop: dict[str, object], problem: str | None) -> None:
-    schema = {"type": "object", "properties": {"p": prop}}
-    found = form_problem(schema, "2025-06-18")  # type: ignore[arg-type]
-    assert found == (None if problem is None else f"property {problem}")
-    assert form_problem(schema, "2025-11-25") is None  # type: ignore[arg-type]
-    assert form_problem(schema, "2026-07-28") is None  # type: ignore[arg-type]

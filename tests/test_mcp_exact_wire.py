@@ -26,10 +26,10 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcp_wire_catalog import ESCAPED_DESCRIPTION, HUGE, LIMITS, TINY, WIDE_TEXT
 from opgate._json import number_text, parse
 
 from conftest import ROOT, free_port, serve_environment
+from mcp_wire_catalog import ESCAPED_DESCRIPTION, HUGE, LIMITS, TINY, WIDE_TEXT
 
 pytestmark = pytest.mark.anyio
 

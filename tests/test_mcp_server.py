@@ -2,15 +2,16 @@
 
 ``legacy`` negotiates 2025-11-25 (prompts are ``elicitation/create`` requests inside
 the call); ``2026-07-28`` gets ``InputRequiredResult`` replies, which the client
-answers through the same elicitation callback and retries.
+answers through the same elicitation callback and retries. The gateway tools' own
+specs and argument checks are in ``test_mcp_tools.py``; the translation of results,
+failures and prompts to wire values in ``test_mcp_wire.py``; ``Principal`` and
+``CallContext`` in ``test_mcp_context.py``.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -28,13 +29,11 @@ from opgate import (
     Operation,
     Registry,
 )
-from opgate.mcp import LOCAL_PRINCIPAL, CallContext, GatewayServer, Principal
+from opgate.mcp import LOCAL_PRINCIPAL, CallContext, GatewayServer
+
+from mcp_client import ERAS, accept, connect, error_of, manual_client, text_of
 
 pytestmark = pytest.mark.anyio
-
-ERAS = ("legacy", "2026-07-28")
-
-Answer = Callable[[types.ElicitRequestParams], types.ElicitResult]
 
 
 @pytest.fixture(params=ERAS)
@@ -42,91 +41,7 @@ def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@asynccontextmanager
-async def connect(
-    server: GatewayServer,
-    era: str,
-    answer: Answer | None = None,
-    *,
-    seen: list[types.ElicitRequestParams] | None = None,
-) -> AsyncIterator[Client]:
-    callback = None
-    if answer is not None:
-
-        async def callback(
-            context: ClientRequestContext, params: types.ElicitRequestParams
-        ) -> types.ElicitResult:
-            if seen is not None:
-                seen.append(params)
-            return answer(params)
-
-    async with Client(server.sdk_server, mode=era, elicitation_callback=callback) as client:
-        yield client
-
-
-def manual_client(server: GatewayServer) -> Client:
-    """A 2026-07-28 client that declares elicitation but whose tests drive retries by hand."""
-
-    async def never(context: ClientRequestContext, params: Any) -> types.ElicitResult:
-        raise AssertionError("this test answers prompts itself")
-
-    return Client(server.sdk_server, mode="2026-07-28", elicitation_callback=never)
-
-
-def accept(content: dict[str, Any] | None = None) -> Answer:
-    return lambda params: types.ElicitResult(action="accept", content=content)
-
-
-def error_of(result: types.CallToolResult) -> tuple[str, str]:
-    assert result.is_error
-    error = result.structured_content["error"]
-    assert result.content[0].text == f"{error['code']}: {error['message']}"
-    return error["code"], error["message"]
-
-
-def text_of(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
-# -- tools/list -----------------------------------------------------------------
-
-
-async def test_three_tools_with_schemas(era: str) -> None:
-    async with connect(GatewayServer(build_registry()), era) as client:
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"search", "inspect", "invoke"}
-    assert tools["search"].output_schema is not None
-    assert tools["inspect"].output_schema is not None
-    assert tools["invoke"].input_schema["required"] == ["name"]
-    for tool in tools.values():
-        assert tool.input_schema["type"] == "object"
-        assert "search" in (tool.description or "")  # each teaches the loop
-
-
-def _listing_size(server: GatewayServer) -> int:
-    async def size() -> int:
-        async with connect(server, "legacy") as client:
-            listing = await client.list_tools()
-        return len(listing.model_dump_json(by_alias=True, exclude_none=True))
-
-    return anyio.run(size)
-
-
-def test_tool_list_has_the_same_size_at_10_and_100000_operations() -> None:
-    def many(count: int) -> Registry:
-        def handler(inv: Any) -> Any:
-            return None
-
-        return Registry(
-            [Operation(f"op.n{index:06d}", "An operation", handler) for index in range(count)],
-            ScopePolicy(),
-        )
-
-    small = _listing_size(GatewayServer(many(10)))
-    large = _listing_size(GatewayServer(many(100_000)))
-    assert small == large
+# -- pinned operations ----------------------------------------------------------
 
 
 async def test_pinned_operations_are_tools_through_the_same_path(era: str) -> None:
@@ -273,16 +188,6 @@ async def test_invoke_success_carries_content_and_structured(era: str) -> None:
     assert result.structured_content == {"text": "hello"}
 
 
-async def test_non_object_structured_content_per_era(era: str) -> None:
-    async with connect(GatewayServer(build_registry()), era) as client:
-        result = await client.call_tool("invoke", {"name": "util.numbers"})
-    assert text_of(result) == "[1,2,3]"  # the exact text copy in every era
-    if era == "legacy":
-        assert result.structured_content is None  # 2025-11-25 allows only objects
-    else:
-        assert result.structured_content == [1, 2, 3]
-
-
 async def test_every_failure_path_is_an_error_result(era: str) -> None:
     async with connect(GatewayServer(build_registry()), era) as client:
 
@@ -372,26 +277,6 @@ async def test_an_answer_that_breaks_the_form_is_refused(era: str) -> None:
     code, message = error_of(result)
     assert code == "invalid_request"
     assert "answers" in message
-
-
-@pytest.mark.parametrize(
-    ("action", "expected"), [("accept", "payment accept"), ("decline", "payment decline")]
-)
-async def test_url_elicitation(era: str, action: str, expected: str) -> None:
-    seen: list[types.ElicitRequestParams] = []
-    answer: Answer = lambda params: types.ElicitResult(action=action)  # noqa: E731
-    async with connect(GatewayServer(build_registry()), era, answer, seen=seen) as client:
-        result = await client.call_tool("invoke", {"name": "orders.pay"})
-    assert text_of(result) == expected
-    [params] = seen
-    assert isinstance(params, types.ElicitRequestURLParams)
-    assert params.url == "https://pay.example.com/checkout/42"
-    assert params.message == "Pay here"
-    if era == "legacy":
-        assert params.elicitation_id  # required at 2025-11-25, and never the continuation
-        assert len(params.elicitation_id) == 36
-    else:
-        assert params.elicitation_id is None
 
 
 async def test_three_prompt_chain(era: str) -> None:
@@ -535,21 +420,6 @@ async def test_legacy_call_with_modern_retry_fields_is_refused() -> None:
             request_state="f." + "A" * 43,
         )
     assert error_of(result)[0] == "invalid_request"
-
-
-def test_principal_scope_key_is_opaque_and_follows_scopes() -> None:
-    alice = Principal("app", issuer="https://idp", subject="alice", scopes=frozenset({"a"}))
-    same = Principal("app", issuer="https://idp", subject="alice", scopes={"a"})  # type: ignore[arg-type]
-    more = Principal("app", issuer="https://idp", subject="alice", scopes=frozenset({"a", "b"}))
-    other = Principal("app", issuer="https://idp", subject="bob", scopes=frozenset({"a"}))
-    assert alice.scope_key == same.scope_key
-    assert len({alice.scope_key, more.scope_key, other.scope_key}) == 3
-    assert alice.scope_key.startswith("mcp:")
-    assert "alice" not in alice.scope_key
-    with pytest.raises(TypeError):
-        Principal("")
-    with pytest.raises(TypeError):
-        Principal("app", scopes="admin")  # type: ignore[arg-type]
 
 
 async def test_a_prompt_nobody_answers_expires_instead_of_hanging() -> None:

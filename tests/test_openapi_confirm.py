@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry
+from opgate import Completed, Failed, InputMode, InputResponse, Pending, Registry, Result, Text
 from opgate.openapi import Catalog, build_catalog
+from opgate.openapi._confirm import SentLog
 
 from recording_app import (
     DOCUMENT,
@@ -347,6 +348,20 @@ async def test_the_answer_sends_only_the_request_that_was_shown(
     assert recorder.received == []
 
 
+# -- the record of confirmed sends ------------------------------------------------------
+
+
+def test_the_send_record_is_bounded_and_never_sends_twice() -> None:
+    log = SentLog(capacity=2)
+    assert log.claim("a")
+    assert not log.claim("a")
+    log.record("a", Result([Text("done")]))
+    assert "not sent again" in log.replay("a", "POST", "/x").payload.content[0].text
+    assert log.claim("b")
+    assert log.claim("c")  # evicts "a"
+    assert log.claim("a")  # a forgotten key can be claimed, but only by a fresh confirmation
+
+
 # -- the renderer on its own, for any text ---------------------------------------------
 
 
@@ -421,57 +436,61 @@ def test_what_cannot_be_shown_as_text_is_refused(url: str, content: bytes, reaso
         render("op", "/x", request, frozenset(), 16384)
 
 
-async def test_a_parameter_never_replaces_a_default_header_of_the_hosts_client(
-    recorder: Recorder,
-) -> None:
-    """The form names such a header as set by the host: an agent's value must not ride there."""
-    recorder.received.clear()
-    own = httpx2.AsyncClient(headers={"X-Memo": "host-tenant-key"})
-    confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
-    unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
-    arguments = {"X-Memo": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
-    try:
-        registry = confirmed.registry(Policy())
-        pending = await prompt(registry, "transfer", arguments)
-        shown = read(pending.prompt.message)
-        assert shown.hidden == ["X-Memo"]
-        await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
-        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
-        recorder.received.clear()
-        registry = unconfirmed.registry(Policy())
-        outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
-        assert isinstance(outcome, Completed), outcome
-        assert dict(recorder.received[0].headers)["x-memo"] == "host-tenant-key"
-    finally:
-        await confirmed.aclose()
-        await unconfirmed.aclose()
-        await own.aclose()
+#: A default of the host's own client, and an argument of the same name that must not
+#: replace it: the client's options, the arguments, the form's header and query names
+#: shown as set by the host and the end of its URL, and where the host's value is sent.
+HOST_DEFAULTS = [
+    pytest.param(
+        {"headers": {"X-Memo": "host-tenant-key"}},
+        {"X-Memo": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}},
+        (["X-Memo"], [], "/api/transfer"),
+        lambda received: dict(received.headers)["x-memo"],
+        "host-tenant-key",
+        id="header",
+    ),
+    pytest.param(
+        {"params": {"note": "host-query-key"}},
+        {"note": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}},
+        ([], ["note"], "/api/transfer?note=(not-shown)"),
+        lambda received: received.target,
+        "/api/transfer?note=host-query-key",
+        id="query",
+    ),
+]
 
 
-async def test_default_query_parameters_of_the_hosts_client_are_credentials(
+@pytest.mark.parametrize(("options", "arguments", "hidden", "carrier", "sent"), HOST_DEFAULTS)
+async def test_a_default_of_the_hosts_client_is_named_not_shown_and_never_replaced(
     recorder: Recorder,
+    options: dict[str, Any],
+    arguments: dict[str, Any],
+    hidden: tuple[list[str], list[str], str],
+    carrier: Any,
+    sent: str,
 ) -> None:
-    """Named as set by the host, never shown, never replaced by a parameter of that name."""
+    """A default header or query parameter (an API key) of a client the host passed in:
+    the form names it as set by the host and never shows it, and an agent's value of
+    that name never rides there, with confirmation or without."""
     recorder.received.clear()
-    own = httpx2.AsyncClient(params={"note": "host-query-key"})
+    own = httpx2.AsyncClient(**options)
     confirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own)
     unconfirmed = build_catalog(DOCUMENT, base_url=recorder.base_url, client=own, confirm=())
-    arguments = {"note": "agent-chosen-key", "body": {"to": "landlord", "amount": 10}}
+    [secret] = next(iter(options.values())).values()
     try:
         registry = confirmed.registry(Policy())
         pending = await prompt(registry, "transfer", arguments)
         message = pending.prompt.message
-        assert "host-query-key" not in message
+        assert secret not in message
         shown = read(message)
-        assert shown.hidden_query == ["note"]
-        assert shown.url.endswith("/api/transfer?note=(not-shown)")
+        assert (shown.hidden, shown.hidden_query) == hidden[:2]
+        assert shown.url.endswith(hidden[2])
         await sent_as_shown(registry, recorder, "transfer", arguments, pending, shown)
-        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+        assert carrier(recorder.received[0]) == sent
         recorder.received.clear()
         registry = unconfirmed.registry(Policy())
         outcome = await registry.invoke(Ctx("alice"), "transfer", arguments, input_support=FORM)
         assert isinstance(outcome, Completed), outcome
-        assert recorder.received[0].target == "/api/transfer?note=host-query-key"
+        assert carrier(recorder.received[0]) == sent
     finally:
         await confirmed.aclose()
         await unconfirmed.aclose()
@@ -501,43 +520,55 @@ async def test_numbers_that_grow_when_written_out_are_refused_unsent(recorder: R
         await catalog.aclose()
 
 
-async def test_no_spelling_of_a_host_query_parameter_rides_beside_it(recorder: Recorder) -> None:
-    """PHP reads api.key, api_key[] and (ASP.NET) API_KEY as api_key, the last one winning."""
-    names = ["api.key", "API_KEY", "api_key[]", "api key", "api_key"]
-    spellings = [{"name": n, "in": "query", "schema": {"type": "string"}} for n in names]
+#: A host credential, and parameters spelt as a lenient server reads it: PHP reads
+#: api.key, api_key[] and (ASP.NET) API_KEY as api_key, the last one winning; CGI, WSGI
+#: and nginx read X_Api_Key as X-Api-Key. Each: where, the spellings, the catalog's
+#: options (its own client's options, or the host's headers) and what the upstream gets.
+SPELLINGS = [
+    pytest.param(
+        "query",
+        ["api.key", "API_KEY", "api_key[]", "api key", "api_key"],
+        ({"params": {"api_key": "host-query-key"}}, None),
+        lambda received: received.target,
+        "/api/search?api_key=host-query-key",
+        id="query",
+    ),
+    pytest.param(
+        "header",
+        ["X_Api_Key"],
+        (None, {"X-Api-Key": "host-header-key"}),
+        lambda received: [(name, value) for name, value in received.headers if "api" in name],
+        [("x-api-key", "host-header-key")],
+        id="header",
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "names", "credential", "carrier", "sent"), SPELLINGS)
+async def test_no_spelling_of_a_host_credential_rides_beside_it(
+    recorder: Recorder,
+    where: str,
+    names: list[str],
+    credential: tuple[dict[str, Any] | None, dict[str, str] | None],
+    carrier: Any,
+    sent: Any,
+) -> None:
+    spellings = [{"name": n, "in": where, "schema": {"type": "string"}} for n in names]
     search = {"get": {"operationId": "search", "parameters": spellings, "responses": {}}}
     document = {**DOCUMENT, "paths": {"/search": search}}
     recorder.received.clear()
-    own = httpx2.AsyncClient(params={"api_key": "host-query-key"})
-    catalog = build_catalog(document, base_url=recorder.base_url, client=own)
+    client_options, headers = credential
+    own = httpx2.AsyncClient(**client_options) if client_options is not None else None
+    catalog = build_catalog(document, base_url=recorder.base_url, client=own, headers=headers)
     try:
         arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
         outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
         assert isinstance(outcome, Completed), outcome
-        assert recorder.received[0].target == "/api/search?api_key=host-query-key"
+        assert carrier(recorder.received[0]) == sent
     finally:
         await catalog.aclose()
-        await own.aclose()
-
-
-async def test_a_header_parameter_spelt_with_underscores_never_rides_beside_a_hosts(
-    recorder: Recorder,
-) -> None:
-    """CGI, WSGI and nginx read X_Api_Key as X-Api-Key: it must not be sent beside it."""
-    spelt = {"name": "X_Api_Key", "in": "header", "schema": {"type": "string"}}
-    search = {"get": {"operationId": "search", "parameters": [spelt], "responses": {}}}
-    document = {**DOCUMENT, "paths": {"/search": search}}
-    recorder.received.clear()
-    headers = {"X-Api-Key": "host-header-key"}
-    catalog = build_catalog(document, base_url=recorder.base_url, headers=headers)
-    try:
-        arguments = dict.fromkeys(catalog.plans["search"].input_schema["properties"], "agent")
-        outcome = await catalog.registry(Policy()).invoke(Ctx("alice"), "search", arguments)
-        assert isinstance(outcome, Completed), outcome
-        sent = [(name, value) for name, value in recorder.received[0].headers if "api" in name]
-        assert sent == [("x-api-key", "host-header-key")]
-    finally:
-        await catalog.aclose()
+        if own is not None:
+            await own.aclose()
 
 
 async def test_a_path_with_a_fragment_is_skipped_not_shown(recorder: Recorder) -> None:

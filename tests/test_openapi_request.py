@@ -1,5 +1,5 @@
-"""opgate.openapi request building: OpenAPI serialization styles, exact numbers, path safety,
-and the bounded record of confirmed sends."""
+"""``opgate.openapi._request``: OpenAPI serialization styles, exact numbers, path safety,
+and the request budget."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from opgate import Result, Text
-from opgate.openapi._confirm import SentLog
 from opgate.openapi._operations import BodyPlan, OperationPlan, ParamPlan
 from opgate.openapi._request import ArgumentProblem, prepare, written_size
 
@@ -106,17 +104,6 @@ def test_dot_and_empty_segments_are_refused(value: str) -> None:
     with pytest.raises(ArgumentProblem, match="must not make a path segment"):
         prepare(plan("/x/{id}/y", param("id", "path", "simple", False)), {"id": value})
     assert prepare(plan("/x/{id}.json", param("id", "path", "simple", False)), {"id": ".."})
-
-
-def test_the_send_record_is_bounded_and_never_sends_twice() -> None:
-    log = SentLog(capacity=2)
-    assert log.claim("a")
-    assert not log.claim("a")
-    log.record("a", Result([Text("done")]))
-    assert "not sent again" in log.replay("a", "POST", "/x").payload.content[0].text
-    assert log.claim("b")
-    assert log.claim("c")  # evicts "a"
-    assert log.claim("a")  # a forgotten key can be claimed, but only by a fresh confirmation
 
 
 HUGE = Decimal("1e4000")  # 6 characters of JSON, 4001 digits written out

@@ -755,3 +755,10 @@ def test_resource_links_are_never_fetched(monkeypatch: pytest.MonkeyPatch) -> No
         2 * BLOCK_OVERHEAD + 27 + 4 + len(str(MAX_LINK_SIZE)) + 24 + 1
     )
     assert budget_message(result, 16 * KIB, 0) is None
+
+
+def test_structured_int_reads_back_as_int() -> None:
+    result = Result([Text("x")], structured={"big": 10**21, "n": Decimal("4.0")})
+    assert result.structured == {"big": 10**21, "n": 4}
+    assert type(result.structured["big"]) is int
+    assert type(result.structured["n"]) is int

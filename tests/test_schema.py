@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from opgate import ConfigurationError
+from invoke_support import Recorder
+from opgate import ConfigurationError, Operation, Registry
 from opgate._json import canonical_bytes, parse
 from opgate._schema import (
     COUNT_KEYWORDS,
@@ -27,6 +28,8 @@ from opgate._schema import (
     compile_schema,
 )
 from opgate._violations import SchemaViolation
+
+from conftest import AllowAll
 
 D7 = "http://json-schema.org/draft-07/schema#"
 D2020 = "https://json-schema.org/draft/2020-12/schema"
@@ -762,6 +765,23 @@ def test_backtracking_engine_is_an_explicit_opt_in_with_a_bound() -> None:
     for bad in (0, -1, True, 1.5, 10**9):
         with pytest.raises((ConfigurationError, TypeError)):
             SchemaCompiler(backtrack_limit=bad)  # type: ignore[arg-type]
+
+
+def test_registry_names_the_operation_and_pattern_and_allows_an_opt_in() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": r"(a+)+\1b"}}}
+    operation = Operation("text.match", "Match", Recorder(), input_schema=schema)
+    with pytest.raises(ConfigurationError) as info:
+        Registry([operation], AllowAll())
+    message = str(info.value)
+    assert "'text.match'" in message
+    assert r"'(a+)+\\1b'" in message
+    assert "regex_backtrack_limit" in message
+    Registry([operation], AllowAll(), regex_backtrack_limit=10_000)
+    for bad in (0, -5, 10**9):
+        with pytest.raises(ConfigurationError, match="regex_backtrack_limit"):
+            Registry([operation], AllowAll(), regex_backtrack_limit=bad)
+    with pytest.raises(TypeError, match="regex_backtrack_limit"):
+        Registry([operation], AllowAll(), regex_backtrack_limit=True)
 
 
 def test_first_violation_validates_once() -> None:

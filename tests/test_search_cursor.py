@@ -1,7 +1,9 @@
 """Tests of ``opgate._search._cursor``: sealed search cursors.
 
 Round trips, binding, expiry, and refusal of every alteration, on ``CursorSealer``
-itself. Cursors through ``Registry.search`` are tested in ``test_registry_discovery.py``.
+itself; then cursors through ``Registry.search``: bound to the principal, query, group
+and registry, expiring after ten minutes, naming no scope key, fitting the smallest
+token budget, and free to change the page size.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import base64
 import pickle
 import re
 import string
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from opgate import Failed, FailureCode, Registry, SearchPage
 from opgate._limits import Limits
 from opgate._search._cursor import (
     CURSOR_CHARS,
@@ -24,6 +28,11 @@ from opgate._search._cursor import (
     CursorError,
     CursorSealer,
 )
+from registry_support import op, registry
+
+from conftest import AllowAll, Ctx, TeamPolicy
+
+pytestmark = pytest.mark.anyio
 
 FAST = settings(max_examples=150, deadline=None)
 ALPHABET = string.ascii_letters + string.digits + "-_"
@@ -267,3 +276,98 @@ def test_the_key_never_shows() -> None:
     with pytest.raises(TypeError, match="pickled"):
         pickle.dumps(sealer)
     assert refused(sealer, "A" * CURSOR_CHARS) == "unauthentic"  # well-formed, not sealed here
+
+
+# --- cursors through Registry.search ----------------------------------------------------
+
+
+async def test_page_size_may_change_on_continuation() -> None:
+    reg = registry([op(f"op{i:02}") for i in range(30)], policy=AllowAll())
+    first = await reg.search(Ctx(), "", limit=3)
+    assert isinstance(first, SearchPage)
+    second = await reg.search(Ctx(), "", limit=10, cursor=first.next_cursor)
+    assert isinstance(second, SearchPage)
+    assert [i.name for i in second.items] == [f"op{i:02}" for i in range(3, 13)]
+
+
+async def first_cursor(reg: Registry, ctx: Ctx, query: str = "", group: str = "") -> str:
+    page = await reg.search(ctx, query, group=group, limit=1)
+    assert isinstance(page, SearchPage)
+    assert page.next_cursor is not None
+    return page.next_cursor
+
+
+async def assert_invalid_cursor(reg: Registry, ctx: Ctx, cursor: str, **kwargs: Any) -> None:
+    outcome = await reg.search(ctx, kwargs.pop("query", ""), cursor=cursor, **kwargs)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code in (FailureCode.INVALID_CURSOR, FailureCode.INVALID_REQUEST)
+
+
+async def test_tampered_cursor_bytes_fail_at_every_position() -> None:
+    reg = registry(policy=AllowAll())
+    cursor = await first_cursor(reg, Ctx())
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    for index in range(len(raw)):
+        altered = bytearray(raw)
+        altered[index] ^= 0x01
+        text = base64.urlsafe_b64encode(bytes(altered)).decode().rstrip("=")
+        await assert_invalid_cursor(reg, Ctx(), text)
+    for index in range(len(cursor)):
+        swapped = cursor[:index] + ("A" if cursor[index] != "A" else "B") + cursor[index + 1 :]
+        await assert_invalid_cursor(reg, Ctx(), swapped)
+
+
+async def test_truncated_extended_and_garbage_cursors_fail() -> None:
+    reg = registry(policy=AllowAll())
+    cursor = await first_cursor(reg, Ctx())
+    for bad in (cursor[:-1], cursor[: len(cursor) // 2], "", cursor + "A", "!!!", "x" * 2000):
+        await assert_invalid_cursor(reg, Ctx(), bad)
+
+
+async def test_cursor_bound_to_scope_query_group_and_registry() -> None:
+    reg = registry(policy=TeamPolicy())
+    cursor = await first_cursor(reg, Ctx(), "orders")
+    ok = await reg.search(Ctx(), "orders", cursor=cursor)
+    assert isinstance(ok, SearchPage)
+    await assert_invalid_cursor(reg, Ctx(principal="bob"), cursor, query="orders")
+    await assert_invalid_cursor(reg, Ctx(), cursor, query="refund")
+    await assert_invalid_cursor(reg, Ctx(), cursor, query="Orders")  # casing is bound
+    await assert_invalid_cursor(reg, Ctx(), cursor, query="orders", group="billing")
+    other = registry(policy=TeamPolicy())
+    await assert_invalid_cursor(other, Ctx(), cursor, query="orders")
+    # whitespace-normalized query continues fine
+    again = await reg.search(Ctx(), "  orders ", cursor=cursor)
+    assert isinstance(again, SearchPage)
+
+
+async def test_cursor_group_binding_ignores_group_case() -> None:
+    reg = registry(policy=AllowAll())
+    cursor = await first_cursor(reg, Ctx(), "", group="orders")
+    page = await reg.search(Ctx(), "", group="ORDERS", cursor=cursor)
+    assert isinstance(page, SearchPage)
+    assert [i.name for i in page.items] == ["orders.refund"]
+
+
+async def test_cursor_expires_after_ten_minutes() -> None:
+    clock = Clock()
+    reg = registry(policy=AllowAll(), clock=clock)
+    cursor = await first_cursor(reg, Ctx())
+    clock.now += 599
+    assert isinstance(await reg.search(Ctx(), "", cursor=cursor), SearchPage)
+    clock.now += 2
+    await assert_invalid_cursor(reg, Ctx(), cursor)
+
+
+async def test_public_messages_never_contain_scope_key() -> None:
+    reg = registry(policy=TeamPolicy())
+    cursor = await first_cursor(reg, Ctx(principal="alice-secret-scope"))
+    outcome = await reg.search(Ctx(principal="mallory"), "", cursor=cursor)
+    assert isinstance(outcome, Failed)
+    assert "alice-secret-scope" not in str(outcome.failure)
+    assert "alice-secret-scope" not in cursor
+
+
+def test_the_smallest_token_budget_holds_cursors_for_any_name() -> None:
+    # cursors carry a catalog position, not a name (issue 9, item 18)
+    registry([op("a" * 10)], limits=Limits(token_bytes=64))
+    registry([op("a" * 128)], limits=Limits(token_bytes=64))

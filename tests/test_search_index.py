@@ -3,8 +3,10 @@
 The rule (terms as case-folded substrings, tiered by field, ties by name) against a plain
 reference on random catalogs and under tunings that force every planner path; keyset
 paging; exact names; the query helpers (``normalize_query``, ``query_terms``,
-``has_terms``, ``fold_group``); and cost on a large catalog. The same rule through the
-registry (policies, scopes, cursors) is ``test_search_differential.py``.
+``has_terms``, ``fold_group``); and cost on a large catalog. Then the rule as a
+``Registry`` serves it: tiers then name, every term, browsing, the group filter, and
+schemas never indexed. The same rule against a naive one through the registry
+(policies, scopes, cursors) is ``test_search_differential.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opgate import SearchPage
 from opgate._search import _index
 from opgate._search._index import (
     IndexEntry,
@@ -28,6 +31,12 @@ from opgate._search._index import (
     normalize_query,
     query_terms,
 )
+from registry_support import CATALOG, all_pages, op, registry
+from registry_support import names as page_names
+
+from conftest import AllowAll, Ctx
+
+pytestmark = pytest.mark.anyio
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -532,3 +541,50 @@ def test_inexact_fields_stay_exact_under_a_group_filter(
     for query in ["webhook", "pending webhook", "audit", "billing.coupons", "e ap"]:
         expected = reference(catalog, query, "SHIPPING")
         assert list(index.ranked(query, "SHIPPING")) == expected
+
+
+# --- the rule through a Registry -------------------------------------------------------
+
+
+async def test_ranking_tiers_then_name() -> None:
+    reg = registry()
+    # name matches (refund in name) first, then summary, then other documentation.
+    assert await page_names(reg, Ctx(), "refund", limit=20) == [
+        "orders.refund",
+        "refunds.report",
+        "zeta",
+    ]
+    # group tier: "orders" matches names orders.* (tier 0) and billing's summary (tier 2)
+    assert await page_names(reg, Ctx(), "orders", limit=20) == [
+        "orders.list",
+        "orders.refund",
+        "billing.invoice",
+    ]
+
+
+async def test_all_terms_must_match_case_insensitively() -> None:
+    reg = registry()
+    assert await page_names(reg, Ctx(), "REFUND money", limit=20) == ["orders.refund"]
+    assert await page_names(reg, Ctx(), "refund nothing-like-this", limit=20) == []
+
+
+async def test_empty_query_browses_by_name() -> None:
+    reg = registry(policy=AllowAll())
+    assert await all_pages(reg, Ctx(), "") == sorted(o.name for o in CATALOG)
+
+
+async def test_group_filter_ignores_case() -> None:
+    reg = registry()
+    assert await page_names(reg, Ctx(), "", group="ORDERS", limit=20) == [
+        "orders.list",
+        "orders.refund",
+    ]
+
+
+async def test_schemas_are_never_indexed() -> None:
+    schema = {"type": "object", "properties": {"xylophone": {"type": "string"}}}
+    reg = registry([op("a", input_schema=schema, output_schema=schema)])
+    assert await page_names(reg, Ctx(), "xylophone") == []
+    page = await reg.search(Ctx(), "")
+    assert isinstance(page, SearchPage)
+    assert "xylophone" not in repr(page)

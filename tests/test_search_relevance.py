@@ -4,7 +4,8 @@ Postings against a naive BM25F, the operation meant first, thesaurus verbs and
 attested contractions in names, coverage and ties, resuming after a key; then the
 registry in relevance mode: paging that never repeats or skips, and discovery scopes.
 What every ranking shares (the fallbacks, cursor binding, the extra) is
-``test_search_ranking.py``; words and stems are ``test_search_tokens.py``.
+``test_search_ranking.py``; words and stems are ``test_search_tokens.py``, the verb
+groups ``test_search_thesaurus.py``.
 """
 
 from __future__ import annotations

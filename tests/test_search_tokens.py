@@ -1,16 +1,14 @@
-"""Tests of ``opgate._search._tokens`` and ``opgate._search._thesaurus``.
+"""Tests of ``opgate._search._tokens``: words and stems.
 
 ``words`` and ``chunk_words`` split names and prose into folded words, ``Stems`` joins
-inflections without growing on query words; the thesaurus's verb groups are generic
-and their alternatives symmetric. How the relevance ranking weighs a thesaurus match
-is ``test_search_relevance.py``.
+inflections without growing on query words. The thesaurus's verb groups are
+``test_search_thesaurus.py``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from opgate._search._thesaurus import SYNONYM, VERBS, alternatives
 from opgate._search._tokens import Stems, chunk_words, words
 
 # --- words and stems ------------------------------------------------------------------
@@ -80,17 +78,3 @@ def test_stems_join_inflections() -> None:
     # words with digits or other letters are kept as they are
     assert stem("ec2") == "ec2"
     assert stem("ñandú") == "ñandú"
-
-
-# --- the thesaurus --------------------------------------------------------------------
-
-
-def test_thesaurus_groups_are_generic_verbs() -> None:
-    words_ = {word for group in VERBS for word in group}
-    assert {"list", "describe", "get", "upload", "put", "invoke", "delete", "create"} <= words_
-    stem = Stems()
-    table = alternatives(stem)
-    assert stem("describe") in table[stem("list")]
-    assert stem("list") in table[stem("describe")]  # symmetric
-    assert stem("delete") not in table[stem("list")]
-    assert 0 < SYNONYM < 1

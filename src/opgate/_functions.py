@@ -18,17 +18,22 @@ type-annotated function, sync or async, into an ``Operation``:
   derives them from the names; the root's internal title too), while the titles and
   docstrings of the user's named types in ``$defs`` stay; ``Decimal`` is a JSON
   ``number`` (pydantic would also allow strings); a ``float`` is bounded by the largest
-  double, so ``1e400`` is refused by validation rather than becoming ``inf``; defaults
-  are written exactly (a ``Decimal`` default stays a number). A parameter annotated
-  ``Invocation`` receives the call's ``Invocation`` (prompts, ``resume``, progress) and
-  is not part of the schema; ``*args`` and ``**kwargs`` are refused.
+  double, so ``1e400`` is refused by validation rather than becoming ``inf``; a
+  mapping's keys are checked by ``propertyNames`` (a ``str`` key's pattern, a str
+  ``Enum`` or ``Literal``, an ``int`` key written as a JSON integer; keys of any other
+  type are refused, as no schema can say which strings pydantic would turn into them);
+  defaults are written exactly (a ``Decimal`` default stays a number). A parameter annotated
+  ``Invocation`` (under any name, also ``Invocation | None`` or ``Annotated``) receives
+  the call's ``Invocation`` (prompts, ``resume``, progress) and is not part of the
+  schema; ``*args`` and ``**kwargs`` are refused.
 * **What the function receives.** The registry validates the arguments against the
   schema with its exact JSON profile first; only then are they converted, by pydantic
   in its default (lax) mode, to the annotated types. Lax mode is what turns a JSON
   array into a ``tuple``, a string into an ``Enum`` member and a mapping into a
   dataclass or model (strict Python mode refuses all three); every coercion lax mode
   could add beyond that (``"5"`` to ``5``, ``1`` to ``True``, ``2.5`` to an ``int``)
-  is one the exact validation already refused. A ``Decimal`` parameter receives the
+  is one the exact validation already refused. Strict types (``ConfigDict(strict=True)``,
+  ``Field(strict=True)``) are converted in lax mode too. A ``Decimal`` parameter receives the
   exact number (never through a float), an ``int`` the exact integer, a ``float`` the
   nearest double. A value the schema admits but the type's own validation refuses (a
   model's validator, a ``Decimal``'s ``max_digits``) fails the call with
@@ -38,14 +43,19 @@ type-annotated function, sync or async, into an ``Operation``:
   returned as it is and a ``Result`` is finished as it is; ``str`` becomes one
   ``Text``; ``None`` an empty result (no content, no structured content); a pydantic
   model, dataclass, ``TypedDict`` or ``dict`` becomes structured content (through
-  pydantic's Python-mode serialization, ``Enum`` members as their values, numbers
-  exact) plus a ``Text`` copy of its canonical JSON. A return annotation naming one
-  such structured type (alone or in a union with ``Outcome`` or ``Result``) gives the
-  operation an output schema; one naming ``str`` or ``None`` gives none; a structured
-  type together with ``None``, or with ``str``, is refused (with an output schema every
-  result must carry structured content), as is any other type.
-* **Construction failures.** A type pydantic cannot describe, an annotation that does
-  not resolve, a parameter schema carrying ``format`` (the input profile treats
+  pydantic's Python-mode serialization by alias, as the output schema names the fields,
+  ``Enum`` members as their values, mapping keys as pydantic's JSON writes them, numbers
+  exact) plus a ``Text`` copy of its canonical
+  JSON. A return annotation naming one such structured type (alone or in a union with
+  ``Outcome`` or ``Result``) gives the operation an output schema; one naming ``str`` or
+  ``None`` gives none; a structured type together with ``None``, or with ``str``, is
+  refused (with an output schema every result must carry structured content), as is any
+  other type.
+* **Annotations** resolve where the decorator is applied, as Python resolves names: the
+  scope applying it, the function's closure, then its module's globals (so the classes
+  of a registry factory serve its functions under ``from __future__ import annotations``).
+* **Construction failures.** A generator function, a type pydantic cannot describe, an
+  annotation that does not resolve, a parameter schema carrying ``format`` (the input profile treats
   formats as annotations, so opgate could not vouch for a ``datetime`` or ``UUID``;
   take a ``str`` and parse it), or a schema the compiler profile refuses (a pattern
   needing lookaround, a count over ``MAX_COUNT``) raises ``ConfigurationError`` naming
@@ -73,7 +83,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue
 
 from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
 from ._invocation import Invocation
@@ -88,6 +98,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The largest finite double, as Python prints it: a ``float`` parameter's bound.
 DOUBLE_MAX: Final = Decimal(repr(sys.float_info.max))
+
+#: The keys of an ``int``-keyed mapping: integers as JSON writes them.
+INTEGER_KEY: Final = "^-?(0|[1-9][0-9]*)$"
 
 _EMPTY = inspect.Parameter.empty
 
@@ -116,8 +129,37 @@ class _Generator(GenerateJsonSchema):
                 json_schema["minimum"] = -DOUBLE_MAX
         return json_schema
 
+    def dict_schema(self, schema: Any) -> JsonSchemaValue:
+        json_schema = super().dict_schema(schema)
+        if self.mode != "validation":
+            return json_schema
+        # pydantic lets keys outside a key pattern through the schema (patternProperties)
+        # and says nothing of int keys: both would be pydantic's to refuse or coerce.
+        patterns = json_schema.pop("patternProperties", None)
+        if patterns:
+            ((pattern, values),) = patterns.items()
+            json_schema["additionalProperties"] = values
+            json_schema.setdefault("propertyNames", {})["pattern"] = pattern
+        keys = dict(self.generate_inner(schema["keys_schema"])) if "keys_schema" in schema else {}
+        for annotation in ("title", "description"):
+            keys.pop(annotation, None)
+        if "$ref" in keys:  # an Enum: a string one only (an IntEnum's keys never match)
+            keys = self.get_schema_from_definitions(JsonRef(keys["$ref"])) or {"type": "string"}
+        if not keys or keys.get("type") == "string":
+            return json_schema  # any string, or the keys' own (string) schema
+        if keys == {"type": "integer"}:
+            json_schema["propertyNames"] = {"pattern": INTEGER_KEY}
+            return json_schema
+        raise _Unexpressible(
+            "its keys have no string form the schema can check (a JSON object's keys are "
+            "strings): key it by str, a str Enum or Literal, or int"
+        )
+
     def encode_default(self, dft: Any) -> Any:
-        return _jsonable(TypeAdapter(type(dft)).dump_python(dft, mode="python", warnings=False))
+        dumped = TypeAdapter(type(dft)).dump_python(
+            dft, mode="python", by_alias=self.by_alias, warnings=False
+        )
+        return _jsonable(dumped)
 
     def generate_inner(self, schema: Any) -> JsonSchemaValue:
         json_schema = super().generate_inner(schema)
@@ -137,10 +179,22 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return _jsonable(value.value)
     if isinstance(value, Mapping):
-        return {key: _jsonable(item) for key, item in value.items()}
+        return {_key(key): _jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(item) for item in value]
     return pydantic_core.to_jsonable_python(value)
+
+
+def _key(key: object) -> object:
+    """A mapping key as pydantic's JSON writes it (``1`` as ``"1"``, an ``Enum`` member
+    as its value); a key with no such form is left for ``Result`` to refuse."""
+    if isinstance(key, str):
+        return key
+    try:
+        (written,) = pydantic_core.to_jsonable_python({key: None})
+    except (pydantic_core.PydanticSerializationError, ValueError):
+        return key
+    return written
 
 
 # -- the decorator ---------------------------------------------------------------------
@@ -186,7 +240,7 @@ def operation(
     reachable as ``op.handler.__wrapped__``.
     """
 
-    def build(fn: Callable[..., Any]) -> Operation:
+    def make(fn: Callable[..., Any], scope: dict[str, Any]) -> Operation:
         return _operation_of(
             fn,
             name=name,
@@ -195,11 +249,30 @@ def operation(
             description=description,
             examples=examples,
             source=source,
+            scope=scope,
         )
+
+    def build(fn: Callable[..., Any]) -> Operation:
+        return make(fn, _caller_scope())
 
     if function is None:
         return build
-    return build(function)
+    return make(function, _caller_scope())
+
+
+def _caller_scope() -> dict[str, Any]:
+    """The local names of the scope that applies the decorator (two frames up).
+
+    Under ``from __future__ import annotations`` every annotation is a string, and a type
+    defined inside a function (a registry factory's models) is not among the module's
+    globals: Python itself would resolve the name in that function's scope, so the
+    annotations are resolved with its names too (as pydantic does for its models).
+    """
+    frame = sys._getframe(2)
+    try:
+        return {} if frame.f_locals is frame.f_globals else dict(frame.f_locals)
+    finally:
+        del frame
 
 
 def _operation_of(
@@ -211,6 +284,7 @@ def _operation_of(
     description: str | None,
     examples: tuple[str, ...],
     source: str,
+    scope: dict[str, Any],
 ) -> Operation:
     if not callable(fn):
         raise TypeError(f"@operation needs a function, not {type(fn).__name__}")
@@ -233,7 +307,12 @@ def _operation_of(
         summary = doc_summary
     if description is None:
         description = doc_description
-    plan = _plan(fn, where)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ConfigurationError(
+            f"{where}: a generator function has no result; return the value (report "
+            "progress through an Invocation parameter)"
+        )
+    plan = _plan(fn, where, scope)
     handler = _handler(fn, plan)
     return Operation(
         name,
@@ -280,7 +359,9 @@ class _Plan:
     def call(self, inv: Invocation) -> tuple[list[Any], dict[str, Any]] | Outcome:
         """The function's arguments from the validated ones, or a ``fail`` outcome."""
         try:
-            model = self.arguments.model_validate(inv.arguments)
+            # Lax even for strict types: strict Python mode refuses the JSON values
+            # themselves (an int for a Decimal, a list for a tuple); the schema decided.
+            model = self.arguments.model_validate(inv.arguments, strict=False)
         except pydantic.ValidationError as exc:
             return fail(_refusal(exc))
         values = model.__dict__
@@ -305,13 +386,15 @@ class _Plan:
         if isinstance(value, str):
             return finish(Result([Text(value)]))
         if self.result is not None:
-            dumped = self.result.dump_python(value, mode="python", warnings=False)
+            dumped = self.result.dump_python(value, mode="python", by_alias=True, warnings=False)
         elif isinstance(value, BaseModel):
-            dumped = value.model_dump(mode="python")
+            dumped = value.model_dump(mode="python", by_alias=True)
         elif isinstance(value, Mapping) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type)
         ):
-            dumped = TypeAdapter(type(value)).dump_python(value, mode="python", warnings=False)
+            dumped = TypeAdapter(type(value)).dump_python(
+                value, mode="python", by_alias=True, warnings=False
+            )
         else:
             raise TypeError(
                 f"the function returned {type(value).__name__}: return a str, a pydantic "
@@ -326,7 +409,7 @@ class _Plan:
 def _refusal(exc: pydantic.ValidationError) -> str:
     """``invalid arguments: /pointer: rule`` for the first error, without the value."""
     error = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-    parts = [str(part) for part in error["loc"]]
+    parts = [str(part).replace("~", "~0").replace("/", "~1") for part in error["loc"]]
     pointer = "".join(
         "/" + (p if len(p) <= PREFIX_CHARS else p[:PREFIX_CHARS] + "…") for p in parts
     )
@@ -362,10 +445,42 @@ def _refuse(where: str, what: str, reason: object) -> NoReturn:
     raise ConfigurationError(f"{where}: {what}: {reason}") from None
 
 
-def _hints(fn: Callable[..., Any], signature: inspect.Signature, where: str) -> dict[str, Any]:
+def _local_names(fn: Callable[..., Any], scope: dict[str, Any]) -> dict[str, Any]:
+    """The names an annotation of ``fn`` may use besides its globals: the variables its
+    closure holds and the decorating scope's locals (which take precedence, as the
+    innermost scope does)."""
+    inner = inspect.unwrap(fn)
+    names: dict[str, Any] = {}
+    code = getattr(inner, "__code__", None)
+    closure = getattr(inner, "__closure__", None)
+    if code is not None and closure:
+        for name, cell in zip(code.co_freevars, closure, strict=True):
+            try:
+                names[name] = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+    names.update(scope)
+    return names
+
+
+def _annotated(fn: Callable[..., Any]) -> Any:
+    """The function whose annotations ``fn`` has: a partial's function, or a callable
+    object's ``__call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, types.FunctionType | types.MethodType | type):
+        return fn
+    return getattr(fn, "__call__", fn)  # noqa: B004 - a callable object's own method
+
+
+def _hints(
+    fn: Callable[..., Any], signature: inspect.Signature, where: str, scope: dict[str, Any]
+) -> dict[str, Any]:
     """The resolved annotations, or a ``ConfigurationError`` naming the one that fails."""
+    fn = _annotated(fn)
+    local_names = _local_names(fn, scope) or None
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, localns=local_names, include_extras=True)
     except Exception as exc:
         failure = exc
     namespace = getattr(inspect.unwrap(fn), "__globals__", {})
@@ -377,18 +492,18 @@ def _hints(fn: Callable[..., Any], signature: inspect.Signature, where: str) -> 
             if not isinstance(value, str):
                 break
             try:
-                value = eval(value, namespace)  # what get_type_hints does, one at a time
+                value = eval(value, namespace, local_names)  # as get_type_hints, one by one
             except Exception as exc:
                 _refuse(where, what, f"annotation {annotation!r} does not resolve ({exc})")
     _refuse(where, "annotations", f"they do not resolve ({failure})")
 
 
-def _plan(fn: Callable[..., Any], where: str) -> _Plan:
+def _plan(fn: Callable[..., Any], where: str, scope: dict[str, Any]) -> _Plan:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{where}: no signature ({exc})") from None
-    hints = _hints(fn, signature, where)
+    hints = _hints(fn, signature, where, scope)
     parameters: list[_Parameter] = []
     fields: dict[str, Any] = {}
     invocation: str | None = None
@@ -400,7 +515,7 @@ def _plan(fn: Callable[..., Any], where: str) -> _Plan:
             _refuse(where, what, "it has no annotation (annotate it, with Any if need be)")
         hint = hints[parameter.name]
         positional_only = parameter.kind is parameter.POSITIONAL_ONLY
-        if hint is Invocation:
+        if _is_invocation(hint):
             if invocation is not None:
                 _refuse(where, what, f"{invocation!r} already receives the Invocation")
             invocation = parameter.name
@@ -491,6 +606,12 @@ def _bare(hint: Any) -> Any:
     while typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
     return hint
+
+
+def _is_invocation(hint: Any) -> bool:
+    """``Invocation``, also annotated or optional (``Invocation | None``)."""
+    members = [_bare(member) for member in _union_members(_bare(hint))]
+    return [m for m in members if m is not type(None)] == [Invocation]
 
 
 def _is_typeddict(bare: Any) -> bool:

@@ -216,6 +216,11 @@ class Registry:
         return self._limits
 
     @property
+    def policy(self) -> Policy:
+        """The policy the registry asks: the object given (``replace`` keeps it)."""
+        return self._policy
+
+    @property
     def ranking(self) -> Ranking | Scorer:
         """How search orders its results: the ``ranking`` given (``Ranking.RULE`` by
         default)."""

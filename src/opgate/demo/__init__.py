@@ -24,15 +24,20 @@ from ._policy import ADMIN_SCOPE, DeskPolicy
 __all__ = [
     "ADMIN_SCOPE",
     "DATABASE_ENV",
+    "INTERRUPTED",
     "DeskPolicy",
     "build_registry",
     "default_database_path",
+    "resolve_database_path",
     "run",
     "serve",
 ]
 
 #: The server name MCP clients see for the demo.
 SERVER_NAME = "opgate-demo"
+
+#: The exit status after Ctrl-C: 128 + SIGINT, what shells report for a command it ended.
+INTERRUPTED = 130
 
 
 def serve(database: str | os.PathLike[str] | None = None) -> int:
@@ -50,7 +55,9 @@ def run(database: str | os.PathLike[str] | None = None, *, interactive: bool | N
     """Run the demo: a server subprocess driven by the official MCP client.
 
     ``interactive`` defaults to whether stdin and stdout are both terminals; when
-    it is false a script answers the prompts. Returns the process exit status.
+    it is false a script answers the prompts. Returns the process exit status:
+    0 when every step behaved as expected, 1 otherwise, and ``INTERRUPTED`` (130)
+    after Ctrl-C, which ends the server and says so in one line on stderr.
     """
     import anyio
 
@@ -59,4 +66,10 @@ def run(database: str | os.PathLike[str] | None = None, *, interactive: bool | N
     path = resolve_database_path(database).resolve()
     if interactive is None:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    return anyio.run(lambda: drive(path, interactive=interactive))
+    try:
+        return anyio.run(lambda: drive(path, interactive=interactive))
+    except KeyboardInterrupt:
+        # The first Ctrl-C cancels the run, which ends the server before this is reached.
+        sys.stdout.flush()
+        sys.stderr.write(("\n" if interactive else "") + "opgate demo: interrupted\n")
+        return INTERRUPTED

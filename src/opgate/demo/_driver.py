@@ -10,8 +10,9 @@ in a form; a payment handed off to an HTTPS page; a ticket escalation asking two
 questions; and an export with a progress bar.
 
 With ``interactive=True`` (stdin and stdout are terminals) the person answers each
-form and URL prompt; otherwise a script answers (accepting, and declining one refund
-to show that path). The exit status is 0 when every step behaved as expected.
+form and URL prompt; otherwise a script answers (accepting, but declining one refund
+and the escalation's second question to show those paths). The exit status is 0 when
+every step behaved as expected.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,7 +31,7 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 
-from ._terminal import Action, Answers, fill_form, ordered_fields
+from ._terminal import Action, Answers, Terminal, fill_form, ordered_fields
 
 __all__ = ["Driver", "ScriptedAnswer", "server_parameters"]
 
@@ -39,6 +40,8 @@ READ_TIMEOUT = 60.0
 
 #: Width of the progress bar, in characters.
 BAR_WIDTH = 24
+
+T = TypeVar("T")
 
 #: What the script answers: an action and, for accepted forms, the answers.
 ScriptedAnswer = tuple[str, Answers | None]
@@ -81,12 +84,14 @@ class Driver:
         *,
         interactive: bool,
         out: TextIO | None = None,
-        ask: Callable[[str], str] = input,
+        terminal: Terminal | None = None,
     ) -> None:
         self.database = database
         self.interactive = interactive
         self.out = out if out is not None else sys.stdout
-        self.ask = ask
+        if terminal is None and interactive:
+            terminal = Terminal(stdout=self.out)
+        self.terminal = terminal
         self.script: deque[ScriptedAnswer] = deque()
         self.problems: list[str] = []
         self._step = 0
@@ -130,8 +135,8 @@ class Driver:
         schema = params.requested_schema
         self.say(f"    <- the server asks a form: {params.message}")
         if self.interactive:
-            action, answers = await anyio.to_thread.run_sync(
-                fill_form, "", schema, self.ask, self.say
+            action, answers = await self._at_terminal(
+                lambda terminal: fill_form("", schema, terminal.ask, self.say)
             )
         else:
             for name, prop in ordered_fields(schema):
@@ -151,9 +156,23 @@ class Driver:
 
     async def _ask(self, prompt: str) -> str:
         try:
-            return await anyio.to_thread.run_sync(self.ask, prompt)
+            return await self._at_terminal(lambda terminal: terminal.ask(prompt))
         except EOFError:
             return ""
+
+    async def _at_terminal(self, ask: Callable[[Terminal], T]) -> T:
+        """Run ``ask`` with the terminal in a worker thread; cancelling it ends the wait at once.
+
+        The thread is abandoned on cancellation (Ctrl-C cancels the main task) and the
+        terminal closed, so the blocked read ends with ``EOFError`` and the thread with it.
+        """
+        terminal = self.terminal
+        assert terminal is not None, "an interactive driver has a terminal"
+        try:
+            return await anyio.to_thread.run_sync(ask, terminal, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            terminal.close()
+            raise
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Draw the progress bar (one line per update when not on a terminal)."""
@@ -331,14 +350,22 @@ class Driver:
         if not isinstance(ticket, int):
             return
         self.say(f"    => ticket {ticket} opened")
+        if not self.interactive:
+            self.say("    the person picks a team, then declines to tell the customer:")
         self.script.append(("accept", {"team": "engineering", "priority": "urgent"}))
-        self.script.append(("accept", {"notify": True, "message": "Our engineers are on it."}))
+        self.script.append(("decline", None))
         result = await self.call(
             client, "invoke", {"name": "tickets.escalate", "arguments": {"ticket": ticket}}
         )
         if not result.is_error:
-            self.show(result, keys=("id", "status", "team", "priority"))
+            data = result.structured_content or {}
+            self.say(f"    => {data.get('outcome')}")
+            self.show(result, keys=("id", "status", "team", "priority", "customer_notified"))
         self.expect(self.interactive or not result.is_error, "the ticket is escalated")
+        self.expect(
+            self.interactive or (result.structured_content or {}).get("customer_notified") is False,
+            "the customer is not told",
+        )
 
     async def export(self, client: Client) -> None:
         self.step("an export that streams progress (notifications/progress)")

@@ -3,9 +3,21 @@
 Escalation asks first which team takes the ticket and how urgent it is, then whether
 to tell the customer (and what). Each prompt's private state carries the ticket and
 the answers so far (``step`` says which question was answered), so the handler needs
-no server-side session. Declining or cancelling either question escalates nothing.
-The final write is idempotent: a replayed or recovered last answer for a ticket that is
-already escalated to the chosen team returns the ticket as it is.
+no server-side session. What each answer does:
+
+* the first question declined or cancelled: nothing is done;
+* the second question cancelled (dismissed): nothing is done, the first answers are
+  dropped;
+* the second question declined: the ticket is escalated and the customer is not told;
+* the second question accepted: the ticket is escalated, and the customer is told
+  when ``notify`` is yes.
+
+A failure's message and a result's ``outcome`` say what was done and what was not,
+for example ``"ticket 1 escalated to Engineering (urgent); Ada Lovelace not told:
+the second question was declined"``; ``customer_notified`` says whether the customer
+was told. The final write is idempotent: a replayed or recovered last answer for a
+ticket that is already escalated to the chosen team returns the ticket as it is, with
+the same outcome.
 """
 
 from __future__ import annotations
@@ -81,6 +93,14 @@ TICKET_DETAIL: Schema = obj(
     {**TICKET["properties"], "comments": {"type": "array", "items": COMMENT}},
     (*TICKET["required"], "comments"),
 )
+ESCALATION: Schema = obj(
+    {
+        "outcome": {"type": "string"},
+        **TICKET_DETAIL["properties"],
+        "customer_notified": {"type": "boolean"},
+    },
+    ("outcome", *TICKET_DETAIL["required"], "customer_notified"),
+)
 
 _SELECT = (
     "SELECT t.id, t.customer_id, c.name AS customer, t.order_id, t.subject, t.status,"
@@ -88,6 +108,20 @@ _SELECT = (
     " FROM tickets t JOIN customers c ON c.id = t.customer_id"
 )
 _NOW = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
+
+
+def _past(action: InputAction) -> str:
+    return "declined" if action is InputAction.DECLINE else "cancelled"
+
+
+def _team(team: str) -> str:
+    """A team's title, as the escalation form shows it."""
+    return dict(TEAMS).get(team, team)
+
+
+def _escalation(outcome: str, detail: dict[str, Any], notified: bool) -> object:
+    """The escalation's result: what was done first, then the ticket (``ESCALATION``)."""
+    return reply({"outcome": outcome, **detail, "customer_notified": notified})
 
 
 def _detail(db: sqlite3.Connection, ticket_id: int) -> dict[str, Any] | None:
@@ -255,16 +289,17 @@ class Support(Application):
                 )
             )
         state = as_object(resume.state)
-        last = state.get("step") == 2 and ticket["status"] == "escalated"
-        if last and ticket["team"] == state.get("team"):  # a replay or recovery of the last answer
-            return self.get_ticket(inv)
-        if resume.action is not InputAction.ACCEPT:
-            return fail(f"ticket {ticket_id} not escalated: the person chose {resume.action.value}")
         answers = as_object(resume.answers)
-        if state.get("step") == 1:
+        customer = ticket["customer"]
+        if state.get("step") != 2:
+            if resume.action is not InputAction.ACCEPT:
+                return fail(
+                    f"ticket {ticket_id} not escalated and {customer} not told:"
+                    f" the first question (team and priority) was {_past(resume.action)}"
+                )
             return await_input(
                 FormInput(
-                    f"Tell {ticket['customer']} that ticket {ticket_id} was escalated?",
+                    f"Tell {customer} that ticket {ticket_id} was escalated?",
                     {
                         "type": "object",
                         "properties": {
@@ -286,9 +321,28 @@ class Support(Application):
                     },
                 )
             )
+        team, priority = str(state["team"]), str(state["priority"])
+        if resume.action is InputAction.CANCEL:
+            return fail(
+                f"ticket {ticket_id} not escalated to {_team(team)} ({priority}) and {customer}"
+                " not told: the second question (tell the customer) was cancelled"
+            )
+        notify = resume.action is InputAction.ACCEPT and answers.get("notify") is True
+        if notify:
+            told = f"{customer} told by email"
+        elif resume.action is InputAction.DECLINE:
+            told = f"{customer} not told: the second question was declined"
+        else:
+            told = f"{customer} not told: the person answered no"
+        outcome = f"ticket {ticket_id} escalated to {_team(team)} ({priority}); {told}"
+        if ticket["status"] == "escalated" and ticket["team"] == team:
+            # a replay or recovery of the last answer: the write below was made already
+            with self.desk.read() as db:
+                detail = _detail(db, ticket_id)
+            assert detail is not None
+            return _escalation(outcome, detail, notify)
         if ticket["status"] in ("closed", "escalated"):
             return fail(f"ticket {ticket_id} is {ticket['status']}")
-        team, priority = str(state["team"]), str(state["priority"])
         with self.desk.write() as db:
             db.execute(
                 "UPDATE tickets SET status = 'escalated', team = ?, priority = ?,"
@@ -303,7 +357,7 @@ class Support(Application):
                 f" VALUES (?, 'agent', ?, 1, {_NOW})",
                 (ticket_id, note),
             )
-            if answers.get("notify") is True:
+            if notify:
                 message = str(answers.get("message") or "Your request was passed to a specialist.")
                 db.execute(
                     "INSERT INTO ticket_comments (ticket_id, author, body, internal, created_at)"
@@ -313,7 +367,7 @@ class Support(Application):
             audit(db, inv.name, f"ticket {ticket_id} escalated to {team}")
             detail = _detail(db, ticket_id)
         assert detail is not None
-        return reply(detail)
+        return _escalation(outcome, detail, notify)
 
     def operations(self) -> list[Operation]:
         """The tickets operations."""
@@ -393,11 +447,13 @@ class Support(Application):
                 "Escalate a ticket to another team, asking two questions first",
                 self.escalate,
                 description=(
-                    "Asks which team and priority, then whether to notify the customer; escalates"
-                    " only when both questions are answered."
+                    "Asks which team and priority, then whether to notify the customer. Declining"
+                    " or cancelling the first question, or cancelling the second, escalates"
+                    " nothing; declining the second escalates without telling the customer."
+                    " The result's outcome says what was done."
                 ),
                 examples=('{"ticket": 1}',),
                 input_schema=by_id("ticket"),
-                output_schema=TICKET_DETAIL,
+                output_schema=ESCALATION,
             ),
         ]

@@ -16,16 +16,23 @@ value is valid:
 An empty line takes the ``default`` when there is one, skips an optional field, and
 asks again for a required one. ``EOFError`` from ``ask`` (end of input) cancels. It
 returns ``("accept", answers)``, ``("decline", None)`` or ``("cancel", None)``.
+
+``Terminal`` reads those lines from a terminal in a worker thread so that the event
+loop can stop the wait: ``close()`` wakes a pending ``ask`` with ``EOFError``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import select
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
-__all__ = ["Action", "Answers", "fill_form", "ordered_fields", "parse_field"]
+__all__ = ["Action", "Answers", "Terminal", "fill_form", "ordered_fields", "parse_field"]
 
 Answers = dict[str, Any]
 Action = Literal["accept", "decline", "cancel"]
@@ -186,3 +193,50 @@ def fill_form(
     except EOFError:
         return "cancel", None
     return "accept", answers
+
+
+class Terminal:
+    """Lines typed at a terminal, read so that another thread can stop the wait.
+
+    ``ask(prompt)`` is ``input`` for one thread: it writes ``prompt`` to ``stdout`` and
+    returns the next line of ``stdin`` without its line end, and raises ``EOFError`` at
+    the end of input. ``close()``, from any thread, makes a waiting ``ask`` and every
+    later one raise ``EOFError``: a blocked ``input()`` could not be woken, so the
+    worker thread running it kept an interrupted demo from ending. It waits with
+    ``select`` on the terminal and a pipe; on Windows, where ``select`` takes only
+    sockets, ``ask`` is plain ``input`` and ``close`` wakes nothing.
+    """
+
+    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+        self._stdin = (stdin if stdin is not None else sys.stdin).fileno()
+        self._stdout = stdout if stdout is not None else sys.stdout
+        self._wake_read, self._wake_write = os.pipe()
+        self._closed = threading.Event()
+        self._pending = b""
+
+    def ask(self, prompt: str) -> str:
+        """Write ``prompt`` and return the next line typed (see the class docstring)."""
+        if sys.platform == "win32":  # pragma: no cover
+            return input(prompt)
+        self._stdout.write(prompt)
+        self._stdout.flush()
+        while b"\n" not in self._pending:
+            if self._closed.is_set():
+                raise EOFError
+            ready, _, _ = select.select([self._stdin, self._wake_read], [], [])
+            if self._wake_read in ready:
+                raise EOFError
+            chunk = os.read(self._stdin, 4096)
+            if not chunk:
+                if not self._pending:
+                    raise EOFError
+                break
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace").removesuffix("\r")
+
+    def close(self) -> None:
+        """Stop every ``ask``, now and later, with ``EOFError``; idempotent."""
+        if not self._closed.is_set():
+            self._closed.set()
+            os.write(self._wake_write, b"x")

@@ -29,8 +29,9 @@ import dataclasses
 import json
 import logging
 import math
+import socket
 import time
-from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -606,8 +607,13 @@ async def serve_http(
     port: int = 8000,
     limits: HTTPLimits | None = None,
     log_level: str | int = "warning",
+    sockets: Sequence[socket.socket] | None = None,
 ) -> None:
-    """Serve ``app`` (an ``http_app``) with uvicorn until the process is told to stop."""
+    """Serve ``app`` (an ``http_app``) with uvicorn until the process is told to stop.
+
+    ``sockets``: bound sockets to listen on instead of binding ``host:port`` (uvicorn,
+    binding itself, logs a failure and exits the process); they are closed at the end.
+    """
     limits = fit_descriptors(HTTPLimits() if limits is None else limits)
     config = uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level)
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=None if sockets is None else list(sockets))

@@ -6,7 +6,7 @@ from opgate.openapi import build_catalog
 catalog = build_catalog(Path("openapi.json"), base_url="https://api.example.com",
                         headers=lambda ctx: {"Authorization": f"Bearer {token_for(ctx)}"})
 registry = catalog.registry(MyPolicy())      # every endpoint, behind search/inspect/invoke
-print(catalog.report.summary())              # imported, skipped (with reasons), warnings
+print("\n".join(catalog.report.lines()))    # counts, then each skip and warning, why
 ```
 
 One operation per path and method; names, schemas and what is skipped are described

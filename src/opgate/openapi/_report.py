@@ -83,6 +83,21 @@ class Report:
         """One line: imported, skipped and warning counts."""
         return (
             f"{self.title or 'OpenAPI document'} ({self.version}): "
-            f"{len(self.operations)} operations imported, {len(self.skipped)} skipped, "
-            f"{len(self.warnings)} warnings"
+            f"{_counted(len(self.operations), 'operation')} imported, "
+            f"{len(self.skipped)} skipped, {_counted(len(self.warnings), 'warning')}"
         )
+
+    def lines(self) -> list[str]:
+        """The whole report as lines of text: the summary, then ``skipped ISSUE`` for
+        each skipped operation and ``warning ISSUE`` for each warning, in document
+        order, each with its reason."""
+        return [
+            self.summary(),
+            *(f"skipped {issue}" for issue in self.skipped),
+            *(f"warning {issue}" for issue in self.warnings),
+        ]
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``, ``0 warnings``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

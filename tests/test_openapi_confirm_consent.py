@@ -1,4 +1,5 @@
-"""A person's confirmation answers one request, for one principal, once (opgate.openapi).
+"""A person's confirmation (``opgate.openapi._confirm``) answers one request, for one
+principal, once.
 
 An accepted confirmation is bound to the operation, the canonical arguments, the
 principal (the policy's scope key), the serving lifetime and, through the prompt's

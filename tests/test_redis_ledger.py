@@ -2,7 +2,8 @@
 
 Replicas here are registries in one process built from the same definitions with the
 same secret and ``RedisLedger`` prefix, on a real ``redis-server``; the multi-process
-HTTP tests are in test_replicas.py.
+HTTP tests are in test_replicas.py; the script's own rules in test_redis_script.py,
+forged records in test_redis_ledger_forgeries.py.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from opgate import (
     ConfigurationError,
     Failed,
     FailureCode,
-    FormInput,
-    InputAction,
     InputMode,
     InputResponse,
     Invocation,
@@ -32,22 +31,27 @@ from opgate import (
     Result,
     SearchPage,
     Text,
-    await_input,
     finish,
 )
 from opgate.redis import RedisLedger
-from opgate.redis._wire import ScriptWire
 
 from conftest import SECRET, Ctx, TeamPolicy, free_port, ledger_stats
+from redis_replicas import (
+    ARGS,
+    FORM_SUPPORT,
+    SHORT_LEASE,
+    STATE,
+    Replicas,
+    Steps,
+    answer,
+    catalog,
+    start,
+    stop_renewing,
+    until_not_busy,
+)
 from redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
-
-FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-FORM_SUPPORT = {InputMode.FORM}
-ARGS = '{"order": "ORDER-ARGUMENT-MARKER"}'
-MESSAGE = "Refund PROMPT-MESSAGE-MARKER?"
-STATE = {"job": "PRIVATE-STATE-MARKER"}
 
 
 class Clock:
@@ -56,74 +60,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class Steps:
-    """Two prompts, then finish; records every call; ``gate`` holds answered calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[Any] = []
-        self.gate: anyio.Event | None = None
-        self.entered = anyio.Event()
-
-    async def __call__(self, inv: Invocation) -> Any:
-        resume = inv.resume
-        self.calls.append(None if resume is None else (resume.state, resume.recovery_only))
-        if resume is not None and self.gate is not None and not resume.recovery_only:
-            self.entered.set()
-            await self.gate.wait()
-        if resume is not None and resume.recovery_only:
-            return finish(Result([Text("recovered")]))
-        step = 0 if resume is None else resume.state["step"]
-        if resume is not None and resume.action is not InputAction.ACCEPT:
-            return finish(Result([Text("declined")]))
-        if step < 2:
-            return await_input(FormInput(MESSAGE, FORM, {**STATE, "step": step + 1}))
-        return finish(Result([Text("refunded")]))
-
-
-def catalog(handler: Any, extra: int = 12) -> list[Operation]:
-    operations = [Operation("orders.refund", "Refund an order", handler)]
-    operations += [
-        Operation(f"orders.filler{i:02d}", "Filler operation", handler) for i in range(extra)
-    ]
-    return operations
-
-
-class Replicas:
-    """Registries sharing one Redis deployment (same prefix and secret)."""
-
-    def __init__(self, url: str, prefix: str) -> None:
-        self.url = url
-        self.prefix = prefix
-        self.made: list[Registry] = []
-
-    def replica(
-        self,
-        handler: Any,
-        *,
-        secret: bytes = SECRET,
-        extra: int = 12,
-        clock: Any = None,
-        lease: timedelta | None = None,
-        url: str | None = None,
-    ) -> Registry:
-        options: dict[str, Any] = {"prefix": self.prefix}
-        if lease is not None:
-            options["lease"] = lease
-        registry = Registry(
-            catalog(handler, extra),
-            TeamPolicy(),
-            clock=clock,
-            secret=secret,
-            ledger=RedisLedger(url or self.url, **options),
-        )
-        self.made.append(registry)
-        return registry
-
-    async def close(self) -> None:
-        for registry in self.made:
-            await registry.aclose()
 
 
 @pytest.fixture
@@ -135,45 +71,9 @@ async def replicas(redis_server: Any, request: pytest.FixtureRequest) -> Any:
         await group.close()
 
 
-async def start(reg: Registry, ctx: Ctx | None = None) -> Pending:
-    outcome = await reg.invoke(ctx or Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
-    assert isinstance(outcome, Pending), outcome
-    return outcome
-
-
-async def answer(reg: Registry, pending: Pending, ok: bool = True, **kwargs: Any) -> Any:
-    return await reg.invoke(
-        kwargs.pop("ctx", Ctx()),
-        "orders.refund",
-        ARGS,
-        input_support=FORM_SUPPORT,
-        resume=(pending.continuation, InputResponse.accept({"ok": ok})),
-        **kwargs,
-    )
-
-
 def code(outcome: Any) -> FailureCode:
     assert isinstance(outcome, Failed), outcome
     return outcome.failure.code
-
-
-#: A short lease for the tests that wait for one to run out (in Redis's time).
-SHORT_LEASE = timedelta(milliseconds=500)
-
-
-def stop_renewing(reg: Registry) -> None:
-    """As far as Redis can tell, the replica dies: its leases are no longer renewed."""
-    reg._ledger._keeper.close()  # type: ignore[attr-defined]
-
-
-async def until_not_busy(reg: Registry, pending: Pending, **kwargs: Any) -> Any:
-    """Retry the identical answer until it is not ``busy`` (bounded)."""
-    with anyio.fail_after(20):
-        while True:
-            outcome = await answer(reg, pending, **kwargs)
-            if not (isinstance(outcome, Failed) and outcome.failure.code is FailureCode.BUSY):
-                return outcome
-            await anyio.sleep(0.05)
 
 
 # -- configuration ---------------------------------------------------------------------
@@ -503,45 +403,6 @@ async def test_an_unreachable_redis_refuses_only_what_needs_it() -> None:
         assert isinstance(await reg.search(Ctx(), "orders"), SearchPage)
     finally:
         await reg.aclose()
-
-
-@pytest.mark.parametrize("op", ["begin", "commit", "claim", "settle"])
-async def test_a_script_run_whose_reply_was_lost_is_not_run_twice(
-    replicas: Replicas, monkeypatch: pytest.MonkeyPatch, op: str
-) -> None:
-    """A connection can drop after Redis ran a script and before its reply came back; the
-    replica then sends the same run again (the same ids) on a new connection. The script
-    must recognize its own earlier run: no second reservation charged, no ``busy`` against
-    its own claim, no prompt committed twice or orphaned."""
-    handler = Steps()
-    reg = replicas.replica(handler)
-
-    async def chain() -> None:
-        first = await start(reg)
-        second = await answer(reg, first)
-        assert isinstance(second, Pending), second
-        assert isinstance(await answer(reg, second), Completed)
-
-    await chain()  # a clean chain: what one completed chain keeps charged
-    clean = (await ledger_stats(reg)).used
-    exchange = ScriptWire._exchange
-    marker = b"$%d\r\n%s\r\n" % (len(op), op.encode())
-    lost: list[bytes] = []
-
-    async def losing(self: ScriptWire, connection: Any, command: bytes) -> Any:
-        reply = await exchange(self, connection, command)
-        if marker in command and not lost:
-            lost.append(command)  # it ran on the server; its reply never arrives
-            raise redis_client.ConnectionError("connection reset by peer")
-        return reply
-
-    monkeypatch.setattr(ScriptWire, "_exchange", losing)
-    del handler.calls[:]
-    await chain()
-    assert lost
-    assert [call is None or call[1] for call in handler.calls] == [True, False, False]
-    assert (await ledger_stats(reg)).used == 2 * clean  # nothing charged twice, nothing left
-    assert await reg._ledger.reservations() == 0  # type: ignore[attr-defined]
 
 
 async def test_prompts_in_flight_past_their_deadline_do_not_stall_the_sweep(

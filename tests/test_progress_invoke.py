@@ -1,4 +1,6 @@
-"""Progress through ``Registry.invoke``: sinks, throttling, diagnostics, closing (spec 000)."""
+"""Tests of ``opgate._progress`` through ``Registry.invoke``: sinks, throttling, diagnostics,
+closing (spec 000).
+"""
 
 from __future__ import annotations
 

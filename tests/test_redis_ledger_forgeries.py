@@ -1,10 +1,9 @@
-"""What a shared ledger record may become, and who may make it so.
+"""Forged records of the shared ledger (``opgate.redis._ledger``): a Redis writer without
+the secret cannot move a record.
 
-* The script's state table is ``TRANSITIONS``: every settle, give-back and claim the
-  script runs follows it and refuses the rest (whatever state Redis holds).
-* A Redis writer without the secret cannot move a record: each field it forges is
-  refused (``expired``, or an answer that differs), the handler is not called, and
-  a completed call never runs again for real.
+Each field it forges is refused (``expired``, or an answer that differs) by the
+identity and state MACs a replica checks before it acts on a record: the handler is
+not called, and a completed call never runs again for real.
 """
 
 from __future__ import annotations
@@ -14,16 +13,14 @@ from typing import Any
 
 import anyio
 import pytest
-import redis.asyncio as redis_client
 
 from opgate import Completed, Failed, FailureCode, InputMode, Pending, Registry
-from opgate.ledger import IN_FLIGHT, TRANSITIONS, Event, RecordState, token_hash
-from opgate.redis._script import CLAIM_EVENTS, GIVE_BACK
 
 from conftest import Ctx, free_port
-from test_ledger_redis import (
+from redis_replicas import (
     SHORT_LEASE,
     STATE,
+    Raw,
     Replicas,
     Steps,
     answer,
@@ -33,28 +30,6 @@ from test_ledger_redis import (
 )
 
 pytestmark = pytest.mark.anyio
-
-SETTLING = [Event.REVERT, Event.PROMPTED, Event.FINISHED, Event.BROKEN, Event.REPLAYED]
-SETTLING += [Event.RECOVERED]
-
-
-class Raw:
-    """Direct access to the deployment's keys in Redis, as any writer has."""
-
-    def __init__(self, replicas: Replicas) -> None:
-        self.client = redis_client.Redis.from_url(replicas.url)
-        self.head = f"{{{replicas.prefix}}}:"
-
-    def record(self, pending: Pending) -> str:
-        return self.head + "r:" + token_hash(pending.continuation).hex()
-
-    async def get(self, pending: Pending, field: str) -> bytes:
-        value = await self.client.hget(self.record(pending), field)
-        assert value is not None, field
-        return value
-
-    async def set(self, pending: Pending, **fields: Any) -> None:
-        await self.client.hset(self.record(pending), mapping=fields)
 
 
 @pytest.fixture
@@ -73,86 +48,6 @@ async def raw(replicas: Replicas) -> Any:
         yield access
     finally:
         await access.client.aclose()
-
-
-# -- one state table ------------------------------------------------------------------------
-
-
-async def test_every_settle_follows_the_table_and_refuses_the_rest(
-    replicas: Replicas, raw: Raw
-) -> None:
-    reg = replicas.replica(Steps())
-    backend: Any = reg._ledger
-    pending = await start(reg)
-    key = token_hash(pending.continuation).hex()
-    chain = (await raw.get(pending, "c")).decode()
-    checked = 0
-    for state in RecordState:
-        for event in [*(e.value for e in SETTLING), "abandon"]:
-            await raw.set(pending, s=state.value, h="c1", w="w")
-            reply = await backend._run(
-                "settle", backend._now_ms(), key, chain, event, "c1", "", b"mac"
-            )
-            after = (await raw.get(pending, "s")).decode()
-            if state not in IN_FLIGHT:
-                assert reply[0] == "lost", (state, event)
-                assert after == state.value
-                continue
-            allowed = TRANSITIONS[state].get(
-                GIVE_BACK[state] if event == "abandon" else Event(event)
-            )
-            if allowed is None:
-                assert reply[0] == "illegal", (state, event)
-                assert after == state.value
-            else:
-                assert reply[0] == "ok", (state, event)
-                assert after == allowed.value
-            checked += 1
-    assert checked == len(IN_FLIGHT) * (len(SETTLING) + 1)
-
-
-async def test_every_claim_follows_the_table(replicas: Replicas, raw: Raw) -> None:
-    reg = replicas.replica(Steps())
-    backend: Any = reg._ledger
-    pending = await start(reg)
-    key = token_hash(pending.continuation).hex()
-    chain = (await raw.get(pending, "c")).decode()
-    for state in [*RecordState, "bogus"]:
-        name = state.value if isinstance(state, RecordState) else state
-        await raw.client.hdel(raw.record(pending), "h")
-        await raw.set(pending, s=name, a="A")
-        reply = await backend._run(
-            "claim", backend._now_ms(), key, chain, "A", 0, 0, "r1", "c2", b"n", b"a"
-        )
-        after = (await raw.get(pending, "s")).decode()
-        if state in IN_FLIGHT:
-            assert reply[0] == "busy"
-            continue
-        if not isinstance(state, RecordState):
-            assert reply[0] == "illegal"
-            assert after == name
-            continue
-        event = next(e for e in CLAIM_EVENTS if e in TRANSITIONS[state])
-        assert reply[0] == "ok", (state, reply)
-        assert reply[1].decode() == event.value
-        assert after == TRANSITIONS[state][event].value
-        await backend._run("release", backend._now_ms(), "r1")
-
-
-async def test_a_record_in_a_state_outside_the_table_is_refused(
-    replicas: Replicas, raw: Raw
-) -> None:
-    handler = Steps()
-    a, b = replicas.replica(handler), replicas.replica(handler)
-    pending = await start(a)
-    await raw.set(pending, s="bogus")
-    outcome = await answer(b, pending)
-    assert isinstance(outcome, Failed)
-    assert outcome.failure.code is FailureCode.EXPIRED
-    assert len(handler.calls) == 1
-
-
-# -- forged records ---------------------------------------------------------------------------
 
 
 class Scene:

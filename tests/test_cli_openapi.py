@@ -79,7 +79,10 @@ async def test_http_with_confirmation_off(shop: tuple[str, Path]) -> None:
     url, spec = shop
     ITEMS.clear()
     port = free_port()
-    command = serve_command(url, spec, "--confirm", "none", "--http", f"127.0.0.1:{port}")
+    command = serve_command(
+        url, spec, "--confirm", "none", "--http", f"127.0.0.1:{port}",
+        "--token-verifier", "tests.mcp_catalog:TokenVerifier",
+    )  # fmt: skip
     process = subprocess.Popen(
         command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -94,7 +97,7 @@ async def test_http_with_confirmation_off(shop: tuple[str, Path]) -> None:
                 assert time.monotonic() < deadline
                 await anyio.sleep(0.1)
         async with (
-            httpx2.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30, headers={"Authorization": "Bearer alice-token"}) as http,
             Client(
                 streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
             ) as client,
@@ -145,3 +148,121 @@ def test_usage_errors(
     captured = capsys.readouterr()
     assert message in captured.err
     assert captured.out == ""
+
+
+# -- the import report ----------------------------------------------------------------------
+
+OK = {"200": {"description": "ok"}}
+
+
+def flawed_document(skips: int = 1) -> dict[str, Any]:
+    """One clean operation, ``skips`` skipped ones, an undeclared path parameter whose
+    path holds a terminal escape, and two warnings (the second found by the registry)."""
+    upload = {
+        "requestBody": {
+            "required": True,
+            "content": {"multipart/form-data": {"schema": {"type": "object"}}},
+        },
+        "responses": OK,
+    }
+    paths: dict[str, Any] = {"/fine": {"get": {"responses": OK}}}
+    paths.update({f"/upload{i}": {"post": upload} for i in range(skips)})
+    paths["/evil\x1b[2J/{id}"] = {"get": {"responses": OK}}
+    cookie = {"name": "s", "in": "cookie", "schema": {"type": "string"}}
+    paths["/cookie"] = {"get": {"parameters": [cookie], "responses": OK}}
+    pattern = {"name": "q", "in": "query", "schema": {"type": "string", "pattern": "(unclosed"}}
+    paths["/pattern"] = {"get": {"parameters": [pattern], "responses": OK}}
+    return {"openapi": "3.1.0", "info": {"title": "Flawed", "version": "1"}, "paths": paths}
+
+
+FLAWED_REPORT = [
+    "opgate: Flawed (3.1.0): 3 operations imported, 2 skipped, 2 warnings",
+    "  skipped POST /upload0: request body is multipart/form-data",
+    "  skipped GET /evil\\x1b[2J/{id}: path parameter {id} is not declared",
+    "  warning GET /cookie: optional cookie parameter 's' dropped",
+]
+
+
+def write(tmp_path: Path, document: dict[str, Any]) -> Path:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(document))
+    return spec
+
+
+def test_check_prints_every_skip_and_warning_and_serves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write(tmp_path, flawed_document())
+    assert main(["serve", "--openapi", str(spec), "--base-url", "http://h", "--check"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[:4] == FLAWED_REPORT
+    assert lines[4].startswith("  warning GET /pattern: ")
+    assert "pattern" in lines[4]
+    assert len(lines) == 5
+    assert captured.err == ""
+
+
+def test_check_fails_when_nothing_can_be_served(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = flawed_document()
+    document["paths"] = {"/upload": document["paths"]["/upload0"]}
+    spec = write(tmp_path, document)
+    assert main(["serve", "--openapi", str(spec), "--base-url", "http://h", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "0 operations imported, 1 skipped, 0 warnings" in out
+    assert f"no operation of {spec} can be served" in out
+
+
+def test_check_refuses_a_document_that_is_not_openapi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write(tmp_path, {"swagger": "2.0", "info": {}, "paths": {}})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--openapi", str(spec), "--base-url", "http://h", "--check"])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "opgate serve: " in captured.err
+    assert "OpenAPI 3" in captured.err
+    assert captured.out == ""
+
+
+def served_stderr(spec: Path) -> str:
+    """``opgate serve --openapi spec`` over stdio at the default log level, its stdin
+    closed at once: what it wrote to stderr before it stopped."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "opgate", "serve", "--openapi", str(spec), "--base-url", "http://h"],
+        cwd=ROOT,
+        env={k: v for k, v in serve_environment().items() if k != "OPGATE_LOG_LEVEL"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stderr
+
+
+def test_serve_reports_skips_and_warnings_at_the_default_level(tmp_path: Path) -> None:
+    stderr = served_stderr(write(tmp_path, flawed_document()))
+    lines = stderr.splitlines()
+    assert lines[:4] == FLAWED_REPORT
+    assert lines[4].startswith("  warning GET /pattern: ")
+
+
+def test_serve_shows_the_first_issues_and_check_all_of_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write(tmp_path, flawed_document(skips=60))
+    lines = served_stderr(spec).splitlines()
+    assert lines[0] == "opgate: Flawed (3.1.0): 3 operations imported, 61 skipped, 2 warnings"
+    assert lines[1:51] == [
+        f"  skipped POST /upload{i}: request body is multipart/form-data" for i in range(50)
+    ]
+    assert lines[51] == "  … and 13 more: --check lists every one"
+    assert len(lines) == 52
+    assert main(["serve", "--openapi", str(spec), "--base-url", "http://h", "--check"]) == 0
+    checked = capsys.readouterr().out.splitlines()
+    assert len(checked) == 1 + 61 + 2
+    assert checked[1:51] == lines[1:51]

@@ -1,0 +1,134 @@
+"""``opgate serve``: the one place that sequences the command's checks and serves.
+
+The order is read in ``serve``: options that need another, ``--openapi`` over HTTP only
+with authentication, logging, ``--check``, the HTTP limits, the gateway (secret, ledger,
+target, ranking), ``LocalPolicy`` refused over HTTP, the ledger's answer, then stdio or
+HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._http import http_limits, serve_over_http
+from ._ledger import check_ledger, shared_ledger
+from ._load import call_factory, load
+from ._logging import configure_logging, log_cause, with_cause_log
+from ._openapi import check_openapi, openapi_registry
+from ._options import (
+    DEFAULT_NAME,
+    SECRET_ENV,
+    given,
+    refuse_lone_options,
+    refuse_unauthenticated_openapi,
+)
+from ._secrets import shared_secret
+from ._usage import UsageError
+
+__all__ = ["build_gateway", "serve"]
+
+
+def serve(arguments: argparse.Namespace) -> int:
+    """``opgate serve``: every check in order, then serve until stopped; the exit status."""
+    refuse_lone_options(arguments)
+    refuse_unauthenticated_openapi(arguments)
+    arguments.level = configure_logging(arguments.log_level, arguments.log_logger)
+    from .. import ConfigurationError
+
+    try:
+        if arguments.check:
+            return check_openapi(arguments)
+        limits = http_limits(arguments)
+        gateway = build_gateway(arguments)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    if arguments.http is not None:
+        _refuse_local_policy(gateway.registry.policy)
+    check_ledger(gateway)
+    if arguments.http is None:
+        import anyio
+
+        anyio.run(gateway.run_stdio)
+        return 0
+    return serve_over_http(gateway, arguments, limits)
+
+
+def _refuse_local_policy(policy: object) -> None:
+    """Refuse ``opgate.LocalPolicy`` over HTTP: it allows everything to whoever reaches
+    the server, which over HTTP is every caller (every token holder), not one local client."""
+    from .. import LocalPolicy
+
+    if isinstance(policy, LocalPolicy):
+        raise UsageError(
+            "the registry's policy is opgate.LocalPolicy, which allows every operation to "
+            "whoever reaches the server: over --http every caller (every token holder) "
+            "would act as the one local principal. Serve it over stdio, or give the "
+            "registry opgate.ScopePolicy or a policy of your own"
+        )
+
+
+def build_gateway(arguments: argparse.Namespace) -> Any:
+    """The ``GatewayServer`` the command line names, with its shared state applied."""
+    from .. import Ranking, Registry
+    from ..mcp import GatewayServer
+
+    secret = shared_secret(arguments)
+    ledger = shared_ledger(arguments)
+    if ledger is not None and secret is None:
+        raise UsageError(
+            f"--ledger needs the shared secret: set {SECRET_ENV} or pass --secret-file"
+        )
+    if arguments.openapi:
+        target = openapi_registry(arguments)
+    elif not arguments.target:
+        raise UsageError("give MODULE:ATTR (a registry) or --openapi SPEC --base-url URL")
+    else:
+        target = load(arguments.target, "the target", find=True)
+    if not isinstance(target, Registry | GatewayServer) and callable(target):
+        target = call_factory(target, arguments.target)
+    ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
+    try:
+        return _served(target, arguments, secret, ledger, ranking)
+    except ImportError as exc:  # Ranking.RELEVANCE without its extra: say how to install it
+        raise UsageError(str(exc)) from None
+
+
+def _served(
+    target: object,
+    arguments: argparse.Namespace,
+    secret: bytes | None,
+    ledger: Any,
+    ranking: Any,
+) -> Any:
+    """The gateway to serve: ``target`` with the shared state and ranking applied."""
+    from .. import Registry
+    from ..mcp import GatewayServer
+
+    changes: dict[str, Any] = {}
+    if secret is not None:
+        changes.update(secret=secret, ledger=ledger)
+    if ranking is not None:
+        changes.update(ranking=ranking)
+    if isinstance(target, Registry):
+        return GatewayServer(
+            target.replace(**changes) if changes else target,
+            name=arguments.name or DEFAULT_NAME,
+            pinned=arguments.pin,
+            on_failure=log_cause,
+        )
+    if isinstance(target, GatewayServer):
+        for option in ("--pin", "--name"):
+            if given(arguments, option):
+                raise UsageError(
+                    f"{option} applies to a Registry; this target is a GatewayServer, "
+                    "which has its own"
+                )
+        return target.replace(
+            registry=target.registry.replace(**changes) if changes else None,
+            on_failure=with_cause_log(target.on_failure),
+        )
+    raise UsageError(
+        f"{arguments.target} is a {type(target).__name__}, not an opgate.Registry or "
+        "opgate.mcp.GatewayServer (or a function returning one)"
+    )

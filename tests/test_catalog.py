@@ -1,0 +1,133 @@
+"""Tests of ``opgate._catalog``: a host's operations snapshotted and compiled once.
+
+Construction snapshots every definition (mutating it afterwards changes nothing),
+refuses anything but an ``Operation``, a repeated name, a definition over
+``Limits.definition_bytes`` (texts counted as JSON writes them) and a search item too
+large for an empty page, and names the operation and field of a bad schema. Entries
+are in name order; the revision follows what a caller can see or send and nothing
+else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from opgate import (
+    ConfigurationError,
+    Limits,
+    Operation,
+    OperationSpec,
+    Registry,
+    Result,
+    Text,
+    finish,
+)
+from opgate._catalog import snapshot_catalog
+from registry_support import handler, op, registry
+
+from conftest import AllowAll, Ctx
+
+
+def test_construction_snapshots_schemas() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    reg = registry([op("a", input_schema=schema)])
+    schema["properties"]["n"]["type"] = "string"
+    schema["extra"] = 1
+    spec = _run(reg.inspect(Ctx(), "a"))
+    assert isinstance(spec, OperationSpec)
+    assert spec.input_schema == {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+
+def _run(coro: Any) -> Any:
+    import anyio
+
+    async def main() -> Any:
+        return await coro
+
+    return anyio.run(main)
+
+
+def test_duplicate_names_rejected() -> None:
+    with pytest.raises(ConfigurationError, match="not unique"):
+        registry([op("a"), op("a")])
+
+
+def test_definition_budget() -> None:
+    limits = Limits(definition_bytes=300)
+    registry([op("a", description="d" * 200)], limits=limits)
+    with pytest.raises(ConfigurationError, match=r"operation 'a'.*definition_bytes"):
+        registry([op("a", description="d" * 300)], limits=limits)
+
+
+@pytest.mark.parametrize("character", ['"', "\\", "\n", "\x01"])
+def test_definition_budget_counts_texts_as_json_writes_them(character: str) -> None:
+    """200 characters fit 300 bytes raw, but ``inspect`` writes each as an escape."""
+    limits = Limits(definition_bytes=300)
+    with pytest.raises(ConfigurationError, match=r"operation 'a' is \d+ bytes.*definition_bytes"):
+        registry([op("a", description=character * 200)], limits=limits)
+
+
+def test_schema_errors_name_operation_and_pointer() -> None:
+    bad = {"type": "object", "properties": {"n": {"maxLength": 2**31}}}
+    with pytest.raises(ConfigurationError, match=r"operation 'a' input_schema.*/properties/n"):
+        registry([op("a", input_schema=bad)])
+    with pytest.raises(ConfigurationError, match="operation 'a' input_schema"):
+        registry([op("a", input_schema={"type": "string"})])
+
+
+def test_summary_that_cannot_fit_an_empty_page_fails_at_startup() -> None:
+    with pytest.raises(ConfigurationError, match="empty search page"):
+        registry([op("a", "s" * 16000)])
+
+
+def test_only_operations_make_a_catalog() -> None:
+    with pytest.raises(TypeError, match=r"expected opgate\.Operation, got dict"):
+        registry([op("a"), {"name": "b"}])  # type: ignore[list-item]
+
+
+def test_entries_are_in_name_order_and_know_an_async_handler() -> None:
+    class AsyncCallable:
+        async def __call__(self, invocation: Any) -> Any:
+            return finish(Result([Text("ok")]))
+
+    async def async_function(invocation: Any) -> Any:
+        return finish(Result([Text("ok")]))
+
+    entries = snapshot_catalog(
+        [
+            Operation("c", "sync", handler),
+            Operation("a", "async object", AsyncCallable()),
+            Operation("b", "async function", async_function),
+        ],
+        Limits(),
+        None,
+    )
+    assert [entry.name for entry in entries] == ["a", "b", "c"]
+    assert [entry.is_async for entry in entries] == [True, True, False]
+
+
+def test_the_revision_follows_what_a_caller_sees_and_sends() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    base = registry([op("a", "does a", input_schema=schema), op("b", "does b")]).revision
+    # the same definitions in another order, spelling or with another handler
+    respelt = '{"properties": {"n": {"type": "integer"}}, "type": "object"}'
+    again = Registry(
+        [
+            op("b", "does b"),
+            Operation("a", "does a", lambda invocation: None, input_schema=respelt),
+        ],
+        AllowAll(),
+        limits=Limits(argument_bytes=1024),
+    )
+    assert again.revision == base
+    for changed in (
+        [op("a", "does A", input_schema=schema), op("b", "does b")],
+        [op("a", "does a", input_schema=schema, examples=("x",)), op("b", "does b")],
+        [op("a", "does a"), op("b", "does b")],
+        [op("a", "does a", input_schema=schema, output_schema={}), op("b", "does b")],
+        [op("a", "does a", input_schema=schema), op("b", "does b", group="g")],
+        [op("a", "does a", input_schema=schema)],
+    ):
+        assert registry(changed).revision != base

@@ -1,0 +1,91 @@
+"""``opgate.openapi._redact``: the host's credentials found in any encoding and redacted.
+
+Against an upstream that echoes them (headers, error pages, the status line, JSON
+numbers) in ``test_openapi_upstream.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+
+from opgate.openapi._redact import MIN_PART, MIN_PASSWORD, MIN_SECRET, REDACTED, Redactor
+
+from openapi_credentials import API_KEY, HEADERS, TOKEN, encodings
+
+
+def test_redactor_finds_each_encoding() -> None:
+    pair = "bob:pa$$wörd"
+    basic = "Basic " + base64.b64encode(pair.encode()).decode()
+    redactor = Redactor({**HEADERS, "X-Basic": basic, "X-Other": "Token zé/ro-1234"})
+    for secret in (TOKEN, API_KEY, pair, "pa$$wörd", "zé/ro-1234"):
+        for form in encodings(secret):
+            assert redactor.found(f"x{form}y"), form
+            assert form not in redactor.text(f"x{form}y")
+    mixed = TOKEN.replace('"', "%22").replace("/", "\\/").replace("~", "\\u007E")
+    assert redactor.text(mixed) == "[redacted]"
+    assert redactor.text("z\\u00E9\\/ro-1234") == "[redacted]"
+    assert redactor.text("nothing secret here") == "nothing secret here"
+    unpadded = Redactor({"Authorization": "Basic YWxpY2U6c2VjcmV0MTI"})  # alice:secret12
+    assert unpadded.text("user alice:secret12, password secret12") == (
+        "user [redacted], password [redacted]"
+    )
+    value = {TOKEN: [API_KEY, 1, None]}
+    assert redactor.value(value, json.dumps(value)) == {"[redacted]": ["[redacted]", 1, None]}
+    assert redactor.value(value, "a probe without their runs") == value
+
+
+def test_the_length_rules_of_what_counts_as_a_secret() -> None:
+    redactor = Redactor({"X-Short": "abc", "X-Four": "abcd", "X-Words": "Token short long-enough"})
+    assert redactor.text("abc abcd") == "abc [redacted]"  # MIN_SECRET characters and more
+    assert redactor.text("long-enough short") == "[redacted] short"  # words of MIN_PART
+    assert redactor.text("Token short long-enough") == "[redacted]"  # the whole value first
+    assert not redactor.found("Token short")
+    assert len("abcd") == MIN_SECRET
+    assert len("long-enough") >= MIN_PART > len("short")
+
+
+def test_a_basic_password_is_redacted_alone_when_long_enough() -> None:
+    def basic(pair: str) -> str:
+        return "Basic " + base64.b64encode(pair.encode()).decode()
+
+    long = Redactor([basic("carol:s3cr3t")])
+    assert len("s3cr3t") == MIN_PASSWORD
+    assert long.text("password s3cr3t, user carol:s3cr3t") == (
+        "password [redacted], user [redacted]"
+    )
+    short = Redactor([basic("dave:pw123")])
+    assert short.text("password pw123") == "password pw123"  # shorter than MIN_PASSWORD
+    assert short.text("dave:pw123") == "[redacted]"
+    assert Redactor(["Basic !!not-base64!!"]).text("Basic !!not-base64!!") == REDACTED
+
+
+def test_base64_of_a_secret_is_found_at_every_alignment_and_url_safe() -> None:
+    secret = "??>>~~secret~~>>??"  # its base64 holds + and /, which URL-safe base64 replaces
+    redactor = Redactor([secret])
+    differs = 0
+    for shift in range(3):
+        standard = base64.b64encode(b"x" * shift + secret.encode()).decode()
+        urlsafe = base64.urlsafe_b64encode(b"x" * shift + secret.encode()).decode()
+        differs += standard != urlsafe
+        assert REDACTED in redactor.text(standard), standard
+        assert REDACTED in redactor.text(urlsafe), urlsafe
+    assert differs == 3
+
+
+def test_numbers_are_redacted_as_json_writes_them() -> None:
+    redactor = Redactor({"X-Pin": "48291375"})
+    value = {"n": 48291375, "f": 48291375.0, "d": Decimal("48291375"), "t": True, "o": 7}
+    redacted = redactor.value(value, "48291375")
+    assert redacted == {"n": REDACTED, "f": REDACTED, "d": REDACTED, "t": True, "o": 7}
+    huge = 10**5000  # beyond Python's digit limit: never written, so never a match
+    assert redactor.value([huge], "48291375") == [huge]
+
+
+def test_a_redactor_without_credentials_changes_nothing() -> None:
+    redactor = Redactor({})
+    assert redactor.text("Bearer anything") == "Bearer anything"
+    assert not redactor.found("anything")
+    assert redactor.value({"a": "b"}, '{"a":"b"}') == {"a": "b"}
+    assert redactor.tail == 0

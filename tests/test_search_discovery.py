@@ -1,0 +1,135 @@
+"""Tests of ``opgate._search._discovery``: the steps that ask the policy about entries.
+
+An unknown and an undiscoverable name get the same answer; the exact name of an
+authorized operation is its own page; a ranked page asks the policy about every
+candidate it places, on every page and again on every continuation, and ends early
+rather than truncate a summary past the page budget; inspect returns the whole
+definition, detached. (Discovery scopes are ``test_search_discovery_scope.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from opgate import Discover, Failed, Failure, FailureCode, OperationSpec, SearchPage
+from registry_support import all_pages, names, op, registry
+
+from conftest import AllowAll, Ctx, TeamPolicy
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_unknown_and_undiscoverable_names_get_identical_answers() -> None:
+    reg = registry()
+    unknown = await reg.inspect(Ctx(), "no.such")
+    hidden = await reg.inspect(Ctx(), "admin.purge")
+    assert isinstance(unknown, Failed)
+    assert isinstance(hidden, Failed)
+    assert unknown == hidden
+    assert (unknown.failure.code, str(unknown.failure)) == (
+        hidden.failure.code,
+        str(hidden.failure),
+    )
+    assert unknown.failure.code is FailureCode.UNAVAILABLE
+    assert isinstance(await reg.inspect(Ctx(admin=True), "admin.purge"), OperationSpec)
+
+
+async def test_exact_authorized_name_resolves_directly() -> None:
+    reg = registry()
+    page = await reg.search(Ctx(), "orders.list")
+    assert isinstance(page, SearchPage)
+    assert [i.name for i in page.items] == ["orders.list"]
+    assert page.next_cursor is None
+    # exact names are case-sensitive: another casing is an ordinary search
+    assert await names(reg, Ctx(), "ORDERS.LIST") == ["orders.list"]
+    # an undiscoverable exact name resolves to nothing
+    assert await names(reg, Ctx(), "admin.purge") == []
+
+
+async def test_discovery_asked_for_every_item_on_every_page() -> None:
+    policy = TeamPolicy()
+    reg = registry([op(f"op{i:02}") for i in range(12)], policy=policy)
+    await all_pages(reg, Ctx(), "", limit=5)
+    asked = [r.name for r in policy.calls if isinstance(r, Discover)]
+    for i in range(12):
+        assert f"op{i:02}" in asked
+    policy.calls.clear()
+    await all_pages(reg, Ctx(), "", limit=5)  # nothing cached between requests
+    assert len([r for r in policy.calls if isinstance(r, Discover)]) >= 12
+
+
+async def test_permission_is_rechecked_on_continuation() -> None:
+    allowed = {f"op{i:02}" for i in range(12)}
+
+    class Shrinking(AllowAll):
+        def authorize(self, ctx: Any, request: Any) -> None:
+            if request.name not in allowed:
+                raise Failure(FailureCode.UNAVAILABLE)
+
+    reg = registry([op(f"op{i:02}") for i in range(12)], policy=Shrinking())
+    first = await reg.search(Ctx(), "", limit=5)
+    assert isinstance(first, SearchPage)
+    allowed.discard("op06")
+    second = await reg.search(Ctx(), "", limit=5, cursor=first.next_cursor)
+    assert isinstance(second, SearchPage)
+    assert [i.name for i in second.items] == ["op05", "op07", "op08", "op09", "op10"]
+
+
+@pytest.mark.parametrize("filler", ["s" * 5000, "é" * 2500, "😀" * 1250])
+async def test_full_page_ends_early_and_never_truncates(filler: str) -> None:
+    summaries = [f"{i:02} " + filler for i in range(8)]
+    reg = registry([op(f"op{i}", summaries[i]) for i in range(8)], policy=AllowAll())
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = await reg.search(Ctx(), "", limit=20, cursor=cursor)
+        assert isinstance(page, SearchPage)
+        pages += 1
+        assert 1 <= len(page.items) <= 3
+        encoded = json.dumps(
+            {
+                "items": [
+                    {"name": i.name, "group": i.group, "summary": i.summary} for i in page.items
+                ],
+                "next_cursor": page.next_cursor,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode()
+        assert len(encoded) <= 16 * 1024  # the page's JSON fits the spec's budget
+        seen += [item.summary for item in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == summaries
+    assert pages >= 3
+
+
+async def test_inspect_returns_full_detached_definition() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "number", "minimum": 0.5}}}
+    out = {"type": "array"}
+    reg = registry(
+        [op("a", "sum", description="d", examples=("e1",), input_schema=schema, output_schema=out)]
+    )
+    spec = await reg.inspect(Ctx(), "a")
+    assert isinstance(spec, OperationSpec)
+    assert (spec.name, spec.summary, spec.description, spec.examples) == ("a", "sum", "d", ("e1",))
+    got = spec.input_schema
+    assert isinstance(got, dict)
+    got["type"] = "changed"
+    assert spec.input_schema == {
+        "type": "object",
+        "properties": {"n": {"type": "number", "minimum": __import__("decimal").Decimal("0.5")}},
+    }
+    assert spec.output_schema == {"type": "array"}
+
+
+async def test_inspect_without_schemas() -> None:
+    spec = await registry([op("a")]).inspect(Ctx(), "a")
+    assert isinstance(spec, OperationSpec)
+    assert spec.input_schema == {"type": "object"}
+    assert spec.output_schema is None
