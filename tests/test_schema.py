@@ -1,9 +1,8 @@
-"""The schema compiler profile: dialects, references, roles, formats, counts, messages."""
+"""The schema compiler profile: dialects, references, roles, formats, counts, caches."""
 
 from __future__ import annotations
 
 import json
-import string
 import threading
 import time
 from decimal import Decimal
@@ -11,7 +10,7 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from invoke_support import Recorder
@@ -20,15 +19,15 @@ from opgate._json import canonical_bytes, parse
 from opgate._schema import (
     COUNT_KEYWORDS,
     MAX_CACHED_ERROR_DOCUMENTS,
-    MAX_CACHED_SCHEMAS,
     MAX_CACHED_VALIDATORS,
     MAX_COUNT,
     CompiledSchema,
+    SchemaCache,
     SchemaCompiler,
     SchemaRole,
-    SchemaViolation,
     compile_schema,
 )
+from opgate._violations import SchemaViolation
 
 from conftest import AllowAll
 
@@ -578,229 +577,6 @@ def test_count_rule_for_decimals(value: Decimal) -> None:
             assert not compiled.is_valid([0] * (int(value) + 1))
 
 
-# --- violations and messages -------------------------------------------------------------
-
-OBJECT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "n": {"type": "integer", "maximum": Decimal("5.50"), "minimum": 0},
-        "s": {"type": "string", "maxLength": 3, "pattern": "^[a-z]*$"},
-        "e": {"enum": ["red", "green"]},
-        "c": {"const": "fixed"},
-        "list": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 2},
-        "a/b": {"type": "boolean"},
-        "m~n": {"type": "boolean"},
-    },
-    "required": ["n"],
-    "additionalProperties": False,
-}
-
-
-@pytest.mark.parametrize(
-    ("instance", "expected"),
-    [
-        ({"n": "x"}, ("/n", "type", "expected type integer")),
-        ({"n": 7}, ("/n", "maximum", "exceeds maximum 5.5")),
-        ({"n": -1}, ("/n", "minimum", "is below minimum 0")),
-        ({"n": 1, "s": "abcd"}, ("/s", "maxLength", "exceeds maximum length 3")),
-        ({"n": 1, "s": "AB"}, ("/s", "pattern", "does not match the pattern '^[a-z]*$'")),
-        ({"n": 1, "e": "blue"}, ("/e", "enum", "is not one of the allowed values")),
-        ({"n": 1, "c": "other"}, ("/c", "const", "does not equal the required constant")),
-        ({"n": 1, "list": [1, "x"]}, ("/list/1", "type", "expected type integer")),
-        ({"n": 1, "list": [1, 1]}, ("/list", "uniqueItems", "has duplicate items")),
-        ({"n": 1, "list": [1, 2, 3]}, ("/list", "maxItems", "has more than 2 items")),
-        ({"n": 1, "a/b": 1}, ("/a~1b", "type", "expected type boolean")),
-        ({"n": 1, "m~n": 1}, ("/m~0n", "type", "expected type boolean")),
-        ({}, ("", "required", "missing required property 'n'")),
-        (
-            {"n": 1, "extra/x": 1},
-            ("/extra~1x", "additionalProperties", "is a property the schema does not allow"),
-        ),
-        ([], ("", "type", "expected type object")),
-    ],
-)
-def test_first_violation(instance: Any, expected: tuple[str, str, str]) -> None:
-    compiled = compile_schema(OBJECT_SCHEMA, role=INPUT)
-    violation = compiled.first_violation(instance)
-    assert violation == SchemaViolation(*expected)
-    assert not compiled.is_valid(instance)
-
-
-@pytest.mark.parametrize(
-    ("schema", "instance", "expected"),
-    [
-        (
-            {"minContains": 2, "contains": {"const": 1}},
-            [1],
-            ("", "minContains", "has too few items matching the contains schema"),
-        ),
-        (
-            {"maxContains": 1, "contains": {"const": 1}},
-            [1, 1],
-            ("", "maxContains", "has too many items matching the contains schema"),
-        ),
-        (
-            {"contains": {"const": 1}},
-            [2],
-            ("", "contains", "has no item matching the contains schema"),
-        ),
-        (
-            {"dependentRequired": {"a": ["b"]}},
-            {"a": 1},
-            ("", "dependentRequired", "missing required property 'b'"),
-        ),
-        ({"properties": {"a": False}}, {"a": 1}, ("/a", "false", "is not allowed here")),
-        (
-            {"properties": {"items": False}},
-            {"items": 1},
-            ("/items", "false", "is not allowed here"),
-        ),
-        (
-            {"additionalProperties": False},
-            {"x": 1},
-            ("", "additionalProperties", "has a property the schema does not allow"),
-        ),
-        (
-            {"propertyNames": False},
-            {"x": 1},
-            ("", "propertyNames", "has a property name the schema does not allow"),
-        ),
-        ({"items": False}, [1], ("/0", "items", "is an item the schema does not allow")),
-        (
-            {"prefixItems": [{}, False]},
-            [1, 2],
-            ("/1", "prefixItems", "is an item the schema does not allow"),
-        ),
-        (False, 1, ("", "false", "is not allowed here")),
-        ({"oneOf": [{}, {}]}, 1, ("", "oneOf", "matches more than one of the alternative schemas")),
-        (
-            {"oneOf": [{"type": "string"}]},
-            1,
-            ("", "oneOf", "does not match any of the alternative schemas"),
-        ),
-        (
-            {"anyOf": [{"type": "string"}]},
-            1,
-            ("", "anyOf", "does not match any of the allowed schemas"),
-        ),
-        ({"not": {}}, 1, ("", "not", "matches a schema it must not match")),
-        (
-            {"propertyNames": {"maxLength": 2}},
-            {"abc": 1},
-            (
-                "/abc",
-                "propertyNames",
-                "is a property name the schema does not allow: exceeds maximum length 2",
-            ),
-        ),
-        (
-            {"unevaluatedProperties": False},
-            {"z": 1},
-            ("/z", "unevaluatedProperties", "is a property the schema does not allow"),
-        ),
-        (
-            {"prefixItems": [{}], "unevaluatedItems": False},
-            [1, 2],
-            ("", "unevaluatedItems", "has items the schema does not allow"),
-        ),
-        (
-            {"exclusiveMaximum": Decimal("1e3")},
-            1000,
-            ("", "exclusiveMaximum", "must be less than 1000"),
-        ),
-        (
-            {"exclusiveMinimum": 10**30},
-            10**30,
-            ("", "exclusiveMinimum", "must be greater than 1e+30"),
-        ),
-        ({"multipleOf": Decimal("0.3")}, 1, ("", "multipleOf", "is not a multiple of 0.3")),
-        (
-            {"minimum": Decimal("0.1000000000000000000001")},
-            Decimal("0.1"),
-            ("", "minimum", "is below minimum 0.1000000000000000000001"),
-        ),
-        ({"minProperties": 2}, {"a": 1}, ("", "minProperties", "has fewer than 2 properties")),
-        ({"maxProperties": 0}, {"a": 1}, ("", "maxProperties", "has more than 0 properties")),
-        ({"minItems": 1}, [], ("", "minItems", "has fewer than 1 items")),
-        ({"type": ["string", "null"]}, 1, ("", "type", "expected type null or string")),
-        (
-            {"$schema": D7, "items": [{}], "additionalItems": False},
-            [1, 2],
-            ("", "additionalItems", "has more than the 1 items the schema allows"),
-        ),
-        (
-            {"$schema": D7, "dependencies": {"a": ["b"]}},
-            {"a": 1},
-            ("", "dependencies", "missing required property 'b'"),
-        ),
-    ],
-)
-def test_violation_kinds(schema: object, instance: Any, expected: tuple[str, str, str]) -> None:
-    assert compile_output(schema).first_violation(instance) == SchemaViolation(*expected)
-
-
-def test_violation_is_a_small_frozen_value() -> None:
-    violation = SchemaViolation("/a", "type", "expected type integer")
-    assert str(violation) == "/a: expected type integer"
-    assert str(SchemaViolation("", "required", "missing required property 'n'")) == (
-        "(root): missing required property 'n'"
-    )
-    with pytest.raises(AttributeError):
-        violation.pointer = "/b"  # type: ignore[misc]
-
-
-def test_violation_str_cuts_long_member_names() -> None:
-    name = "k" * 5000
-    compiled = compile_output({"properties": {"a": {}}, "additionalProperties": False})
-    violation = compiled.first_violation({name: 1})
-    assert violation is not None
-    assert violation.pointer == "/" + name  # exact for programs
-    assert len(str(violation)) < 120  # short for people
-
-
-SECRET = st.text(alphabet=string.ascii_letters + string.digits, min_size=6, max_size=40).map(
-    lambda text: "Zq" + text
-)
-
-
-@settings(max_examples=60)
-@given(SECRET)
-def test_messages_never_contain_the_instance_value(secret: str) -> None:
-    compiled = compile_schema(
-        {
-            "properties": {
-                "t": {"type": "integer"},
-                "e": {"enum": ["a"]},
-                "c": {"const": "a"},
-                "l": {"maxLength": 2},
-                "p": {"pattern": "^[0-9]+$"},
-                "f": {"format": "email"},
-                "n": {"not": {"type": "string"}},
-                "o": {"oneOf": [{"type": "integer"}]},
-                "u": {"items": {"const": 1}},
-            },
-            "propertyNames": {"maxLength": 1},
-        },
-        role=FORM,
-    )
-    for key in "teclpfno":
-        violation = compiled.first_violation({key: secret})
-        assert violation is not None
-        assert secret not in str(violation)
-    violation = compiled.first_violation({"u": [secret]})
-    assert violation is not None
-    assert secret not in str(violation)
-    violation = compiled.first_violation({secret: 1})
-    assert violation is not None
-    assert secret not in violation.message
-
-
-@given(st.integers(min_value=10**6, max_value=10**40))
-def test_numeric_messages_quote_only_the_limit(value: int) -> None:
-    violation = compile_output({"maximum": 5}).first_violation(value)
-    assert violation == SchemaViolation("", "maximum", "exceeds maximum 5")
-
-
 # --- compiled documents and the cache ------------------------------------------------------
 
 
@@ -820,14 +596,19 @@ def _validator(compiled: CompiledSchema) -> object:
 
 def test_identical_schemas_share_a_validator() -> None:
     compiler = SchemaCompiler()
-    one = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=OUTPUT, where="a")
-    two = compiler.compile('{"minimum": 1e0, "maxLength": 2.0}', role=OUTPUT, where="b")
+    cache = SchemaCache()
+    one = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=OUTPUT, where="a", cache=cache)
+    two = compiler.compile(
+        '{"minimum": 1e0, "maxLength": 2.0}', role=OUTPUT, where="b", cache=cache
+    )
     assert one is two
     assert _validator(one) is _validator(two)
     # only the canonical bytes are kept: numbers read back in their canonical spelling
     assert one.canonical == b'{"maxLength":2,"minimum":1}'
     assert one.document() == {"maxLength": 2, "minimum": 1}
-    other_role = compiler.compile({"maxLength": 2, "minimum": 1.0}, role=FORM, where="c")
+    other_role = compiler.compile(
+        {"maxLength": 2, "minimum": 1.0}, role=FORM, where="c", cache=cache
+    )
     assert _validator(other_role) is not _validator(one)
     elsewhere = SchemaCompiler().compile({"maxLength": 2, "minimum": 1}, role=OUTPUT, where="d")
     assert _validator(elsewhere) is not _validator(one)
@@ -873,19 +654,27 @@ def test_failed_checks_describe_violations_from_a_small_cache_of_parsed_document
 )
 def test_equal_numbers_share_a_validator(first: str, second: str) -> None:
     compiler = SchemaCompiler()
-    one = compiler.compile(f'{{"maxItems": {first}}}', role=OUTPUT, where="a")
-    two = compiler.compile(f'{{"maxItems": {second}}}', role=OUTPUT, where="b")
+    cache = SchemaCache()
+    one = compiler.compile(f'{{"maxItems": {first}}}', role=OUTPUT, where="a", cache=cache)
+    two = compiler.compile(f'{{"maxItems": {second}}}', role=OUTPUT, where="b", cache=cache)
     assert one is two
     assert _validator(one) is _validator(two)
     assert one.is_valid([1, 2])
     assert not two.is_valid([1, 2, 3])
 
 
-def test_the_cache_is_bounded() -> None:
+def test_a_cache_serves_one_compiler_and_a_compile_without_one_shares_nothing() -> None:
     compiler = SchemaCompiler()
-    for index in range(MAX_CACHED_SCHEMAS + 10):
-        compiler.compile({"maxLength": index}, role=OUTPUT, where="s")
-    assert len(compiler._cache) == MAX_CACHED_SCHEMAS
+    cache = SchemaCache()
+    compiled = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache)
+    with pytest.raises(ValueError, match="one SchemaCompiler"):
+        SchemaCompiler().compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache)
+    assert compiler.compile({"maxLength": 3}, role=OUTPUT, where="s", cache=cache) is compiled
+    one = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s")
+    two = compiler.compile({"maxLength": 3}, role=OUTPUT, where="s")
+    assert one is not two
+    assert one is not compiled
+    assert one.canonical == two.canonical == compiled.canonical
 
 
 def test_compiling_from_threads() -> None:

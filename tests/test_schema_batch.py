@@ -5,10 +5,13 @@ compiled on first use (again, once dropped from the bounded cache). Plain docume
 take a batch path that proves them against the meta-schema without building a
 validator; it must accept and refuse exactly as the full compile does, whatever came
 before in the batch and however ``$defs`` members are shared between its documents.
+A build's ``SchemaCache`` is its own: two registries share nothing, and a built
+registry does not keep it.
 """
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -25,7 +28,7 @@ from opgate import (
     Text,
     finish,
 )
-from opgate._schema import MAX_CACHED_VALIDATORS, CompileMemo, SchemaCompiler, SchemaRole
+from opgate._schema import MAX_CACHED_VALIDATORS, SchemaCache, SchemaCompiler, SchemaRole
 
 from conftest import AllowAll, Ctx
 
@@ -74,12 +77,12 @@ async def test_validators_dropped_from_the_cache_are_recompiled_on_first_use() -
 # --- the batch path: plain documents checked without a validator -------------------------
 
 
-def _outcome(schema: object, *, batch: bool) -> str:
+def _outcome(schema: object, *, batch: bool, role: SchemaRole = SchemaRole.INPUT) -> str:
     """``ok <dialect> <canonical>`` or the ``ConfigurationError`` message, by one path."""
     compiler = SchemaCompiler()
     try:
         compiled = compiler.compile(
-            schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo() if batch else None
+            schema, role=role, where="s", cache=SchemaCache() if batch else None
         )
     except ConfigurationError as exc:
         return f"error {exc}"
@@ -228,6 +231,17 @@ def test_the_batch_path_accepts_and_refuses_exactly_as_the_full_compile(
     assert _outcome(schema, batch=True) == _outcome(schema, batch=False)
 
 
+def test_the_batch_path_agrees_with_the_full_compile_for_form_schemas() -> None:
+    # Form schemas (compile_schema) are checked by the batch path too, formats asserted.
+    forms: list[object] = [_mutated(path, value) for path, value in _MUTATIONS]
+    for name in ("email", "uri", "date", "date-time", "unknown-format"):
+        forms.append({"type": "object", "properties": {"f": {"type": "string", "format": name}}})
+    forms.append({"type": "object", "properties": {"f": {"format": 5}}})
+    for schema in forms:
+        batch = _outcome(schema, batch=True, role=SchemaRole.FORM)
+        assert batch == _outcome(schema, batch=False, role=SchemaRole.FORM), schema
+
+
 def test_the_batch_path_agrees_on_random_mutations() -> None:
     import random
 
@@ -275,13 +289,13 @@ def test_a_plain_document_is_checked_without_building_a_validator(
         raise AssertionError("the full compile ran")
 
     monkeypatch.setattr(SchemaCompiler, "_build", build)
-    SchemaCompiler().compile(_BASE, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+    SchemaCompiler().compile(_BASE, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
     with pytest.raises(AssertionError, match="full compile"):  # not plain: compiled
         SchemaCompiler().compile(
             _mutated(("$defs", "Name", "$id"), "urn:n"),
             role=SchemaRole.INPUT,
             where="s",
-            memo=CompileMemo(),
+            cache=SchemaCache(),
         )
 
 
@@ -298,10 +312,10 @@ def test_the_walk_proves_the_meta_schema_for_plain_value_shapes(
     for shape in [{}, *_META_SHAPES]:
         schema = _mutated(("properties", "s"), shape)
         if shape in [{}, *_PROVED_SHAPES]:
-            compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+            compiler.compile(schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
         else:  # a shape the walk does not vouch for goes to the meta-schema
             with pytest.raises(AssertionError, match="meta-schema ran"):
-                compiler.compile(schema, role=SchemaRole.INPUT, where="s", memo=CompileMemo())
+                compiler.compile(schema, role=SchemaRole.INPUT, where="s", cache=SchemaCache())
 
 
 # --- $defs members shared between the documents of one batch ------------------------------
@@ -356,7 +370,7 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
 
     rng = random.Random(11)
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     kinds: set[str] = set()
     fixed: list[dict[str, Any]] = [
         {"$defs": {"\U0001f600x": True, "\uff01": {"type": "string"}}},  # UTF-16 order
@@ -366,7 +380,7 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
     ]
     for document in [*fixed, *(_document(rng) for _ in range(600))]:
         try:
-            compiled = compiler.compile(document, role=SchemaRole.INPUT, where="s", memo=memo)
+            compiled = compiler.compile(document, role=SchemaRole.INPUT, where="s", cache=cache)
             batch = f"ok {compiled.dialect} {compiled.canonical!r}"
         except ConfigurationError as exc:
             batch = f"error {exc}"
@@ -377,19 +391,123 @@ def test_one_batch_sharing_defs_members_decides_each_document_as_alone() -> None
 
 def test_a_shared_member_is_checked_against_each_documents_own_defs() -> None:
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     refers = {"$ref": "#/$defs/Target"}
     whole = {"$defs": {"Member": refers, "Target": {"type": "string"}}}
-    compiler.compile(whole, role=SchemaRole.INPUT, where="s", memo=memo)
+    compiler.compile(whole, role=SchemaRole.INPUT, where="s", cache=cache)
     alone = {"$defs": {"Member": refers}}
     with pytest.raises(ConfigurationError, match="Target"):
-        compiler.compile(alone, role=SchemaRole.INPUT, where="s", memo=memo)
+        compiler.compile(alone, role=SchemaRole.INPUT, where="s", cache=cache)
 
 
 def test_a_refused_document_is_refused_again_in_the_same_batch() -> None:
     compiler = SchemaCompiler()
-    memo = CompileMemo()
+    cache = SchemaCache()
     bad = {"type": "string", "pattern": "[a-"}
     for _ in range(2):  # refused both times: the first refusal left nothing behind
         with pytest.raises(ConfigurationError, match="pattern"):
-            compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", memo=memo)
+            compiler.compile({"$defs": {"Bad": bad}}, role=SchemaRole.INPUT, where="s", cache=cache)
+
+
+# --- registries built in one process share nothing -----------------------------------------
+
+
+def _patterns_in(value: object) -> list[str]:
+    if isinstance(value, dict):
+        found = [value["pattern"]] if isinstance(value.get("pattern"), str) else []
+        return found + [p for item in value.values() for p in _patterns_in(item)]
+    if isinstance(value, list):
+        return [p for item in value for p in _patterns_in(item)]
+    return []
+
+
+def test_two_registries_built_in_one_process_share_no_schema_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whatever one build learnt (that a pattern compiles, a schema's compiled form) must
+    # not serve another: each registry checks and compiles its own schemas.
+    import jsonschema_rs
+
+    compiled_patterns: list[str] = []
+    real = jsonschema_rs.Draft202012Validator
+
+    def recording(schema: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled_patterns.extend(_patterns_in(schema))
+        return real(schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema_rs, "Draft202012Validator", recording)
+    pattern = "^only-in-this-test-[a-z]+$"
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    operations = [Operation("op", "does", handler, input_schema=schema)]
+    first = Registry(operations, AllowAll())
+    assert pattern in compiled_patterns
+    compiled_patterns.clear()
+    second = Registry(operations, AllowAll())
+    assert pattern in compiled_patterns  # checked again, not taken from the first build
+    one, two = first._entries[0].input_schema, second._entries[0].input_schema
+    assert one is not two
+    assert one._compiler is not two._compiler
+    assert one.canonical == two.canonical
+
+
+async def test_a_built_registry_does_not_keep_its_schema_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import weakref
+
+    from opgate import _catalog
+
+    made: list[weakref.ref[SchemaCache]] = []
+
+    class Watched(SchemaCache):  # no __slots__: weak references allowed
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(_catalog, "SchemaCache", Watched)
+    registry = Registry([Operation("op", "does", handler, input_schema=_BASE)], AllowAll())
+    gc.collect()
+    assert len(made) == 1
+    assert made[0]() is None  # dropped with the build; the validators live on
+    refused = await registry.invoke(Ctx(), "op", '{"name": "ABC"}')
+    assert isinstance(refused, Failed)
+    assert isinstance(await registry.invoke(Ctx(), "op", '{"name": "abc"}'), Completed)
+
+
+_D07 = "http://json-schema.org/draft-07/schema#"
+_REFUSED_SCHEMAS: list[object] = [
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=a)b"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "[a-"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": -1}}},
+    {"type": "object", "properties": {"a": {"type": "strung"}}},
+    '{"type": "object", "properties": {"a": {"pattern": "(?=a)b"}}}',
+    {"$schema": _D07, "type": "object", "properties": {"a": {"pattern": "(?=a)b"}}},
+]
+
+
+@pytest.mark.parametrize("schema", _REFUSED_SCHEMAS)
+def test_a_schema_refused_in_one_registry_is_refused_identically_in_a_second(
+    schema: object,
+) -> None:
+    def refusal() -> str:
+        operations = [
+            Operation("ok", "does", handler, input_schema=_BASE),
+            Operation("z", "does", handler, input_schema=schema),
+        ]
+        with pytest.raises(ConfigurationError) as caught:
+            Registry(operations, AllowAll())
+        return str(caught.value)
+
+    first = refusal()
+    assert "operation 'z' input_schema" in first
+    assert refusal() == first
+    # A registry that opted in to the backtracking engine, built in between, accepts the
+    # lookaround patterns; that teaches the next linear-engine build nothing.
+    if "(?=a)b" in str(schema):
+        Registry(
+            [Operation("z", "does", handler, input_schema=schema)],
+            AllowAll(),
+            regex_backtrack_limit=1000,
+        )
+    assert refusal() == first

@@ -27,7 +27,7 @@ from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
-from ._schema import CompiledSchema, CompileMemo, SchemaCompiler, SchemaRole
+from ._schema import CompiledSchema, SchemaCache, SchemaCompiler, SchemaRole
 from ._text import json_string_size, utf8_size
 from ._version import __version__
 
@@ -66,15 +66,17 @@ def snapshot_catalog(
     definition over its budgets.
     """
     compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
-    memo = CompileMemo()
-    default_input = compiler.compile(_ANY_OBJECT, role=SchemaRole.INPUT, where="default", memo=memo)
+    cache = SchemaCache()  # this build's only: dropped when it returns
+    default_input = compiler.compile(
+        _ANY_OBJECT, role=SchemaRole.INPUT, where="default", cache=cache
+    )
     entries: dict[str, Entry] = {}
     for operation in operations:
         if not isinstance(operation, Operation):
             raise TypeError(f"expected opgate.Operation, got {type(operation).__name__}")
         if operation.name in entries:
             raise ConfigurationError(f"operation name {operation.name!r} is not unique")
-        entries[operation.name] = _snapshot(operation, limits, compiler, default_input, memo)
+        entries[operation.name] = _snapshot(operation, limits, compiler, default_input, cache)
     return tuple(entries[name] for name in sorted(entries))
 
 
@@ -83,12 +85,12 @@ def _snapshot(
     limits: Limits,
     compiler: SchemaCompiler,
     default_input: CompiledSchema,
-    memo: CompileMemo,
+    cache: SchemaCache,
 ) -> Entry:
     where = f"operation {operation.name!r}"
 
     def compiled(schema: object, role: SchemaRole, field: str) -> CompiledSchema:
-        return compiler.compile(schema, role=role, where=f"{where} {field}", memo=memo)
+        return compiler.compile(schema, role=role, where=f"{where} {field}", cache=cache)
 
     input_schema = (
         default_input

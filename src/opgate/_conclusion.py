@@ -18,8 +18,8 @@ from ._json import JSONError, JSONValue, from_python, parse, parsed_canonical_by
 from ._limits import PROMPT_OVERHEAD_BYTES, Limits
 from ._outcomes import Completed, Failed, Outcome
 from ._results import Result, check_result_budget, is_constructed
-from ._schema import ViolationDetail
 from ._text import has_surrogate, json_string_size, utf8_size
+from ._violations import ViolationDetail
 
 __all__ = ["FAILURE_OVERHEAD_BYTES", "check_prompt", "conclude", "operation_failure"]
 

@@ -43,20 +43,20 @@ validator but may become schemas through a JSON-pointer ``$ref``, so they are
 checked for ``$schema`` and count constraints too (their references are resolved
 by the compiler only if something refers to them).
 
-Construction (``compile`` with a ``CompileMemo``) checks a schema fully but does not
+Construction (``compile`` with a ``SchemaCache``) checks a schema fully but does not
 keep its validator: a *plain* document (see ``_Walker``) is checked by the walk, the
 regex check, the meta-schema and its ``#/$defs/Name`` references, which for that class
 are every check the compiler makes; any other document, and any failure, takes the
 full compile and its exact error. Validators are compiled on first use.
 
+What is cached, and for how long: a ``SchemaCache`` lives for one registry build
+(identical schemas, patterns known to compile) and is dropped with it; each
+``SchemaCompiler`` (one per registry) keeps the validators of its schemas in a
+bounded LRU for as long as its schemas live. Nothing is cached per process.
+
 Instances are validated with ``CompiledSchema.first_violation`` (one validation
 pass, stopping at the first error): the first violation comes back as a
-``SchemaViolation`` carrying the instance pointer, the failing keyword, its schema
-location and a message built here from the error kind, which never contains the
-instance value (schema limits may be quoted). The instance pointer is exact, so it
-may contain instance member names; ``str(violation)`` cuts each to a short prefix,
-and ``SchemaViolation.public()`` leaves it out, for messages about data the caller
-did not send. Instances must already have
+``SchemaViolation`` (``_violations``, which also words it). Instances must already have
 passed the numeric work profile (``_json.parse(..., profile=True)`` or
 ``_json.from_python(..., profile=True)``): every opgate entry point does that, and
 this module does not check it again on the hot path.
@@ -75,16 +75,17 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Final, cast
+from typing import Any, Final, NoReturn
 
 import jsonschema_rs
 from jsonschema_rs import ValidationErrorKind as Kind
 
 from . import _json
-from ._failures import PREFIX_CHARS, ConfigurationError, short_prefix
+from ._failures import ConfigurationError, short_prefix
 from ._json import JSONValue
+from ._violations import POINTER_CHARS, SchemaViolation, describe, violation
 from .schema import (
     COUNT_KEYWORDS,
     MAX_COUNT,
@@ -100,23 +101,14 @@ __all__ = [
     "DIALECT_DRAFT_07",
     "MAX_BACKTRACK_LIMIT",
     "MAX_CACHED_ERROR_DOCUMENTS",
-    "MAX_CACHED_SCHEMAS",
     "MAX_CACHED_VALIDATORS",
     "MAX_COUNT",
-    "POINTER_CHARS",
-    "POINTER_SEGMENT_CHARS",
-    "CompileMemo",
     "CompiledSchema",
+    "SchemaCache",
     "SchemaCompiler",
     "SchemaRole",
-    "SchemaViolation",
-    "ViolationDetail",
     "compile_schema",
 ]
-
-#: Compiled validators one ``SchemaCompiler`` keeps (least recently used dropped first):
-#: form schemas are compiled at request time, so the cache must not grow without bound.
-MAX_CACHED_SCHEMAS: Final = 1024
 
 #: Largest backtrack limit an opted-in backtracking regex engine accepts (fancy-regex's
 #: own default): one pattern check then costs up to about a second on 64 KiB of text.
@@ -202,67 +194,6 @@ class SchemaRole(enum.Enum):
     FORM = "form"
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaViolation:
-    """The first way an instance fails its schema.
-
-    ``pointer`` is the RFC 6901 pointer into the *instance* (``""`` is the root);
-    ``keyword`` the schema keyword that failed (``"false"`` for a ``false`` subschema
-    that no keyword such as ``additionalProperties`` or ``items`` names);
-    ``message`` says what is wrong without quoting the instance value;
-    ``location`` is the pointer into the *schema* of the failing keyword (through
-    references, as jsonschema-rs reports it), so it holds only the schema's names.
-    """
-
-    pointer: str
-    keyword: str
-    message: str
-    location: str = field(default="", compare=False)
-
-    def __str__(self) -> str:
-        """``pointer: message``; member names in the pointer are cut to a short prefix."""
-        return f"{_shown_pointer(self.pointer) or '(root)'}: {self.message}"
-
-    def public(self) -> str:
-        """The message with the schema location instead of the instance pointer.
-
-        For data the caller did not send (an operation's result): it names nothing
-        from the instance, neither member names nor values.
-        """
-        location = _shown_pointer(self.location) or "the root"
-        return f"{self.message} (keyword {self.keyword!r} at schema {location})"
-
-
-class ViolationDetail(ValueError):
-    """The private detail of a public violation message: ``str()`` adds the instance pointer.
-
-    Set as ``Failure.cause``, which is never serialized or shown to a caller.
-    """
-
-    def __init__(self, violation: SchemaViolation) -> None:
-        super().__init__(str(violation))
-        self.violation = violation
-
-
-#: Characters of one pointer segment (an instance member name) that ``str()`` shows.
-POINTER_SEGMENT_CHARS: Final = PREFIX_CHARS
-
-#: Characters of a whole pointer that ``str()`` shows: deep instances stay readable.
-POINTER_CHARS: Final = 256
-
-
-def _shown_pointer(pointer: str) -> str:
-    """The pointer with long segments (and the whole) cut, marked with an ellipsis."""
-    if len(pointer) <= POINTER_SEGMENT_CHARS + 1:
-        return pointer
-    segments = pointer.split("/")
-    shown = "/".join(
-        part if len(part) <= POINTER_SEGMENT_CHARS else part[:POINTER_SEGMENT_CHARS] + "…"
-        for part in segments
-    )
-    return shown if len(shown) <= POINTER_CHARS else shown[:POINTER_CHARS] + "…"
-
-
 class _ContentAnnotation:
     """Stands in for jsonschema-rs's draft-07 content assertions: content is annotation only."""
 
@@ -289,8 +220,8 @@ class CompiledSchema:
     fresh detached copy (numbers exact, in their canonical spelling, so a given
     ``1.0`` reads back as ``1``), and the compiled validator lives in its
     ``SchemaCompiler``'s bounded cache, recompiled from the bytes on first use after
-    it was dropped. Every schema was fully checked and compiled once before its
-    ``CompiledSchema`` existed, so recompiling cannot fail.
+    it was dropped. Every schema was fully checked once before its ``CompiledSchema``
+    existed, so compiling it cannot fail.
     """
 
     __slots__ = ("_compiler", "_role", "canonical", "dialect")
@@ -324,21 +255,45 @@ class CompiledSchema:
         try:
             validator.validate(instance)
         except jsonschema_rs.ValidationError as error:
-            return _violation(error, self._compiler.error_document(self._role, self.canonical))
+            return violation(error, self._compiler.error_document(self._role, self.canonical))
         return None
 
     def __repr__(self) -> str:
         return f"<CompiledSchema {self.dialect} {len(self.canonical)} bytes>"
 
 
-class SchemaCompiler:
-    """Compiles schemas under the profile, sharing results between identical schemas.
+class SchemaCache:
+    """What the compiles of one ``Registry`` build share; one per build, then dropped.
 
-    One per ``Registry``. Two bounded LRU caches, both safe to use from several
-    threads: ``CompiledSchema`` values keyed by (role, canonical bytes), at most
-    ``MAX_CACHED_SCHEMAS`` (identical schemas share one), and compiled validators,
-    at most ``MAX_CACHED_VALIDATORS`` (a validator dropped from it is recompiled from
-    the canonical bytes on its schema's next use).
+    Whoever builds a registry makes one and passes it to every
+    ``SchemaCompiler.compile`` of the build (all with one compiler). It remembers, for
+    that build only: the ``CompiledSchema`` of every schema accepted so far, by its
+    content as given (JSON text, or exact Python values compared value for value)
+    and by its canonical bytes, so identical schemas share one; and the patterns
+    that compiled with the compiler's regex engine. A refused schema leaves nothing
+    behind. Nothing in it reaches another registry, and a built registry does not
+    keep it (its ``CompiledSchema`` values keep only their compiler, for compiling
+    validators on first use). Unbounded and not thread-safe: a build runs on one
+    thread and ends.
+    """
+
+    __slots__ = ("compiler", "patterns", "schemas", "sources")
+
+    def __init__(self) -> None:
+        self.compiler: SchemaCompiler | None = None  # the one it serves, from its first use
+        self.sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
+        self.schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
+        self.patterns: set[str] = set()
+
+
+class SchemaCompiler:
+    """Compiles schemas under the profile; one per ``Registry``, shared by its schemas.
+
+    It keeps the validators of the schemas it compiled in a bounded LRU, safe to
+    use from several threads: at most ``MAX_CACHED_VALIDATORS`` (a validator dropped
+    from it is compiled again from the canonical bytes on its schema's next use),
+    and the parsed documents of the ``MAX_CACHED_ERROR_DOCUMENTS`` schemas whose
+    checks failed most recently, to describe violations.
 
     ``resources`` is for the conformance tests only: ``(uri, document)`` pairs made
     available to references as if bundled into every schema. Nothing is ever
@@ -359,12 +314,10 @@ class SchemaCompiler:
         backtrack_limit: int | None = None,
     ) -> None:
         self._pattern_options = _pattern_options(backtrack_limit)
-        self._backtrack_limit = backtrack_limit
         self._resources: tuple[tuple[str, JSONValue], ...] = tuple(
             (uri, _json.from_python(document)) for uri, document in resources
         )
         self._resource_registries: dict[str, jsonschema_rs.Registry] = {}
-        self._cache: OrderedDict[tuple[SchemaRole, bytes], CompiledSchema] = OrderedDict()
         self._validators: OrderedDict[tuple[SchemaRole, bytes], jsonschema_rs.Validator] = (
             OrderedDict()
         )
@@ -377,61 +330,56 @@ class SchemaCompiler:
         *,
         role: SchemaRole,
         where: str,
-        memo: CompileMemo | None = None,
+        cache: SchemaCache | None = None,
     ) -> CompiledSchema:
         """Parse, check and compile ``schema`` (JSON text or Python JSON values).
 
         Raises ``ConfigurationError`` whose message starts with ``where`` and names the
         JSON pointer and the rule that failed.
 
-        ``memo`` (one per ``Registry`` construction) makes a batch cheap: a schema
+        With a ``cache`` (one per ``Registry`` construction) a batch is cheap: a schema
         given again (the same JSON text, or Python values with identical content) or
         one with the same canonical bytes returns the ``CompiledSchema`` already
         made, and the schema is checked without keeping a compiled validator (it is
-        compiled on first use, see ``_check``). Without it (form schemas at request
-        time), the validator is compiled now and kept in the bounded cache.
+        compiled on first use, see ``_check``). Without one (form schemas at request
+        time), the validator is compiled now and kept.
         """
         if not isinstance(role, SchemaRole):
             raise TypeError("role must be a SchemaRole")
-        source = None if memo is None else _source_key(schema)
+        if cache is None:
+            document = _load(schema, where)
+            canonical = _json.parsed_canonical_bytes(document)
+            validator, dialect = self._compile(document, role, where, set())
+            with self._lock:
+                self._keep((role, canonical), validator)
+            return CompiledSchema(canonical, dialect, role, self)
+        if cache.compiler is None:
+            cache.compiler = self
+        elif cache.compiler is not self:
+            raise ValueError("a SchemaCache serves the one SchemaCompiler it was first used with")
+        source = _source_key(schema)
         if source is not None:
-            assert memo is not None
-            found = memo.sources.get((role, source))
+            found = cache.sources.get((role, source))
             if found is not None:
                 return found
-        plain = None if source is None else self._plain_canonical(schema, role)
+        plain = None if source is None else self._plain_canonical(schema, role, cache.patterns)
         if plain is None:
             document = _load(schema, where)
             canonical = _json.parsed_canonical_bytes(document)
         else:
             canonical = plain
         key = (role, canonical)
-        compiled = None if memo is None else memo.schemas.get(key)
+        compiled = cache.schemas.get(key)
         if compiled is None:
-            with self._lock:
-                compiled = self._cache.get(key)
-                if compiled is not None:
-                    self._cache.move_to_end(key)
-        if compiled is None:
-            if memo is None:
-                validator, dialect = self._compile(document, role, where)
-            elif plain is None:
-                dialect = self._check(document, role, where)
+            if plain is None:
+                dialect = self._check(document, role, where, cache.patterns)
             else:
                 dialect = DIALECT_2020_12
-            compiled = CompiledSchema(canonical, dialect, role, self)
-            with self._lock:
-                self._cache[key] = compiled
-                while len(self._cache) > MAX_CACHED_SCHEMAS:
-                    self._cache.popitem(last=False)
-                if memo is None:
-                    self._keep(key, validator)
-        if memo is not None:
             # Identical schemas (equal canonical bytes) share one immutable CompiledSchema,
             # so one bytes object serves every operation that declares them.
-            memo.schemas[key] = compiled
-            if source is not None:
-                memo.sources[(role, source)] = compiled
+            compiled = cache.schemas[key] = CompiledSchema(canonical, dialect, role, self)
+        if source is not None:
+            cache.sources[(role, source)] = compiled
         return compiled
 
     def validator(self, role: SchemaRole, canonical: bytes) -> jsonschema_rs.Validator:
@@ -442,8 +390,13 @@ class SchemaCompiler:
             if validator is not None:
                 self._validators.move_to_end(key)
                 return validator
-        # Checked and compiled once already: recompiling the same bytes cannot fail.
-        validator, _ = self._compile(_json.parse(canonical, profile=True), role, "schema")
+        # Checked once already: compiling the same bytes again cannot fail, so the checks
+        # that only name failures (patterns, references) are not run again.
+        document = _json.parse(canonical, profile=True)
+        dialect = _root_dialect(document, "schema")
+        walker = _Walker(document, dialect, "schema", exact=False)
+        walker.walk()
+        validator = self._build(document, walker, dialect, role, "schema", references=False)
         with self._lock:
             self._keep(key, validator)
         return validator
@@ -474,58 +427,59 @@ class SchemaCompiler:
         while len(self._validators) > MAX_CACHED_VALIDATORS:
             self._validators.popitem(last=False)
 
-    def _plain_canonical(self, schema: object, role: SchemaRole) -> bytes | None:
+    def _plain_canonical(self, schema: object, role: SchemaRole, known: set[str]) -> bytes | None:
         """The canonical bytes of a plain schema given as exact Python data that passes
         every check, without copying it; ``None`` sends it down the general path.
 
-        ``_plain_patterns`` makes sure ``_load`` would return an equal copy (so the
-        caller's value stands in for it) and that the document is plain; then the
+        The exact walk (``_Walker``) makes sure ``_load`` would return an equal copy (so
+        the caller's value stands in for it) and that the document is plain; then the
         checks are those ``_check`` makes of a plain document: role, patterns,
         meta-schema. Any refusal returns ``None``: the general path raises the error.
+        ``known`` holds the patterns already seen to compile.
         """
         if type(schema) is not dict or self._resources:
             return None
-        found = _plain_patterns(schema)
-        if found is None:
+        walker = _exact_walk(schema)
+        if walker is None:
             return None
-        patterns, proved = found
         try:
             _check_role(schema, role, "schema")
         except ConfigurationError:
             return None
-        limit = self._backtrack_limit
-        fresh = list(dict.fromkeys(p for p in patterns if (p, limit) not in _GOOD))
-        if fresh and not _all_compile(fresh, limit):
+        fresh = [pattern for pattern in dict.fromkeys(walker.patterns) if pattern not in known]
+        if fresh and not self._all_compile(fresh, known):
             return None
-        if not proved and not _meta_valid(schema):
+        if not walker.proved and not _meta_valid(schema):
             return None
         return _json.parsed_canonical_bytes(schema)
 
-    def _walk(self, document: JSONValue, role: SchemaRole, where: str) -> tuple[str, _Walker]:
+    def _walk(
+        self, document: JSONValue, role: SchemaRole, where: str, known: set[str]
+    ) -> tuple[str, _Walker]:
         """The profile rules and regex check: what both the full compile and ``_check`` run."""
         _check_role(document, role, where)
         dialect = _root_dialect(document, where)
-        walker = _Walker(where)
-        if dialect != DIALECT_2020_12 or self._resources or not isinstance(document, dict):
-            walker.plain = False
-        else:
-            walker.defs = document.get("$defs")
-            if document.get("$schema", _PLAIN_DIALECT) not in _PLAIN_DIALECT_URIS:
-                walker.plain = False
-        walker.schema(document, [], dialect, (), active=True)
+        walker = _Walker(document, dialect, where, exact=False)
+        walker.plain = walker.plain and (
+            dialect == DIALECT_2020_12
+            and not self._resources
+            and isinstance(document, dict)
+            and document.get("$schema", _PLAIN_DIALECT) in _PLAIN_DIALECT_URIS
+        )
+        walker.walk()
         # Unused $defs too (jsonschema-rs skips them). The patterns not seen yet are
         # compiled together first (one validator: one call's overhead); only if that
         # fails is each compiled alone, in document order, to name the first that fails.
-        limit = self._backtrack_limit
-        fresh = list(dict.fromkeys(p for _, p in walker.patterns if (p, limit) not in _GOOD))
-        if len(fresh) > 1 and _all_compile(fresh, limit):
+        fresh = [p for p in dict.fromkeys(walker.patterns) if p not in known]
+        if len(fresh) > 1 and self._all_compile(fresh, known):
             return dialect, walker
-        for path, pattern in walker.patterns:
-            if not _compiles(pattern, limit):
-                raise ConfigurationError(_regex_message(pattern, _json.pointer(path), where))
+        for (node, key), pattern in zip(walker.sites, walker.patterns, strict=True):
+            if not self._compiles(pattern, known):
+                pointer = walker.pointer(node, key)
+                raise ConfigurationError(_regex_message(pattern, pointer, where))
         return dialect, walker
 
-    def _check(self, document: JSONValue, role: SchemaRole, where: str) -> str:
+    def _check(self, document: JSONValue, role: SchemaRole, where: str, known: set[str]) -> str:
         """Check ``document`` fully, as ``_compile`` does, without keeping a validator.
 
         A *plain* document (see ``_Walker``) that passes the walk, whose patterns all
@@ -538,24 +492,30 @@ class SchemaCompiler:
         document the meta-schema rejects — gets the full compile, so a failure
         raises exactly the error ``_compile`` raises. Returns the dialect.
         """
-        dialect, walker = self._walk(document, role, where)
+        dialect, walker = self._walk(document, role, where, known)
         if walker.plain and _meta_valid(document):
             return dialect
         self._build(document, walker, dialect, role, where)
         return dialect
 
     def _compile(
-        self, document: JSONValue, role: SchemaRole, where: str
+        self, document: JSONValue, role: SchemaRole, where: str, known: set[str]
     ) -> tuple[jsonschema_rs.Validator, str]:
-        dialect, walker = self._walk(document, role, where)
+        dialect, walker = self._walk(document, role, where, known)
         return self._build(document, walker, dialect, role, where), dialect
 
     def _build(
-        self, document: JSONValue, walker: _Walker, dialect: str, role: SchemaRole, where: str
+        self,
+        document: JSONValue,
+        walker: _Walker,
+        dialect: str,
+        role: SchemaRole,
+        where: str,
+        *,
+        references: bool = True,
     ) -> jsonschema_rs.Validator:
-        resource_registry = self._resource_registry(dialect)
-        if walker.references:
-            _check_references(document, walker.references, dialect, self._resources, where)
+        if references and walker.references:
+            _check_references(walker, self._resources)
         validator_class = (
             jsonschema_rs.Draft7Validator
             if dialect == DIALECT_DRAFT_07
@@ -568,7 +528,7 @@ class SchemaCompiler:
                 validate_formats=asserts_formats,
                 ignore_unknown_formats=True,
                 keywords=_CONTENT_KEYWORDS if walker.has_content else None,
-                registry=resource_registry,
+                registry=self._resource_registry(dialect),
                 offline=True,
                 pattern_options=self._pattern_options,
             )
@@ -576,6 +536,7 @@ class SchemaCompiler:
             raise ConfigurationError(_compiler_message(exc, dialect, where)) from exc
 
     def _resource_registry(self, dialect: str) -> jsonschema_rs.Registry | None:
+        """The conformance tests' bundled resources, registered for ``dialect`` once."""
         if not self._resources:
             return None
         with self._lock:
@@ -587,6 +548,34 @@ class SchemaCompiler:
             with self._lock:
                 self._resource_registries[dialect] = registry
         return registry
+
+    def _all_compile(self, patterns: list[str], known: set[str]) -> bool:
+        """Whether every pattern compiles (one validator holding them all; per-regex limits).
+
+        Adds them to ``known`` if they do.
+        """
+        try:
+            jsonschema_rs.Draft202012Validator(
+                {"allOf": [{"pattern": pattern} for pattern in patterns]},
+                pattern_options=self._pattern_options,
+            )
+        except Exception:
+            return False
+        known.update(patterns)
+        return True
+
+    def _compiles(self, pattern: str, known: set[str]) -> bool:
+        """Whether this compiler's regex engine compiles ``pattern`` (added to ``known``)."""
+        if pattern in known:
+            return True
+        try:
+            jsonschema_rs.Draft202012Validator(
+                {"pattern": pattern}, pattern_options=self._pattern_options
+            )
+        except Exception:
+            return False
+        known.add(pattern)
+        return True
 
 
 def _pattern_options(
@@ -626,55 +615,6 @@ def _source_key(schema: object) -> bytes | None:
         return None
 
 
-@dataclass(slots=True)
-class CompileMemo:
-    """What one batch of ``SchemaCompiler.compile`` calls (a ``Registry`` build) shares.
-
-    Unbounded and short-lived: dropped when the batch ends.
-    """
-
-    sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
-    schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = field(default_factory=dict)
-
-
-#: Patterns known to compile, keyed with the backtrack limit (cleared when it fills).
-_GOOD: dict[tuple[str, int | None], None] = {}
-_MAX_GOOD: Final = 16384
-
-
-def _remember(patterns: Iterable[str], backtrack_limit: int | None) -> None:
-    if len(_GOOD) > _MAX_GOOD:
-        _GOOD.clear()
-    _GOOD.update(dict.fromkeys((pattern, backtrack_limit) for pattern in patterns))
-
-
-def _all_compile(patterns: list[str], backtrack_limit: int | None) -> bool:
-    """Whether every pattern compiles (one validator holding them all; per-regex limits)."""
-    try:
-        jsonschema_rs.Draft202012Validator(
-            {"allOf": [{"pattern": pattern} for pattern in patterns]},
-            pattern_options=_pattern_options(backtrack_limit),
-        )
-    except Exception:
-        return False
-    _remember(patterns, backtrack_limit)
-    return True
-
-
-def _compiles(pattern: str, backtrack_limit: int | None) -> bool:
-    """Whether the engine chosen by ``backtrack_limit`` compiles ``pattern``."""
-    if (pattern, backtrack_limit) in _GOOD:
-        return True
-    try:
-        jsonschema_rs.Draft202012Validator(
-            {"pattern": pattern}, pattern_options=_pattern_options(backtrack_limit)
-        )
-    except Exception:
-        return False
-    _remember((pattern,), backtrack_limit)
-    return True
-
-
 def _regex_message(pattern: str, pointer: str, where: str) -> str:
     """Why the linear-time engine refused ``pattern``: it needs backtracking, or is invalid."""
     try:
@@ -692,12 +632,14 @@ def _regex_message(pattern: str, pointer: str, where: str) -> str:
     )
 
 
-_DEFAULT_COMPILER = SchemaCompiler()
-
-
 def compile_schema(schema: object, *, role: SchemaRole, where: str = "schema") -> CompiledSchema:
-    """Compile ``schema`` with a process-wide shared ``SchemaCompiler``; see its ``compile``."""
-    return _DEFAULT_COMPILER.compile(schema, role=role, where=where)
+    """Check ``schema`` fully now, with a ``SchemaCompiler`` and ``SchemaCache`` of its own.
+
+    For schemas outside any registry (form schemas, a decorated function's schemas):
+    it raises what ``SchemaCompiler.compile`` raises, the result shares nothing with
+    other schemas, and its validator is compiled on first use and kept.
+    """
+    return SchemaCompiler().compile(schema, role=role, where=where, cache=SchemaCache())
 
 
 # --- loading and document rules ------------------------------------------------------
@@ -778,13 +720,10 @@ def _count(value: JSONValue) -> int | None:
 class _Reference:
     """A ``$ref``/``$dynamicRef`` in an active schema position."""
 
-    path: tuple[str | int, ...]  # of the keyword itself
+    node: dict[str, JSONValue]  # the schema object holding it
+    keyword: str
     reference: str
     scope: tuple[str, ...]  # the $id values from the root down to the referring schema
-
-    @property
-    def pointer(self) -> str:
-        return _json.pointer(self.path)
 
 
 # What a plain document may hold (see ``_Walker``): the 2020-12 keywords other than
@@ -847,28 +786,13 @@ _MAX_DEPTH: Final = _json.MAX_DEPTH
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-def _plain_reference(reference: str, defs: object) -> bool:
-    """``#/$defs/Name``: a simple name (nothing to unescape) of a root ``$defs`` member."""
-    if not reference.startswith(_PLAIN_DEFS_REF):
-        return False
-    name = reference[len(_PLAIN_DEFS_REF) :]
-    return (
-        isinstance(defs, dict)
-        and isinstance(defs.get(name), dict | bool)
-        and _PLAIN_NAME.fullmatch(name) is not None
-    )
-
-
 class _NotPlain(Exception):
-    """``_plain_patterns`` met something outside the plain class (or not certainly JSON)."""
+    """An exact walk met something outside the plain class (or not certainly JSON)."""
 
 
-_PLAIN_SINGLE: Final = _SINGLE[DIALECT_2020_12]
-_PLAIN_ARRAY: Final = _ARRAY[DIALECT_2020_12]
-_PLAIN_MAP: Final = _MAP[DIALECT_2020_12]
 # The 2020-12 meta-schema's rule for each keyword of a plain document that is not
 # a schema, an array or map of schemas, or a count (those are walked and checked
-# as such): what ``_plain_node`` may take as proof that the meta-schema accepts it.
+# as such): what an exact walk may take as proof that the meta-schema accepts it.
 _META_STRING_KEYS: Final = frozenset(
     {
         "$comment",
@@ -892,312 +816,332 @@ _META_NUMBER_KEYS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", 
 #: The keywords of a plain document whose value may be a string (all but schemas,
 #: arrays and maps of schemas, and counts).
 _PLAIN_STRING_KEYS: Final = (
-    _PLAIN_KEYWORDS - _PLAIN_SINGLE - _PLAIN_ARRAY - _PLAIN_MAP - frozenset(COUNT_KEYWORDS)
+    _PLAIN_KEYWORDS
+    - _SINGLE[DIALECT_2020_12]
+    - _ARRAY[DIALECT_2020_12]
+    - _MAP[DIALECT_2020_12]
+    - frozenset(COUNT_KEYWORDS)
 )
-
-
-def _plain_patterns(document: dict[Any, Any]) -> tuple[list[str], bool] | None:
-    """The patterns of a plain document given as Python data, if certainly plain.
-
-    One walk that verifies both that ``_json.from_python(document, profile=True)``
-    would return an equal copy (exact types, ``str`` member names, no lone
-    surrogate, integers within the profile, nesting within ``MAX_DEPTH``) and that
-    the document is plain (see ``_Walker``) and passes the walk's rules (counts).
-    ``None`` on anything else, including every failure: the general path decides.
-    The flag says whether the walk proved the meta-schema accepts the document
-    (see ``_plain_node``).
-    """
-    definitions = document.get("$defs", {})
-    declared = document.get("$schema", _PLAIN_DIALECT)
-    if type(definitions) is not dict or type(declared) is not str:
-        return None
-    if declared not in _PLAIN_DIALECT_URIS:
-        return None
-    patterns: list[str] = []
-    try:
-        proved = _plain_node(document, 0, definitions, patterns)
-    except _NotPlain:
-        return None
-    return patterns, proved
-
-
-def _plain_node(
-    node: dict[Any, Any], depth: int, definitions: dict[Any, Any], patterns: list[str]
-) -> bool:
-    """Walk one schema object of a plain document (``_NotPlain`` if it is not one).
-
-    Returns whether the walk proved that the 2020-12 meta-schema accepts this object
-    and everything under it (``False`` means only "not proved": ``_meta_valid``
-    decides). The proof covers the value shapes real schemas use, each against the
-    meta-schema's rule for its keyword (``_META_*`` below); formats are annotations
-    there, so a ``$ref``, ``pattern`` or ``format`` string is accepted as any string.
-
-    The hot loop of construction: the common leaves (strings, lists of strings) are
-    checked inline with the test ``_json.is_plain`` makes of them; anything else
-    goes to ``_json.is_plain`` itself.
-    """
-    if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
-        raise _NotPlain
-    if depth and "$schema" in node:
-        raise _NotPlain
-    proved = True
-    for key, value in node.items():
-        kind = type(value)
-        if kind is str:
-            if key in _PLAIN_STRING_KEYS:
-                if not value.isascii() and _SURROGATE.search(value):
-                    raise _NotPlain
-                if key == "pattern":
-                    patterns.append(value)
-                elif key == "$ref":
-                    if not value.startswith(_PLAIN_DEFS_REF):
-                        raise _NotPlain
-                    name = value[_PLAIN_DEFS_REF_LENGTH:]
-                    if name not in definitions or _PLAIN_NAME.fullmatch(name) is None:
-                        raise _NotPlain
-                if key not in _META_STRING_KEYS and (key != "type" or value not in _META_TYPES):
-                    proved = False
-                continue
-            raise _NotPlain  # a string where a schema, array, map or count belongs
-        if key in _PLAIN_SINGLE:
-            if kind is dict:
-                if not _plain_node(value, depth + 1, definitions, patterns):
-                    proved = False
-            elif kind is not bool:
-                raise _NotPlain
-        elif key in _PLAIN_ARRAY:
-            if kind is not list or depth + 1 >= _MAX_DEPTH:
-                raise _NotPlain
-            if not value:  # the meta-schema's schemaArray has minItems 1
-                proved = False
-            for item in value:
-                if type(item) is dict:
-                    if not _plain_node(item, depth + 2, definitions, patterns):
-                        proved = False
-                elif type(item) is not bool:
-                    raise _NotPlain
-        elif key in _PLAIN_MAP:
-            if kind is not dict or depth + 1 >= _MAX_DEPTH:
-                raise _NotPlain
-            for name, member in value.items():
-                if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
-                    raise _NotPlain
-                if type(member) is dict:
-                    if not _plain_node(member, depth + 2, definitions, patterns):
-                        proved = False
-                elif type(member) is not bool:
-                    raise _NotPlain
-            if key == "patternProperties":
-                patterns.extend(value)
-        elif key in COUNT_KEYWORDS:
-            if kind is not int or not 0 <= value <= MAX_COUNT:
-                raise _NotPlain
-        elif key == "pattern" or key == "$ref":
-            raise _NotPlain  # not a string (strings are handled above)
-        else:
-            if kind is list and all(
-                type(item) is str and (item.isascii() or not _SURROGATE.search(item))
-                for item in value
-            ):
-                if depth + 1 >= _MAX_DEPTH:
-                    raise _NotPlain
-                if not (
-                    key in _META_ANY_ARRAY_KEYS
-                    or (key == "required" and len(set(value)) == len(value))
-                    or (
-                        key == "type"
-                        and value
-                        and _META_TYPES.issuperset(value)
-                        and len(set(value)) == len(value)
-                    )
-                ):
-                    proved = False
-            elif not _json.is_plain(value, depth + 1):
-                raise _NotPlain
-            elif not (
-                key in _META_ANY_VALUE_KEYS
-                or (kind is list and key in _META_ANY_ARRAY_KEYS)
-                or (kind is bool and key in _META_BOOLEAN_KEYS)
-                or (kind is int and key in _META_NUMBER_KEYS)
-                or (kind is int and key == "multipleOf" and value > 0)
-            ):
-                proved = False
-    return proved
+_COUNT_RULE: Final = f"count constraint must be an integer in 0..{MAX_COUNT}"
 
 
 class _Walker:
-    """One pass over a document: dialect and count rules, references and patterns.
+    """One pass over a schema document: the profile's rules, and what the checks after
+    it need (patterns, references, content keywords, whether it is plain).
 
-    ``active`` is false where the validator would not treat a schema as one unless
-    a reference points there (unknown keywords, draft-07 ``$ref`` siblings): such
-    places get the ``$schema`` and count rules, but their ``$id``/``$ref`` are left
-    to the compiler.
+    The walk follows the dialect's schema positions (``_SINGLE``, ``_ARRAY``,
+    ``_MAP``) and applies the same rules everywhere: a nested ``$schema`` must name
+    the document's dialect, and count constraints must be integers in
+    ``0..MAX_COUNT``. ``active`` is false where the validator would not treat a
+    schema as one unless a reference points there (unknown keywords, draft-07
+    ``$ref`` siblings): such places get the rules, but their ``$id``/``$ref`` are
+    left to the compiler. A document is *plain* when it is 2020-12, uses only known
+    keywords (no ``$id``, anchors or dynamic references), has no nested ``$schema``
+    and every ``$ref`` reads ``#/$defs/Name`` naming a member of the root ``$defs``:
+    for it ``_check`` may decide without a full compile.
 
-    The walk copies nothing: the parsed document already holds counts as ``int``
-    (``_json`` hands out integral numbers as ``int``), so it is what the compiler sees.
+    Two modes, chosen by ``exact``:
 
-    ``plain`` stays true while the document is in the class ``_fast_check`` may
-    decide without a full compile (see there): 2020-12, only known keywords, no
-    ``$id``/anchors/dynamic references, and every ``$ref`` of the form
-    ``#/$defs/Name`` naming a member of the root ``$defs``.
+    * general: ``document`` is a parsed copy (``_load``) in either dialect; a broken
+      rule raises ``ConfigurationError`` naming the pointer, and ``plain`` records
+      whether the document is plain.
+    * exact: ``document`` is the caller's own Python value (not copied), which the
+      walk accepts only if it is plain and ``_load`` would return an equal copy of it
+      (exact ``dict``/``list``/``str``/``int``/``bool``/``None``, ``str`` member
+      names, no lone surrogate, integers within the profile, nesting within
+      ``MAX_DEPTH``): anything else, a broken rule included, raises ``_NotPlain``, and
+      the general walk of a parsed copy decides and names the error. ``proved``
+      stays true while every value also meets the 2020-12 meta-schema's rule for its
+      keyword (``_META_*``), for the value shapes real schemas use; ``False`` means
+      only "not proved" (``_meta_valid`` decides). Formats are annotations there, so
+      a ``$ref``, ``pattern`` or ``format`` string is proved as any string.
+
+    The walk copies nothing: a parsed document already holds counts as ``int``
+    (``_json`` hands out integral numbers as ``int``), so it is what the compiler
+    sees. It keeps no pointers either: a failure locates its schema object in the
+    document (each object of a parsed copy is distinct).
     """
 
     __slots__ = (
         "defs",
+        "dialect",
+        "document",
+        "draft_07",
+        "exact",
         "has_content",
         "patterns",
         "plain",
-        "plain_references",
+        "proved",
         "references",
+        "sites",
+        "tables",
         "where",
     )
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, document: JSONValue, dialect: str, where: str, *, exact: bool) -> None:
+        self.document = document
+        self.dialect = dialect
+        self.draft_07 = dialect == DIALECT_DRAFT_07
         self.where = where
-        self.references: list[_Reference] = []
-        self.patterns: list[tuple[tuple[str | int, ...], str]] = []  # (path, pattern), all
+        self.exact = exact
+        # The dialect's keywords holding one subschema, an array of them, a map of them.
+        self.tables = (_SINGLE[dialect], _ARRAY[dialect], _MAP[dialect])
+        self.patterns: list[str] = []  # every pattern, in document order
+        self.sites: list[tuple[object, str]] = []  # (object, key) of each; general only
+        self.references: list[_Reference] = []  # general only
         self.has_content = False
         self.plain = True
-        self.plain_references: set[str] = set()
-        self.defs: object = None
+        self.proved = exact
+        defs = document.get("$defs", {}) if isinstance(document, dict) else {}
+        if not isinstance(defs, dict):
+            # Such a document fails the meta-schema, so it gets the full compile either way.
+            self.plain = False
+            defs = {}
+        self.defs: dict[str, JSONValue] = defs
+
+    def walk(self) -> None:
+        if isinstance(self.document, dict):
+            self.schema(self.document, 0, (), True)
 
     def schema(
-        self,
-        node: JSONValue,
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
+        self, node: dict[str, Any], depth: int, scope: tuple[str, ...], active: bool
     ) -> None:
-        if isinstance(node, list):
-            self.data(node, path, dialect, scope)
-            return
-        if not isinstance(node, dict):
-            return
+        """Check one schema object and walk what it holds (``depth``: its JSON nesting)."""
+        exact = self.exact
+        if exact:
+            if depth >= _MAX_DEPTH or not _PLAIN_KEYWORDS.issuperset(node):
+                raise _NotPlain
+            if depth and "$schema" in node:
+                raise _NotPlain
+            child_active = True
+        else:
+            scope, child_active = self._enter(node, scope, active)
+        single, array, maps = self.tables
+        for key, value in node.items():
+            kind = type(value)
+            if kind is str:
+                if key == "pattern":
+                    self.patterns.append(value)
+                    if not exact:
+                        self.sites.append((node, key))
+                elif key == "$ref" and not (
+                    # #/$defs/Name: a simple name (nothing to unescape) of a root $defs member
+                    value.startswith(_PLAIN_DEFS_REF)
+                    and value[_PLAIN_DEFS_REF_LENGTH:] in self.defs
+                    and _PLAIN_NAME.fullmatch(value, _PLAIN_DEFS_REF_LENGTH)
+                ):
+                    if exact:
+                        raise _NotPlain
+                    self.plain = False
+                if exact:
+                    if key not in _PLAIN_STRING_KEYS:
+                        raise _NotPlain  # a string where a schema, array, map or count belongs
+                    if not value.isascii() and _SURROGATE.search(value):
+                        raise _NotPlain
+                    if key not in _META_STRING_KEYS and (key != "type" or value not in _META_TYPES):
+                        self.proved = False
+                    continue
+                if key in COUNT_KEYWORDS:
+                    self._refuse(node, key, _COUNT_RULE)
+                continue
+            if key in COUNT_KEYWORDS:
+                exact_count = kind is int and 0 <= value <= MAX_COUNT
+                if not exact_count and (exact or _count(value) is None):
+                    self._refuse(node, key, _COUNT_RULE)
+            elif key in single:
+                if kind is dict:
+                    self.schema(value, depth + 1, scope, child_active)
+                elif kind is list:
+                    if exact:
+                        raise _NotPlain
+                    self.data(value, depth + 1, scope)
+                elif exact and kind is not bool:
+                    raise _NotPlain
+            elif key in array:
+                if kind is list:
+                    if exact:
+                        if depth + 1 >= _MAX_DEPTH:
+                            raise _NotPlain
+                        if not value:  # the meta-schema's schemaArray has minItems 1
+                            self.proved = False
+                    self.each(value, depth + 1, scope, child_active)
+                elif exact:
+                    raise _NotPlain
+                elif kind is dict:
+                    self.data(value, depth + 1, scope)
+            elif key in maps:
+                if kind is dict:
+                    if key == "patternProperties":
+                        self.patterns.extend(value)
+                        if not exact:
+                            for name in value:  # a loop: a generator would make value a cell
+                                self.sites.append((value, name))
+                    # draft-07 definitions stay reachable by pointer even beside a $ref.
+                    member_active = active if key == "definitions" else child_active
+                    self.members(value, depth + 1, scope, member_active)
+                elif exact:
+                    raise _NotPlain
+                elif kind is list:
+                    self.data(value, depth + 1, scope)
+            elif exact:  # a data keyword's value (strings are checked above)
+                if key == "pattern" or key == "$ref":
+                    raise _NotPlain  # not a string
+                if kind is list and all(
+                    type(item) is str and (item.isascii() or not _SURROGATE.search(item))
+                    for item in value
+                ):
+                    if depth + 1 >= _MAX_DEPTH:
+                        raise _NotPlain
+                    if not (
+                        key in _META_ANY_ARRAY_KEYS
+                        or (key == "required" and len(set(value)) == len(value))
+                        or (
+                            key == "type"
+                            and value
+                            and _META_TYPES.issuperset(value)
+                            and len(set(value)) == len(value)
+                        )
+                    ):
+                        self.proved = False
+                elif not _json.is_plain(value, depth + 1):
+                    raise _NotPlain
+                elif not (
+                    key in _META_ANY_VALUE_KEYS
+                    or (kind is list and key in _META_ANY_ARRAY_KEYS)
+                    or (kind is bool and key in _META_BOOLEAN_KEYS)
+                    or (kind is int and key in _META_NUMBER_KEYS)
+                    or (kind is int and key == "multipleOf" and value > 0)
+                ):
+                    self.proved = False
+            elif (kind is dict or kind is list) and key not in _DATA and key != "$schema":
+                self._other(key, value, depth, scope, child_active)
+
+    def _other(
+        self, key: str, value: Any, depth: int, scope: tuple[str, ...], active: bool
+    ) -> None:
+        """A general walk's object or array under a keyword the dialect's tables do not
+        name: draft-07's ``items`` and ``dependencies``, or data."""
+        if self.draft_07 and key == "items":
+            if isinstance(value, dict):
+                self.schema(value, depth + 1, scope, active)
+            else:
+                self.each(value, depth + 1, scope, active)
+        elif self.draft_07 and key == "dependencies" and isinstance(value, dict):
+            self.members(value, depth + 1, scope, active)
+        else:
+            self.data(value, depth + 1, scope)
+
+    def each(self, items: list[Any], depth: int, scope: tuple[str, ...], active: bool) -> None:
+        """The entries of an array of subschemas."""
+        for item in items:
+            kind = type(item)
+            if kind is dict:
+                self.schema(item, depth + 1, scope, active)
+            elif self.exact:
+                if kind is not bool:
+                    raise _NotPlain
+            elif kind is list:
+                self.data(item, depth + 1, scope)
+
+    def members(
+        self, members: dict[Any, Any], depth: int, scope: tuple[str, ...], active: bool
+    ) -> None:
+        """The member values of a map of subschemas (true/false/arrays hold nothing)."""
+        exact = self.exact
+        if exact and depth >= _MAX_DEPTH:
+            raise _NotPlain
+        for name, member in members.items():
+            if exact and (
+                type(name) is not str or (not name.isascii() and _SURROGATE.search(name))
+            ):
+                raise _NotPlain
+            if type(member) is dict:
+                self.schema(member, depth + 1, scope, active)
+            elif exact and type(member) is not bool:
+                raise _NotPlain
+
+    def data(self, value: dict[str, Any] | list[Any], depth: int, scope: tuple[str, ...]) -> None:
+        """A value that is no schema unless a JSON-pointer reference makes it one."""
+        self.plain = False
+        if isinstance(value, dict):
+            self.schema(value, depth, scope, False)
+        else:
+            self.each(value, depth, scope, False)
+
+    def _enter(
+        self, node: dict[str, Any], scope: tuple[str, ...], active: bool
+    ) -> tuple[tuple[str, ...], bool]:
+        """A general walk's rules for one object: its dialect, identifier and references.
+
+        Returns the scope of what it holds and whether that is active.
+        """
         if "$schema" in node:
             declared = _dialect_of(node["$schema"])
             if declared is None:
-                raise ConfigurationError(
-                    _located(
-                        self.where,
-                        _json.pointer([*path, "$schema"]),
-                        _unsupported_dialect(node["$schema"]),
-                    )
+                self._refuse(node, "$schema", _unsupported_dialect(node["$schema"]))
+            if declared != self.dialect:
+                self._refuse(
+                    node,
+                    "$schema",
+                    f"the document mixes dialects: this schema declares {declared} inside "
+                    f"a {self.dialect} document; jsonschema-rs applies one dialect to the "
+                    "whole document, so write every resource in one dialect",
                 )
-            if declared != dialect:
-                raise ConfigurationError(
-                    _located(
-                        self.where,
-                        _json.pointer([*path, "$schema"]),
-                        f"the document mixes dialects: this schema declares {declared} inside "
-                        f"a {dialect} document; jsonschema-rs applies one dialect to the "
-                        "whole document, so write every resource in one dialect",
-                    )
-                )
-        draft_07 = dialect == DIALECT_DRAFT_07
         # In draft-07 a $ref makes every sibling keyword (including $id) inert.
-        ref_only = draft_07 and "$ref" in node
+        ref_only = self.draft_07 and "$ref" in node
         if active:
             identifier = node.get("$id")
             if isinstance(identifier, str) and not ref_only:
                 scope = (*scope, identifier)
-            for keyword in ("$ref",) if draft_07 else ("$ref", "$dynamicRef"):
+            for keyword in ("$ref",) if self.draft_07 else ("$ref", "$dynamicRef"):
                 reference = node.get(keyword)
                 if isinstance(reference, str):
-                    self.references.append(_Reference((*path, keyword), reference, scope))
-                    if self.plain and reference not in self.plain_references:
-                        if _plain_reference(reference, self.defs):
-                            self.plain_references.add(reference)
-                        else:
-                            self.plain = False
+                    self.references.append(_Reference(node, keyword, reference, scope))
         else:
             self.plain = False
         if "contentEncoding" in node or "contentMediaType" in node:
             self.has_content = True
         if self.plain and not _PLAIN_KEYWORDS.issuperset(node):
             self.plain = False
-        child_active = active and not ref_only
-        for key, value in node.items():
-            kind = type(value)
-            if kind is str:
-                if key == "pattern":
-                    self.patterns.append(((*path, key), cast(str, value)))
-                    continue
-                if key not in COUNT_KEYWORDS:
-                    continue
-            if key in COUNT_KEYWORDS:
-                if _count(value) is None:
-                    raise ConfigurationError(
-                        _located(
-                            self.where,
-                            _json.pointer([*path, key]),
-                            f"count constraint must be an integer in 0..{MAX_COUNT}",
-                        )
-                    )
-                continue
-            if kind is not dict and kind is not list:
-                continue
-            if key in _DATA or key == "$schema":
-                continue
-            if key == "patternProperties" and isinstance(value, dict):
-                self.patterns.extend(((*path, key, name), name) for name in value)
-            path.append(key)
-            if key in _SINGLE[dialect] or (draft_07 and key == "items" and kind is dict):
-                self.schema(value, path, dialect, scope, active=child_active)
-            elif kind is list and (key in _ARRAY[dialect] or (draft_07 and key == "items")):
-                self.each(cast(list[JSONValue], value), path, dialect, scope, active=child_active)
-            elif kind is dict and key in _MAP[dialect]:
-                # draft-07 definitions stay reachable by pointer even beside a $ref.
-                member_active = active if key == "definitions" else child_active
-                members = cast(dict[str, JSONValue], value)
-                self.members(members, path, dialect, scope, active=member_active)
-            elif draft_07 and key == "dependencies" and kind is dict:
-                members = cast(dict[str, JSONValue], value)
-                self.members(members, path, dialect, scope, active=child_active)
-            else:
-                self.data(value, path, dialect, scope)
-            path.pop()
+        return scope, active and not ref_only
 
-    def each(
-        self,
-        items: list[JSONValue],
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
-    ) -> None:
-        for index, item in enumerate(items):
-            if isinstance(item, dict | list):
-                path.append(index)
-                self.schema(item, path, dialect, scope, active=active)
-                path.pop()
+    def _refuse(self, node: object, key: str, reason: str) -> NoReturn:
+        if self.exact:
+            raise _NotPlain
+        raise ConfigurationError(_located(self.where, self.pointer(node, key), reason))
 
-    def members(
-        self,
-        members: dict[str, JSONValue],
-        path: list[str | int],
-        dialect: str,
-        scope: tuple[str, ...],
-        *,
-        active: bool,
-    ) -> None:
-        for name, member in members.items():
-            if isinstance(member, dict):  # true/false/arrays of names hold nothing to check
-                path.append(name)
-                self.schema(member, path, dialect, scope, active=active)
-                path.pop()
+    def pointer(self, node: object, key: str) -> str:
+        """The pointer of ``key`` in ``node``, an object or array of the document."""
+        return _json.pointer([*_path_to(self.document, node), key])
 
-    def data(
-        self, value: JSONValue, path: list[str | int], dialect: str, scope: tuple[str, ...]
-    ) -> None:
-        """A value that is no schema unless a JSON-pointer reference makes it one."""
-        self.plain = False
+
+def _path_to(document: JSONValue, target: object) -> list[str | int]:
+    """Where ``target`` (an object or array, by identity) sits in ``document``."""
+    stack: list[tuple[JSONValue, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if value is target:
+            return list(path)
         if isinstance(value, dict):
-            self.schema(value, path, dialect, scope, active=False)
+            stack.extend((item, (*path, key)) for key, item in value.items())
         elif isinstance(value, list):
-            self.each(value, path, dialect, scope, active=False)
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    raise AssertionError("the object is not in the document")  # pragma: no cover
+
+
+def _exact_walk(schema: dict[Any, Any]) -> _Walker | None:
+    """The exact walk of a 2020-12 document given as Python data, if it is certainly plain."""
+    declared = schema.get("$schema", _PLAIN_DIALECT)
+    if type(schema.get("$defs", {})) is not dict or type(declared) is not str:
+        return None
+    if declared not in _PLAIN_DIALECT_URIS:
+        return None
+    walker = _Walker(schema, DIALECT_2020_12, "schema", exact=True)
+    try:
+        walker.walk()
+    except _NotPlain:
+        return None
+    return walker
 
 
 # --- references ----------------------------------------------------------------------
@@ -1211,19 +1155,14 @@ def _without_fragment(uri: str) -> str:
     return uri.partition("#")[0]
 
 
-def _check_references(
-    document: JSONValue,
-    references: Sequence[_Reference],
-    dialect: str,
-    resources: Sequence[tuple[str, JSONValue]],
-    where: str,
-) -> None:
-    """Resolve every reference, naming the first that fails.
+def _check_references(walker: _Walker, resources: Sequence[tuple[str, JSONValue]]) -> None:
+    """Resolve every reference the general walk found, naming the first that fails.
 
     The registry is built with a retriever that records what it is asked for and
     hands back an empty placeholder: a reference landing in a placeholder needs
     retrieval, which is disabled.
     """
+    document, dialect, where = walker.document, walker.dialect, walker.where
     external: set[str] = set()
 
     def placeholder(uri: str) -> JSONValue:
@@ -1241,21 +1180,20 @@ def _check_references(
             f"{where}: the schema's identifiers ($id) or references are not valid URIs"
         ) from exc
     resolvers: dict[tuple[str, ...], jsonschema_rs.Resolver] = {(): registry.resolver(_ROOT_URI)}
-    for item in references:
+    for item in walker.references:
         resolver = _scope_resolver(resolvers, item.scope)
+        pointer = walker.pointer(item.node, item.keyword)
         try:
             target = resolver.lookup(item.reference)
         except Exception as exc:
             raise ConfigurationError(
-                _located(
-                    where, item.pointer, f"unresolvable reference {short_prefix(item.reference)}"
-                )
+                _located(where, pointer, f"unresolvable reference {short_prefix(item.reference)}")
             ) from exc
         if _without_fragment(target.resolver.base_uri) in external:
             raise ConfigurationError(
                 _located(
                     where,
-                    item.pointer,
+                    pointer,
                     f"reference {short_prefix(item.reference)} names a resource that is not "
                     "bundled in the schema; remote and file retrieval are disabled",
                 )
@@ -1292,166 +1230,6 @@ def _compiler_message(exc: Exception, dialect: str, where: str) -> str:
         if isinstance(kind, Kind.Format) and kind.format == "regex":
             pattern = exc.instance
             return _regex_message(pattern if isinstance(pattern, str) else "", pointer, where)
-        _keyword, reason, _extra = _describe(kind, exc, None)
+        _keyword, reason, _extra = describe(kind, exc, None)
         return _located(where, pointer, f"does not conform to the {dialect} meta-schema: {reason}")
     return f"{where}: the schema compiler rejected the schema ({type(exc).__name__})"
-
-
-def _number(value: object) -> str:
-    if isinstance(value, int | Decimal) and not isinstance(value, bool):
-        return _json.number_text(value)
-    if isinstance(value, float):
-        return repr(value).removesuffix(".0")
-    return short_prefix(str(value))
-
-
-def _schema_number(document: JSONValue | None, error: Any, reported: object) -> str:
-    """The limit as written in the schema when it sits at the error's schema path."""
-    node = document
-    for part in error.schema_path:
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            node = node[part]
-            continue
-        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-            continue
-        return _number(reported)
-    if isinstance(node, int | Decimal) and not isinstance(node, bool):
-        return _json.number_text(node)
-    return _number(reported)
-
-
-def _last_keyword(error: Any, choices: frozenset[str], default: str) -> str:
-    for part in reversed(error.schema_path):
-        if isinstance(part, str):
-            return part if part in choices else default
-    return default
-
-
-def _false_schema_keyword(schema_path: Sequence[str | int]) -> str:
-    """The keyword whose value was the failing ``false`` schema, or ``"false"``."""
-    if schema_path and isinstance(schema_path[-1], int):
-        schema_path = schema_path[:-1]  # an entry of prefixItems / draft-07 array items
-    if not schema_path or not isinstance(schema_path[-1], str):
-        return "false"
-    keyword = schema_path[-1]
-    parent = schema_path[-2] if len(schema_path) > 1 else None
-    if keyword in _FALSE_SCHEMA_MESSAGES and parent not in _MEMBER_CONTAINERS:
-        return keyword
-    return "false"
-
-
-# Where a false schema usually sits, and what its failure means for the instance.
-_FALSE_SCHEMA_MESSAGES: Final = {
-    "additionalProperties": "has a property the schema does not allow",
-    "unevaluatedProperties": "has a property the schema does not allow",
-    "propertyNames": "has a property name the schema does not allow",
-    "items": "is an item the schema does not allow",
-    "prefixItems": "is an item the schema does not allow",
-    "additionalItems": "is an item the schema does not allow",
-    "unevaluatedItems": "is an item the schema does not allow",
-}
-# Keywords whose members are named by the schema author (a member may be called "items").
-_MEMBER_CONTAINERS: Final = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
-
-_CONTAINS_KEYWORDS: Final = frozenset({"contains", "minContains", "maxContains"})
-_REQUIRED_KEYWORDS: Final = frozenset({"required", "dependentRequired", "dependencies"})
-
-
-def _describe(kind: Any, error: Any, document: JSONValue | None) -> tuple[str, str, str | None]:
-    """(keyword, message, member) for an error kind; ``member`` extends the pointer."""
-    match kind:
-        case Kind.Type(types):
-            return "type", "expected type " + " or ".join(types), None
-        case Kind.Required(name):
-            keyword = _last_keyword(error, _REQUIRED_KEYWORDS, "required")
-            return keyword, f"missing required property {short_prefix(name)}", None
-        case Kind.Enum():
-            return "enum", "is not one of the allowed values", None
-        case Kind.Constant():
-            return "const", "does not equal the required constant", None
-        case Kind.MaxLength(limit):
-            return "maxLength", f"exceeds maximum length {limit}", None
-        case Kind.MinLength(limit):
-            return "minLength", f"is shorter than minimum length {limit}", None
-        case Kind.MaxItems(limit):
-            return "maxItems", f"has more than {limit} items", None
-        case Kind.MinItems(limit):
-            return "minItems", f"has fewer than {limit} items", None
-        case Kind.MaxProperties(limit):
-            return "maxProperties", f"has more than {limit} properties", None
-        case Kind.MinProperties(limit):
-            return "minProperties", f"has fewer than {limit} properties", None
-        case Kind.Maximum(limit):
-            return "maximum", f"exceeds maximum {_schema_number(document, error, limit)}", None
-        case Kind.Minimum(limit):
-            return "minimum", f"is below minimum {_schema_number(document, error, limit)}", None
-        case Kind.ExclusiveMaximum(limit):
-            text = _schema_number(document, error, limit)
-            return "exclusiveMaximum", f"must be less than {text}", None
-        case Kind.ExclusiveMinimum(limit):
-            text = _schema_number(document, error, limit)
-            return "exclusiveMinimum", f"must be greater than {text}", None
-        case Kind.MultipleOf(multiple_of):
-            text = _schema_number(document, error, multiple_of)
-            return "multipleOf", f"is not a multiple of {text}", None
-        case Kind.Pattern(pattern):
-            return "pattern", f"does not match the pattern {short_prefix(pattern)}", None
-        case Kind.Format(name):
-            return "format", f"is not a valid {short_prefix(name)}", None
-        case Kind.AdditionalProperties(unexpected):
-            member = unexpected[0] if unexpected else None
-            return "additionalProperties", "is a property the schema does not allow", member
-        case Kind.UnevaluatedProperties(unexpected):
-            member = unexpected[0] if unexpected else None
-            return "unevaluatedProperties", "is a property the schema does not allow", member
-        case Kind.UnevaluatedItems():
-            # jsonschema-rs lists the offending items' values here, not their indices.
-            return "unevaluatedItems", "has items the schema does not allow", None
-        case Kind.AdditionalItems(limit):
-            return "additionalItems", f"has more than the {limit} items the schema allows", None
-        case Kind.AnyOf():
-            return "anyOf", "does not match any of the allowed schemas", None
-        case Kind.OneOfNotValid():
-            return "oneOf", "does not match any of the alternative schemas", None
-        case Kind.OneOfMultipleValid():
-            return "oneOf", "matches more than one of the alternative schemas", None
-        case Kind.Not():
-            return "not", "matches a schema it must not match", None
-        case Kind.FalseSchema():
-            keyword = _false_schema_keyword(error.schema_path)
-            return keyword, _FALSE_SCHEMA_MESSAGES.get(keyword, "is not allowed here"), None
-        case Kind.Contains():
-            keyword = _last_keyword(error, _CONTAINS_KEYWORDS, "contains")
-            if keyword == "minContains":
-                return keyword, "has too few items matching the contains schema", None
-            if keyword == "maxContains":
-                return keyword, "has too many items matching the contains schema", None
-            return keyword, "has no item matching the contains schema", None
-        case Kind.UniqueItems():
-            return "uniqueItems", "has duplicate items", None
-        case Kind.PropertyNames(inner):
-            _inner_keyword, reason, _member = _describe(inner.kind, inner, None)
-            offending = inner.instance if isinstance(inner.instance, str) else None
-            message = f"is a property name the schema does not allow: {reason}"
-            return "propertyNames", message, offending
-        case Kind.BacktrackLimitExceeded() | Kind.RegexEngineFailure():
-            return "pattern", "could not be checked against the pattern (regex engine limit)", None
-        case Kind.ContentEncoding() | Kind.ContentMediaType() | Kind.FromUtf8():
-            return kind.name, "has content that could not be decoded", None  # pragma: no cover
-        case Kind.Referencing():
-            return "$ref", "refers to a schema that could not be resolved", None
-        case Kind.Custom(keyword, _message):
-            return keyword, "does not match the schema", None  # pragma: no cover
-    return str(kind.name), "does not match the schema", None  # pragma: no cover
-
-
-def _violation(error: jsonschema_rs.ValidationError, document: JSONValue) -> SchemaViolation:
-    keyword, message, member = _describe(error.kind, error, document)
-    parts: list[str | int] = list(error.instance_path)
-    if member is not None:
-        parts.append(member)
-    location = _json.pointer(list(error.schema_path))
-    return SchemaViolation(_json.pointer(parts), keyword, message, location)
