@@ -82,11 +82,48 @@ def test_relevance_benchmark_harness_tiny() -> None:
     assert scores["relevance"]["recall@1"] == "100.0 % (2/2)"
     assert {row["ranking"] for row in timing.rows} == {"rule (seed)", "relevance"}
     assert build.rows[0]["relevance index CPU s"] >= 0
+    assert scores["relevance"]["gold in 10"] == 1.0
     root = Path(bench_relevance.__file__).parent
     for name, least in (("aws", 100), ("github", 30)):
         queries = bench_relevance.load_queries(root / f"relevance_queries_{name}.json")
         assert len(queries) >= least
         assert all(2 <= len(q.text.split()) <= 6 and q.relevant for q in queries)
+
+
+def test_livemcpbench_catalog_is_in_the_project_and_splits_in_halves() -> None:
+    # The copy under benchmarks/data (never ../shared): 527 tools, 94 tasks naming one of
+    # them, two halves of 47 fixed by the task ids' hashes.
+    catalog = bench_relevance.livemcpbench_catalog()
+    assert len(catalog.operations) == 527
+    assert len({op.name for op in catalog.operations}) == 527
+    assert len(catalog.queries) == 94
+    halves = [q.split for q in catalog.queries]
+    assert halves.count("development") == halves.count("held-out") == 47
+    names = {op.name for op in catalog.operations}
+    for query in catalog.queries:
+        assert query.gold
+        assert all(tool <= names for tool in query.gold)
+        assert len(query.text.encode()) <= 256
+    again = bench_relevance.split_tasks(["c", "a", "b"])
+    assert again == bench_relevance.split_tasks(["b", "c", "a"])
+    assert sorted(again.values()) == ["development", "development", "held-out"]
+
+
+def test_gold_share_counts_each_tool_once() -> None:
+    query = bench_relevance.Query(
+        "q", frozenset({"a.x", "b.x", "a.y"}), (frozenset({"a.x", "b.x"}), frozenset({"a.y"}))
+    )
+    scores = bench_relevance.Scores.of_results([["b.x", "a.x", "c.z"]], [query])
+    assert scores.hits1 == 1
+    assert scores.gold10 == 0.5
+
+
+def test_clip_query_cuts_at_whitespace_within_the_limit() -> None:
+    assert bench_relevance.clip_query("short one") == "short one"
+    clipped = bench_relevance.clip_query("ab " * 200)
+    assert len(clipped.encode()) <= 256
+    assert clipped.endswith("ab")
+    assert len(bench_relevance.clip_query("é" * 300).encode()) <= 256
 
 
 def test_real_catalog_benchmark_harness_tiny() -> None:

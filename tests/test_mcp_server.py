@@ -27,6 +27,7 @@ from opgate import (
     ConfigurationError,
     Limits,
     Operation,
+    Ranking,
     Registry,
 )
 from opgate.mcp import LOCAL_PRINCIPAL, CallContext, GatewayServer
@@ -138,6 +139,32 @@ async def test_search_text_copy_equals_structured_content(era: str) -> None:
         "orders.confirm",
         "orders.pay",
     ]
+
+
+async def test_an_empty_rule_search_says_how_to_ask_naming_only_visible_groups(
+    era: str,
+) -> None:
+    import json
+
+    async with connect(GatewayServer(build_registry()), era) as client:
+        result = await client.call_tool("search", {"query": "echo nothingmatches"})
+        assert result.structured_content == {"items": [], "next_cursor": None}
+        assert json.loads(text_of(result)) == result.structured_content
+        assert len(result.content) == 2
+        hint = result.content[1]
+        assert isinstance(hint, types.TextContent)
+        assert "one or two keywords" in hint.text
+        # the local principal may not discover admin.*: that group is never named
+        assert hint.text.endswith('one of: "items", "orders", "reports", "util".')
+        assert "admin" not in hint.text
+        # one word, or a page with items: nothing added
+        for arguments in ({"query": "nothingmatches"}, {"query": "echo text"}):
+            assert len((await client.call_tool("search", arguments)).content) == 1
+    relevance = build_registry().replace(ranking=Ranking.RELEVANCE)
+    async with connect(GatewayServer(relevance), era) as client:
+        result = await client.call_tool("search", {"query": "zzzq nothingmatches"})
+        assert result.structured_content["items"] == []
+        assert len(result.content) == 1  # not every word must match: no hint
 
 
 async def test_search_failures_are_tool_errors(era: str) -> None:

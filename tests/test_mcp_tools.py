@@ -24,6 +24,7 @@ from opgate.mcp._tools import (
     InvokeArguments,
     SearchArguments,
     ToolArgumentError,
+    empty_search_hint,
     inspect_arguments,
     invoke_arguments,
     search_arguments,
@@ -159,3 +160,14 @@ def test_unknown_argument_names_are_at_most_three_each_bounded() -> None:
     with pytest.raises(ToolArgumentError) as long:
         inspect_arguments({"x" * 500: 1})
     assert str(long.value) == "unknown argument '" + "x" * 79 + "; allowed: name"
+
+
+def test_empty_search_hint_names_fewer_keywords_and_the_groups_given() -> None:
+    assert empty_search_hint("one", ("a",)) is None
+    assert empty_search_hint("", ()) is None
+    bare = empty_search_hint("two words", ())
+    assert bare is not None
+    assert bare.endswith("one or two keywords.")
+    listed = empty_search_hint("two words", ("billing", 'odd "group"'))
+    assert listed is not None
+    assert listed.endswith('one of: "billing", "odd \\"group\\"".')

@@ -133,3 +133,60 @@ async def test_inspect_without_schemas() -> None:
     assert isinstance(spec, OperationSpec)
     assert spec.input_schema == {"type": "object"}
     assert spec.output_schema is None
+
+
+# --- the groups a principal may search -------------------------------------------------
+
+
+async def test_groups_name_only_what_the_principal_may_discover() -> None:
+    from opgate import DiscoveryScope
+    from opgate._search import _discovery
+
+    operations = [
+        op("orders.refund", group="orders"),
+        op("orders.list", group="Orders"),  # the same group, folded: named once
+        op("billing.invoice", group="billing"),
+        op("admin.purge", group="admin"),
+        op("plain"),  # no group: names none
+    ]
+    policy = TeamPolicy()
+    reg = registry(operations, policy)
+    assert await reg.groups(Ctx()) == ("billing", "Orders")
+    assert await reg.groups(Ctx(admin=True)) == ("admin", "billing", "Orders")
+    assert await reg.groups(Ctx(admin=True), limit=1) == ("admin",)
+    # each group is judged until one operation is allowed, then not asked about again
+    policy.calls.clear()
+    await reg.groups(Ctx())
+    assert [call.name for call in policy.calls] == ["admin.purge", "billing.invoice", "orders.list"]
+
+    class Scoped(TeamPolicy):
+        def discovery_scope(self, ctx: Ctx) -> DiscoveryScope:
+            return DiscoveryScope(groups=frozenset({"billing"}))
+
+    assert await registry(operations, Scoped()).groups(Ctx(admin=True)) == ("billing",)
+
+    class Broken(TeamPolicy):
+        def authorize(self, ctx: Ctx, request: Any) -> None:
+            raise RuntimeError("secret detail")
+
+    failed = await registry(operations, Broken()).groups(Ctx())
+    assert isinstance(failed, Failed)
+    assert failed.failure.code is FailureCode.INTERNAL
+    with pytest.raises(ValueError, match="1 to 20"):
+        await reg.groups(Ctx(), limit=0)
+    with pytest.raises(TypeError):
+        await reg.groups(Ctx(), limit=True)
+    assert _discovery.GROUPS_CHECKED >= 100
+
+
+async def test_groups_ask_the_policy_about_a_bounded_number_of_operations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opgate._search import _discovery
+
+    monkeypatch.setattr(_discovery, "GROUPS_CHECKED", 5)
+    operations = [op(f"admin.op{i:02d}", group=f"admin{i:02d}") for i in range(9)]
+    operations.append(op("zoo.visible", group="zoo"))
+    policy = TeamPolicy()
+    assert await registry(operations, policy).groups(Ctx()) == ()
+    assert len(policy.calls) == 5

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from opgate import Ranking, Registry
 from opgate._search import _relevance as relevance
 from opgate._search._index import IndexEntry, SearchIndex
 from opgate._search._relevance import RelevanceEntry, RelevanceIndex
-from opgate._search._tokens import Stems, words
+from opgate._search._tokens import STOP_WORDS, Stems, segment, words
 from search_support import all_pages, catalog, relevance_registry
 
 from conftest import Ctx, TeamPolicy
@@ -67,12 +68,25 @@ def reference_postings(
     ]
     tf: dict[tuple[str, int], float] = {}
     named: dict[tuple[str, int], bool] = {}
+    spellings = {w for texts in fields for text in texts for w in words(text)}
+    occurrences = Counter(stem(w) for texts in fields for text in texts for w in words(text))
+
+    def frequency(word: str) -> int:
+        known = word in spellings and word not in STOP_WORDS
+        return occurrences[stem(word)] if known else 0
+
+    def pieces(word: str) -> list[str]:
+        # a name or group word's pieces, each more frequent than the word
+        own = occurrences[stem(word)]
+        return segment(word, lambda piece: frequency(piece) - own) or []
+
     for field, texts in enumerate(fields):
         spelled = [[stem(w) for w in words(text)] for text in texts]
         average = max(sum(map(len, spelled)) / max(len(texts), 1), 1.0)
         for owner, stems_ in enumerate(spelled):
             norm = 1 - relevance.B + relevance.B * len(stems_) / average
-            for term in stems_:
+            cut = [stem(p) for w in words(texts[owner]) for p in pieces(w)] if field <= 1 else []
+            for term in stems_ + cut:
                 key = (term, owner)
                 tf[key] = tf.get(key, 0.0) + float(relevance._WEIGHTS[field]) / norm
                 named[key] = named.get(key, False) or field <= 1
@@ -94,7 +108,19 @@ def reference_postings(
 @pytest.mark.parametrize("seed", range(12))
 def test_index_postings_equal_a_naive_bm25f(seed: int) -> None:
     rng = random.Random(seed)
-    pieces = ["DescribeDBInstances", "list", "Objects", "ñandú", "v2", "the", "bucket", "..."]
+    pieces = [
+        "DescribeDBInstances",
+        "list",
+        "Objects",
+        "ñandú",
+        "v2",
+        "the",
+        "bucket",
+        "...",
+        "Workspace",  # a compound of the two words after it
+        "work",
+        "space spaces",
+    ]
     shared = [" ".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(4)]
     entries = []
     for i in range(rng.randint(1, 30)):
@@ -202,6 +228,94 @@ def test_contractions_need_enough_names_and_lift() -> None:
     common = [(n, g, s, d + " database") for n, g, s, d in contraction_rows(60)]
     index, _ = index_of(common)
     assert index._contractions(index.terms("database")[0]) == []
+
+
+def test_stop_words_do_not_decide_a_request_as_people_write_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = [
+        ("media.what_to_watch", "media", "What to watch tonight.", ""),
+        ("people.man_of_many", "people", "Who is who.", ""),
+        ("courses.search", "courses", "Search online classes by subject and quality.", ""),
+    ]
+    index, names_ = index_of(rows)
+    request = "Is there a platform where I can find quality online classes?"
+    assert ranked(index, names_, request) == ["courses.search"]
+    # a short query is keywords: it keeps its function words, as names do
+    assert index.terms("what to watch") == ["what", "to", "watch"]
+    assert ranked(index, names_, "what to")[0] == "media.what_to_watch"
+    long = "what is there to watch tonight for the family"
+    assert index.terms(long) == ["watch", "tonight", "famili"]
+    # a request of nothing but stop words still searches with them
+    assert index.terms("what is there to do for me") == [
+        "what",
+        "is",
+        "there",
+        "to",
+        "do",
+        "for",
+        "me",
+    ]
+    # without the list, the function words alone make the others candidates
+    monkeypatch.setattr(relevance, "STOP_WORDS", False)
+    assert set(ranked(index, names_, request)) == {"courses.search", "people.man_of_many"}
+
+
+def test_compounds_meet_their_words_on_both_sides(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        ("tools.runpagespeed", "tools", "Analyzes a site.", ""),
+        ("chart.generate_word_cloud_chart", "chart", "Draws a word cloud.", ""),
+        ("jobs.run_job", "jobs", "Runs a job.", "Each page of results."),
+        ("net.measure_speed", "net", "Measures network speed.", ""),
+        ("docs.word_count", "docs", "Counts the words of a page.", ""),
+    ]
+    index, names_ = index_of(rows)
+    # a name written as one word is cut into the catalog's words beside it
+    assert ranked(index, names_, "run page speed")[0] == "tools.runpagespeed"
+    # a query word the catalog never uses is cut into words it does
+    assert ranked(index, names_, "wordcloud")[0] == "chart.generate_word_cloud_chart"
+    assert index.terms("wordcloud") == ["word", "cloud"]
+    # a word the catalog uses is never cut
+    assert index.terms("runpagespeed") == ["runpagespe"]
+    monkeypatch.setattr(relevance, "COMPOUNDS", False)
+    assert index.terms("wordcloud") == ["wordcloud"]
+    plain, plain_names = index_of(rows)
+    assert ranked(plain, plain_names, "run page speed")[0] != "tools.runpagespeed"
+
+
+def name_terms(index: RelevanceIndex, position: int) -> set[str]:
+    """The terms an entry's name and group hold, compound pieces included."""
+    return {
+        term
+        for term, known in index._stem_ids.items()
+        if position
+        in index._name_entries[index._name_offsets[known] : index._name_offsets[known + 1]]
+    }
+
+
+def test_compounds_never_cut_into_stop_words_or_rarer_pieces() -> None:
+    rows = [
+        ("a.forget", "a", "Forgets.", "for get get"),
+        ("b.datastore", "b", "A datastore.", "datastore datastore data store"),
+        ("c.getthing", "c", "Thing.", "get thing thing"),
+    ]
+    index, names_ = index_of(rows)
+    assert index.terms("forget") == ["forget"]
+    # "for" is a stop word: never a piece
+    assert name_terms(index, names_.index("a.forget")) == {"a", "forget"}
+    # "datastore" is used more often than "data" and "store": not cut
+    assert name_terms(index, names_.index("b.datastore")) == {"b", "datastor"}
+    # "get" and "thing" are each used more often than "getthing": cut
+    assert name_terms(index, names_.index("c.getthing")) == {"c", "getth", "get", "thing"}
+
+
+def test_save_meets_write_in_names() -> None:
+    rows = [
+        ("fs.write_file", "fs", "Create or overwrite a file.", ""),
+        ("slides.add_slide", "slides", "Adds a slide to the file.", ""),
+    ]
+    index, names_ = index_of(rows)
+    assert ranked(index, names_, "save the report to a file")[0] == "fs.write_file"
 
 
 def test_coverage_ranks_all_terms_above_most() -> None:

@@ -1,15 +1,25 @@
 """Tests of ``opgate._search._tokens``: words and stems.
 
 ``words`` and ``chunk_words`` split names and prose into folded words, ``Stems`` joins
-inflections without growing on query words. The thesaurus's verb groups are
+inflections without growing on query words, ``content_words`` drops stop words and
+``segment`` cuts a word written as one into known pieces. The thesaurus's verb groups are
 ``test_search_thesaurus.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from opgate._search._tokens import Stems, chunk_words, words
+from opgate._search._tokens import (
+    STOP_WORDS,
+    Stems,
+    chunk_words,
+    content_words,
+    segment,
+    words,
+)
 
 # --- words and stems ------------------------------------------------------------------
 
@@ -78,3 +88,60 @@ def test_stems_join_inflections() -> None:
     # words with digits or other letters are kept as they are
     assert stem("ec2") == "ec2"
     assert stem("ñandú") == "ñandú"
+
+
+# --- stop words and compounds ---------------------------------------------------------
+
+
+def test_stop_words_are_function_words_of_a_standard_list() -> None:
+    # NLTK's English list (as bm25s ships it), spellings with an apostrophe left out
+    assert len(STOP_WORDS) == 153
+    assert {"i", "can", "where", "of", "the", "me", "what", "don", "t"} <= STOP_WORDS
+    assert not {"list", "get", "create", "delete", "find", "help", "show"} & STOP_WORDS
+    assert all(word == word.lower() and word.isalpha() for word in STOP_WORDS)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Is there a platform where I can find classes?", ["platform", "find", "classes"]),
+        ("what's on", ["what", "s", "on"]),  # nothing but stop words: all of them
+        ("", []),
+        ("ListUsersInGroup", ["list", "users", "group"]),
+    ],
+)
+def test_content_words_drop_stop_words_unless_nothing_is_left(
+    text: str, expected: list[str]
+) -> None:
+    assert content_words(text) == expected
+
+
+def frequencies(**counts: int) -> Callable[[str], int]:
+    return lambda word: counts.get(word, 0)
+
+
+def test_segment_cuts_into_the_fewest_known_pieces() -> None:
+    known = frequencies(run=5, page=3, speed=2, pages=1, peed=1, home=3, stays=1, homes=9)
+    assert segment("runpagespeed", known) == ["run", "page", "speed"]
+    assert segment("homestays", known) == ["home", "stays"]
+    # a word with no cut, a single piece, too short or not ASCII letters: none
+    assert segment("runxspeed", known) is None
+    assert segment("home", known) is None
+    assert segment("runrun", frequencies(run=1)) == ["run", "run"]
+    assert segment("ab", known) is None
+    assert segment("run2page", known) is None
+    assert segment("x" * 41, frequencies(**{"x" * 20: 1, "x" * 21: 1})) is None
+
+
+def test_segment_prefers_the_cut_whose_rarest_piece_is_most_frequent() -> None:
+    # "note" + "books" or "notes" + "book": both two pieces; the rarer one decides
+    assert segment("notesbook", frequencies(note=1, sbook=1, notes=4, book=6)) == [
+        "notes",
+        "book",
+    ]
+    assert segment("notebooks", frequencies(note=5, books=2, noteb=9, ooks=1)) == [
+        "note",
+        "books",
+    ]
+    # pieces shorter than three letters are never cut
+    assert segment("abcdef", frequencies(ab=9, cdef=9, abc=1, de=9)) is None

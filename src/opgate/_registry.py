@@ -31,7 +31,7 @@ from ._forms import FormChecks, InputMode
 from ._invoke import Invoker
 from ._keys import RegistryKeys, ScopeHashes
 from ._ledger import Ledger
-from ._limits import DEFAULT_LIMITS, SEARCH_DEFAULT_LIMIT, Limits
+from ._limits import DEFAULT_LIMITS, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Limits
 from ._operation import Operation, OperationSpec, SearchPage
 from ._outcomes import Failed, InvokeOutcome
 from ._policy import Policy, PolicyError, discovery_scope, scope_key, unavailable
@@ -47,6 +47,7 @@ from ._search import (
     SearchIndex,
     build_ranker,
     discoverable,
+    discoverable_groups,
     exact_page,
     fold_group,
     normalize_query,
@@ -337,6 +338,22 @@ class Registry:
             )
         except PolicyError as exc:
             return Failed(exc.failure)
+
+    async def groups(self, ctx: Any, *, limit: int = SEARCH_MAX_LIMIT) -> tuple[str, ...] | Failed:
+        """The groups, sorted, holding an operation ``ctx``'s principal may discover (at
+        most ``limit``, 1 to 20): what a search's ``group`` may usefully name. It asks the
+        policy about a bounded number of operations, so a principal denied most of a
+        large catalog may get fewer groups than it could search; it never names a group
+        the principal may discover nothing of."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError("limit must be an int")
+        if not 1 <= limit <= SEARCH_MAX_LIMIT:
+            raise ValueError(f"limit must be 1 to {SEARCH_MAX_LIMIT}")
+        try:
+            await scope_key(self._policy, ctx)
+            return await discoverable_groups(self._policy, self._entries, ctx, limit)
+        except BaseException as exc:
+            return _failed(exc)
 
     # -- inspect -----------------------------------------------------------------
 

@@ -24,7 +24,13 @@ Only what the rest of the core uses is exported here.
 """
 
 from ._cursor import CursorBinding, CursorError, CursorSealer
-from ._discovery import discoverable, exact_page, operation_spec, ranked_page
+from ._discovery import (
+    discoverable,
+    discoverable_groups,
+    exact_page,
+    operation_spec,
+    ranked_page,
+)
 from ._index import SearchIndex, fold_group, normalize_query
 from ._ranking import Ranker, Ranking, build_ranker, search_index
 from ._request import search_problem
@@ -41,6 +47,7 @@ __all__ = [
     "SearchIndex",
     "build_ranker",
     "discoverable",
+    "discoverable_groups",
     "exact_page",
     "fold_group",
     "normalize_query",

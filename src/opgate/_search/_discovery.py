@@ -32,7 +32,18 @@ from ._cursor import CursorBinding, CursorSealer
 from ._index import SearchIndex, fold_group
 from ._ranking import Ranker, ranked_by
 
-__all__ = ["discoverable", "exact_page", "operation_spec", "ranked_page"]
+__all__ = [
+    "GROUPS_CHECKED",
+    "discoverable",
+    "discoverable_groups",
+    "exact_page",
+    "operation_spec",
+    "ranked_page",
+]
+
+#: Most operations ``discoverable_groups`` asks the policy about: one request never
+#: costs more policy calls than a few pages of a denying policy's search.
+GROUPS_CHECKED = 1024
 
 
 async def discoverable(
@@ -125,6 +136,33 @@ async def ranked_page(
         used += entry.item_bytes
         last = (tier, position)
     return SearchPage(tuple(items))
+
+
+async def discoverable_groups(
+    policy: Policy, entries: tuple[Entry, ...], ctx: Any, limit: int
+) -> tuple[str, ...]:
+    """The groups (at most ``limit``, sorted case-folded) holding an operation ``ctx``'s principal
+    may discover: its discovery scope admits it and ``authorize(ctx, Discover(name))``
+    allows it. Each group is judged by its operations in name order until one is
+    allowed, asking about at most ``GROUPS_CHECKED`` operations in all, so a principal
+    denied most of a large catalog may get fewer groups than it could discover; an
+    operation without a group names none. Never names a group the principal cannot
+    discover an operation of."""
+    scope = await discovery_scope(policy, ctx)
+    found: dict[str, str] = {}  # folded group -> its spelling
+    asked = 0
+    for entry in entries:
+        if len(found) == limit or asked == GROUPS_CHECKED:
+            break
+        folded = fold_group(entry.group)
+        if not folded or folded in found:
+            continue
+        if scope is not None and not scope.admits(entry.name, entry.group):
+            continue
+        asked += 1
+        if await authorize(policy, ctx, entry.discover):
+            found[folded] = entry.group
+    return tuple(found[folded] for folded in sorted(found))
 
 
 def operation_spec(entry: Entry) -> OperationSpec:

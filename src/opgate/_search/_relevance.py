@@ -40,6 +40,7 @@ exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from array import array
 from bisect import bisect_left
@@ -52,7 +53,8 @@ import numpy.typing as npt
 
 from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
-from ._tokens import Stems, chunk_words, words
+from ._tokens import STOP_WORDS as STOP_WORD_SET
+from ._tokens import Stems, chunk_words, content_words, segment, words
 
 __all__ = ["RelevanceEntry", "RelevanceIndex"]
 
@@ -98,6 +100,21 @@ CONTRACTION_SIZES = (2, 4)
 CONTRACTION_SOURCE_MAX = 12
 ATTESTED_NAMES = 5
 LIFT = 8.0
+
+#: Whether the stop words (``_tokens.STOP_WORDS``) of a query of more than
+#: ``KEYWORD_QUERY`` words are dropped (``content_words``): such a query is a request
+#: written as a sentence, whose function words say nothing about the operation. A
+#: shorter query is keywords, and keeps them: there a function word is usually part of
+#: a name (``cost and usage`` for ``GetCostAndUsage``).
+#: (A switch for the evaluation's figures with and without it.)
+STOP_WORDS = True
+KEYWORD_QUERY = 6
+
+#: Whether words written as one (``runpagespeed``, ``wordcloud``) are cut into the
+#: catalog's words (``_tokens.segment``): a name or group word into pieces each more
+#: frequent in the catalog than the word itself, added to its field beside it; a query
+#: word the catalog never uses into words it does, searched instead of it.
+COMPOUNDS = True
 
 #: Whether query verbs also match their generic alternatives (``_thesaurus``).
 #: (A switch for the evaluation's figures with and without it.)
@@ -224,6 +241,7 @@ class RelevanceIndex:
 
     __slots__ = (
         "_contracted",
+        "_counts",
         "_entries",
         "_group_codes",
         "_groups",
@@ -272,18 +290,31 @@ class RelevanceIndex:
         fields = len(columns)
         parts = np.zeros((fields, count))
         all_keys: list[_Ints] = []
-        name_words, name_owners = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        for field, texts in enumerate(columns):
-            found, owners = vocabulary.occurrences(texts)
+        occurrences = [vocabulary.occurrences(texts) for texts in columns]
+        name_words, name_owners = occurrences[0]
+        # how often each stem occurs in the catalog, for cutting compounds
+        self._counts = np.bincount(
+            np.concatenate([vocabulary.stem_of(found) for found, _ in occurrences]),
+            minlength=len(vocabulary.stem_ids),
+        )
+        self._word_ids = dict(vocabulary.word_ids)  # read-only from here: no default
+        self._stem_ids = stem_ids = vocabulary.stem_ids
+        pieces = self._compounds(
+            np.concatenate([found for found, _ in occurrences[: _GROUP_FIELD + 1]]),
+            vocabulary,
+        )
+        for field, (found, owners) in enumerate(occurrences):
             if not len(found):
                 continue
-            if field == 0:
-                name_words, name_owners = found, owners
             lengths = np.bincount(owners, minlength=count)
             average = max(len(found) / max(count, 1), 1.0)
             parts[field] = _WEIGHTS[field] / (1 - B + B * lengths / average)
             all_keys.append((vocabulary.stem_of(found) * count + owners) * fields + field)
-        self._stem_ids = stem_ids = vocabulary.stem_ids
+            if field <= _GROUP_FIELD and pieces is not None:
+                # a compound's pieces count as occurrences of the field beside it
+                cut, sizes = _expand(*pieces, found)
+                if len(cut):
+                    all_keys.append((cut * count + np.repeat(owners, sizes)) * fields + field)
         self._synonyms = alternatives(stems)
         # short alphabetic terms: the candidates for contractions (found on first use)
         self._contracted: dict[str, list[int]] = {}
@@ -293,7 +324,6 @@ class RelevanceIndex:
             for stem, known in stem_ids.items()
             if low <= len(stem) <= high and stem.isalpha()
         }
-        self._word_ids = dict(vocabulary.word_ids)  # read-only from here: no default
         # the operations whose names hold each folded word (CSR by word id)
         order = np.argsort(name_words, kind="stable")
         self._surface = name_owners[order]
@@ -336,6 +366,53 @@ class RelevanceIndex:
         self._name_entries = self._entries[self._named]
         self._name_weights = self._weights[self._named]
 
+    def _compounds(self, found: _Ints, vocabulary: _Vocabulary) -> tuple[_Ints, _Ints] | None:
+        """The pieces of the compound words among ``found`` (word ids of names and
+        groups), as stem ids in CSR form by word id, or ``None`` if there are none
+        (``COMPOUNDS``): a word is cut when each of its pieces occurs more often in the
+        catalog than the word itself."""
+        if not COMPOUNDS or not len(found):
+            return None
+        spelled = list(self._word_ids)
+        stem_of = np.frombuffer(vocabulary._stem_of, dtype=np.int64)
+        counts = self._counts
+        cut: dict[int, list[int]] = {}
+        for word_id in np.unique(found).tolist():
+            found_pieces = segment(
+                spelled[word_id], functools.partial(self._commoner, int(counts[stem_of[word_id]]))
+            )
+            if found_pieces is not None:
+                cut[word_id] = [self._stem_ids[self._stems(piece)] for piece in found_pieces]
+        if not cut:
+            return None
+        sizes = np.zeros(len(spelled), dtype=np.int64)
+        for word_id, stems_ in cut.items():
+            sizes[word_id] = len(stems_)
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        values = np.fromiter(
+            (stem for word_id in sorted(cut) for stem in cut[word_id]), np.int64, int(offsets[-1])
+        )
+        return offsets, values
+
+    def _commoner(self, than: int, word: str) -> int:
+        """How much more often the catalog uses ``word`` (``_frequency``) than ``than``."""
+        return self._frequency(word) - than
+
+    def _frequency(self, word: str) -> int:
+        """How often the catalog uses ``word``'s stem, if it uses ``word`` (folded) at all
+        and it is not a stop word (never a piece of a compound: ``forget`` is no ``for
+        get``)."""
+        if word not in self._word_ids or word in STOP_WORD_SET:
+            return 0
+        return int(self._counts[self._stem_ids[self._stems(word)]])
+
+    def _pieces(self, word: str) -> list[str]:
+        """``word``, or the catalog's words it is written of if the catalog never uses it
+        (``COMPOUNDS``)."""
+        if not COMPOUNDS or self._stems(word) in self._stem_ids:
+            return [word]
+        return segment(word, self._frequency) or [word]
+
     def __len__(self) -> int:
         return len(self._lengths)
 
@@ -344,7 +421,16 @@ class RelevanceIndex:
 
     def terms(self, query: str) -> list[str]:
         """The query's distinct stems, in first-seen order."""
-        return list(dict.fromkeys(map(self._stems, words(query))))
+        return list(dict.fromkeys(map(self._stems, self._query_words(query))))
+
+    def _query_words(self, query: str) -> list[str]:
+        """The words a query searches with: a request's without its stop words
+        (``STOP_WORDS``), compounds the catalog never uses cut into words it does
+        (``_pieces``)."""
+        found = words(query)
+        if STOP_WORDS and len(found) > KEYWORD_QUERY:
+            found = content_words(query)
+        return [piece for word in found for piece in self._pieces(word)]
 
     def _expansions(self, term: str) -> list[int]:
         """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""
@@ -409,7 +495,7 @@ class RelevanceIndex:
 
     def scores(self, query: str) -> tuple[_Ints, _Floats]:
         """The entries sharing a term with ``query`` (ascending ids) and their scores."""
-        found_words = words(query)
+        found_words = self._query_words(query)
         by_term: dict[str, dict[str, None]] = {}  # stem -> its spellings, in order
         for word in found_words:
             by_term.setdefault(self._stems(word), {})[word] = None

@@ -26,6 +26,7 @@ VERBS: tuple[frozenset[str], ...] = (
     frozenset({"remove", "delete"}),
     frozenset({"add", "new", "make", "create"}),
     frozenset({"change", "modify", "edit", "update", "set", "put"}),
+    frozenset({"save", "write"}),
 )
 
 

@@ -32,11 +32,20 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import Stemmer
 
-__all__ = ["Stems", "chunk_words", "count_words", "words"]
+__all__ = [
+    "STOP_WORDS",
+    "Stems",
+    "chunk_words",
+    "content_words",
+    "count_words",
+    "segment",
+    "words",
+]
 
 _WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 
@@ -44,6 +53,31 @@ _WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 _RUN = re.compile(r"[^\W_]+")
 
 _ASCII_LETTERS = re.compile(r"[a-z]+")
+
+
+#: NLTK's English stop-word list (179 words, as ``bm25s`` ships it, ``STOPWORDS_EN_PLUS``)
+#: without its spellings with an apostrophe, which ``words`` splits into pieces the list
+#: already holds (``don't`` gives ``don`` and ``t``).
+_NLTK_ENGLISH = """
+    a about above after again against ain all am an and any are aren as at be because been
+    before being below between both but by can couldn d did didn do does doesn doing don
+    down during each few for from further had hadn has hasn have haven having he her here
+    hers herself him himself his how i if in into is isn it its itself just ll m ma me
+    mightn more most mustn my myself needn no nor not now o of off on once only or other
+    our ours ourselves out over own re s same shan she should shouldn so some such t than
+    that the their theirs them themselves then there these they this those through to too
+    under until up ve very was wasn we were weren what when where which while who whom why
+    will with won wouldn y you your yours yourself yourselves
+"""
+#: English function words (a standard list, no catalog's words).
+STOP_WORDS = frozenset(_NLTK_ENGLISH.split())
+
+
+def content_words(text: str) -> list[str]:
+    """The folded words of ``text`` that are not ``STOP_WORDS``, in order; all of its
+    words when every one is a stop word (a query such as ``who am i`` still searches)."""
+    found = words(text)
+    return [word for word in found if word not in STOP_WORDS] or found
 
 
 def words(text: str) -> list[str]:
@@ -96,6 +130,41 @@ def chunk_words(chunks: list[str]) -> tuple[list[str], list[int]]:
     if run:
         close_run()
     return found, sizes
+
+
+#: The shortest piece ``segment`` cuts a word into, and the longest word it cuts.
+PIECE_MIN = 3
+SEGMENT_MAX = 40
+
+
+def segment(word: str, frequency: Callable[[str], int]) -> list[str] | None:
+    """``word`` cut into the fewest pieces of at least ``PIECE_MIN`` letters that each have
+    a positive ``frequency`` (``runpagespeed`` into ``run page speed`` when the catalog
+    uses those words), ties to the cut whose rarest piece is the most frequent; ``None``
+    when ``word`` has no such cut into two or more pieces. Only words of ASCII letters, at
+    most ``SEGMENT_MAX`` of them, are cut."""
+    size = len(word)
+    if not 2 * PIECE_MIN <= size <= SEGMENT_MAX or _ASCII_LETTERS.fullmatch(word) is None:
+        return None
+    # best[i]: the best cut of word[:i] as (pieces, -rarest frequency, pieces list)
+    best: list[tuple[int, int, list[str]] | None] = [None] * (size + 1)
+    best[0] = (0, 0, [])
+    for end in range(PIECE_MIN, size + 1):
+        for start in range(end - PIECE_MIN + 1):
+            before = best[start]
+            if before is None:
+                continue
+            piece = word[start:end]
+            seen = frequency(piece)
+            if seen <= 0:
+                continue
+            rarest = seen if not before[2] else min(seen, -before[1])
+            candidate = (before[0] + 1, -rarest, [*before[2], piece])
+            current = best[end]
+            if current is None or candidate[:2] < current[:2]:
+                best[end] = candidate
+    found = best[size]
+    return found[2] if found is not None and found[0] >= 2 else None
 
 
 def count_words(text: str) -> Counter[str]:

@@ -93,6 +93,7 @@ from ._tools import (
     SEARCH,
     ToolArgumentError,
     ToolSpec,
+    empty_search_hint,
     inspect_arguments,
     invoke_arguments,
     search_arguments,
@@ -471,7 +472,20 @@ class GatewayServer:
         sent = pydantic_core.to_json(value)
         if len(sent) > PAGE_BYTES:  # the index keeps pages under budget; never cut one
             raise Failure(FailureCode.INTERNAL, "the search page does not fit its budget")
-        return structured_result(value, sent.decode("utf-8"))
+        result = structured_result(value, sent.decode("utf-8"))
+        if not page.items and request.cursor is None and self._registry.ranking is Ranking.RULE:
+            hint = await self._empty_hint(call_ctx, request.query)
+            if hint is not None:
+                result.content.append(types.TextContent(type="text", text=hint))
+        return result
+
+    async def _empty_hint(self, call_ctx: CallContext, query: str) -> str | None:
+        """How to ask instead, for a multi-word query the rule found nothing for: only
+        the groups this principal may discover operations of are named."""
+        if len(query.split()) < 2:
+            return None
+        groups = await self._registry.groups(call_ctx)
+        return empty_search_hint(query, groups if isinstance(groups, tuple) else ())
 
     async def _inspect(
         self,

@@ -7,6 +7,7 @@ add tools.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "SearchArguments",
     "ToolArgumentError",
     "ToolSpec",
+    "empty_search_hint",
     "inspect_arguments",
     "invoke_arguments",
     "search_arguments",
@@ -30,6 +32,23 @@ __all__ = [
 SEARCH = "search"
 INSPECT = "inspect"
 INVOKE = "invoke"
+
+
+def empty_search_hint(query: str, groups: tuple[str, ...]) -> str | None:
+    """What the search tool adds to an empty first page under the rule, where every
+    word must match: for a query of several words, how to ask instead (fewer keywords,
+    or one of ``groups``: those the principal may discover operations of). ``None``
+    for a query of one word or none, which fewer keywords cannot help."""
+    if len(query.split()) < 2:
+        return None
+    hint = (
+        "No operation matches every word of this query: search matches all the words "
+        "you give. Try again with one or two keywords"
+    )
+    if groups:
+        listed = ", ".join(json.dumps(group, ensure_ascii=False) for group in groups)
+        hint += f", or browse a group with an empty query and group set to one of: {listed}"
+    return hint + "."
 
 
 @dataclass(frozen=True, slots=True)
