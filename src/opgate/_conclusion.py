@@ -113,16 +113,15 @@ def check_prompt(prompt: FormInput | URLInput, limits: Limits) -> None:
     """
     if isinstance(prompt, FormInput):
         public = json_string_size(prompt.message) + prompt.schema_size
-        state = len(prompt.state_bytes)
-        if state > limits.state_bytes:
-            raise Failure(
-                FailureCode.INVALID_RESULT,
-                f"the prompt's state is {state} bytes, over Limits.state_bytes "
-                f"({limits.state_bytes})",
-            )
     else:
         public = json_string_size(prompt.message) + utf8_size(prompt.url().url)
-        state = 0
+    state = len(prompt.state_bytes)
+    if state > limits.state_bytes:
+        raise Failure(
+            FailureCode.INVALID_RESULT,
+            f"the prompt's state is {state} bytes, over Limits.state_bytes "
+            f"({limits.state_bytes})",
+        )
     if public > limits.form_schema_bytes:
         raise Failure(
             FailureCode.INVALID_RESULT,
