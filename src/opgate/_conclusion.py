@@ -119,8 +119,7 @@ def check_prompt(prompt: FormInput | URLInput, limits: Limits) -> None:
     if state > limits.state_bytes:
         raise Failure(
             FailureCode.INVALID_RESULT,
-            f"the prompt's state is {state} bytes, over Limits.state_bytes "
-            f"({limits.state_bytes})",
+            f"the prompt's state is {state} bytes, over Limits.state_bytes ({limits.state_bytes})",
         )
     if public > limits.form_schema_bytes:
         raise Failure(
