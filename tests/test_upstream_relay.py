@@ -11,7 +11,9 @@ upstream not asked again), a caller without form support and a form outside the
 profile (``confirmation_required``, the upstream gets a decline), progress, a
 cancelled call cancelled upstream, sampling and roots refused. For ``old``: a held
 call whose person does not answer in time is declined upstream and no longer held;
-a question that arrives while another call is in flight is refused.
+a question that arrives while another call is in flight is refused. With two replicas
+sharing a Redis ledger, the answer to ``new``'s question may reach the other replica;
+the answer to ``old``'s may not (its call is held by the replica that asked).
 """
 
 from __future__ import annotations
@@ -312,3 +314,42 @@ async def test_a_held_call_nobody_answers_in_time_is_declined(tmp_path: Path) ->
         late = await call(registry, "old.greet", arguments, (asked, answer))
         assert isinstance(late, Failed), late
         assert "is no longer waiting for this answer" in late.failure.message
+
+
+async def test_a_2026_answer_may_reach_another_replica_a_2025_one_may_not(
+    redis_server: Any,
+) -> None:
+    from opgate.redis import RedisLedger
+
+    from conftest import SECRET
+
+    config = load_config({"mcpServers": {"old": entry("legacy"), "new": entry("modern")}})
+    async with (
+        open_catalog(config, start_timeout=60) as first,
+        open_catalog(config, start_timeout=60) as second,
+    ):
+        replicas = [
+            Registry(
+                catalog.operations,
+                LocalPolicy(),
+                secret=SECRET,
+                ledger=RedisLedger(redis_server.url, prefix="relay-replicas"),
+            )
+            for catalog in (first, second)
+        ]
+        one, other = replicas
+        try:
+            answer = InputResponse.accept({"name": "Ada"})
+            asked = await call(one, "new.greet", {"topic": "tea"})
+            assert isinstance(asked, Pending), asked
+            done = await call(other, "new.greet", {"topic": "tea"}, (asked, answer))
+            assert isinstance(done, Completed), done
+            assert done.result.structured["name"] == "Ada"
+            asked = await call(one, "old.greet", {"topic": "tea"})
+            assert isinstance(asked, Pending), asked
+            elsewhere = await call(other, "old.greet", {"topic": "tea"}, (asked, answer))
+            assert isinstance(elsewhere, Failed), elsewhere
+            assert "held by another gateway process" in elsewhere.failure.message
+        finally:
+            for registry in replicas:
+                await registry.aclose()
