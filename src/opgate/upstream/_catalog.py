@@ -24,8 +24,9 @@ A tool becomes an operation
 
 A call (the handler)
 --------------------
-The registry validates the arguments, then the handler sends ``tools/call`` with
-them to the upstream (``_session``) and maps the answer (``_results``); the
+The registry validates the arguments, then the handler (``_relay``) sends
+``tools/call`` with them to the upstream (``_session``), relays the upstream's
+questions as prompts and its progress, and maps the answer (``_results``); the
 registry checks the result as for any operation. An upstream's failure, timeout,
 closed connection or malformed answer fails that call with ``operation_failed``
 naming the upstream; other calls and upstreams go on. Nothing of the caller
