@@ -116,3 +116,28 @@ async def test_a_call_that_ends_while_held_leaves_the_table() -> None:
     call.end(Ended(answer=types.CallToolResult(content=[])))
     assert len(table) == 0
     assert not table.hold("u", call, Question(FORM), math.inf)  # an ended call is not held
+
+
+async def test_a_call_abandoned_while_its_reader_returns_ends_without_an_answer() -> None:
+    call = HeldCall("up", call_timeout=30)
+    call.abandon()
+    ended = await call.next_event(None)
+    assert ended == Ended()
+    call.end(Ended(error=RuntimeError("dropped")))
+
+
+async def test_taking_a_held_call_lifts_its_questions_deadline() -> None:
+    table = HeldCalls()
+    call = HeldCall("up", call_timeout=30)
+    answers: list[object] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(asked, call, answers)
+        question = await call.next_event(None)
+        assert isinstance(question, Question)
+        assert table.hold("t", call, question, anyio.current_time() + 0.2)
+        assert table.take("t") is call
+        await anyio.sleep(0.4)  # past the deadline the table had set
+        assert call.reply(ACCEPT)
+    assert answers == [ACCEPT]
+    call.end(Ended(error=RuntimeError("over")))
+    assert isinstance(await call.next_event(None), Ended)

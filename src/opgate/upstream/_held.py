@@ -99,7 +99,9 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class Ended:
-    """A held call's end: the upstream's ``answer``, or the ``error`` that ended it."""
+    """A held call's end: the upstream's ``answer``, or the ``error`` that ended it
+    (neither: the call was abandoned while its reader came back, as when a question's
+    deadline passes just as its answer arrives)."""
 
     answer: types.CallToolResult | types.InputRequiredResult | None = None
     error: Exception | None = None
@@ -184,6 +186,8 @@ class HeldCall:
         self._forward = forward
         try:
             event = await self._events.receive()
+        except (anyio.ClosedResourceError, anyio.EndOfStream):
+            return Ended()  # abandoned meanwhile
         finally:
             self._forward = None
         if isinstance(event, Ended):
@@ -250,6 +254,9 @@ class HeldCalls:
         if call is None:
             return None
         self._drop(call)
+        question = call._question
+        if question is not None:
+            question.expire_at(math.inf)  # it is answered now, not declined
         return call
 
     def abandon_all(self) -> None:

@@ -237,10 +237,11 @@ class Relay:
         try:
             event = await call.next_event(_forward(inv))
             if isinstance(event, Ended):
-                if event.answer is None:
-                    result = fail(str(event.error or f"upstream {session.name!r} failed"))
-                else:
+                if event.answer is not None:
                     return await self._answered(session, tool, arguments, inv, event.answer, key)
+                if event.error is None:
+                    return fail(f"upstream {session.name!r} no longer waits for this answer")
+                result = fail(str(event.error))
                 self._kept.record(key, result)
                 return result
             token = secrets.token_urlsafe(32)
