@@ -86,6 +86,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVE = [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry"]
 
 
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``opgate.cli.main(argv)``: its exit status (from ``SystemExit`` too), stdout and stderr."""
+    from opgate.cli import main
+
+    try:
+        status: int | str | None = main(list(argv))
+    except SystemExit as exit_info:
+        status = exit_info.code
+    captured = capsys.readouterr()
+    assert isinstance(status, int), status
+    return status, captured.out, captured.err
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

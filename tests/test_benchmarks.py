@@ -6,6 +6,7 @@ comparison packages (the ``bench`` extra) are never needed here.
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ import bench_construction
 import bench_interaction
 import bench_invoke
 import bench_mcp
+import bench_mcp_http
 import bench_openapi
 import bench_real
 import bench_registry
@@ -244,6 +246,41 @@ def test_mcp_benchmark_without_fastmcp_runs_the_opgate_half(
     trips, overhead = bench_mcp.run(200, runs=10, compare=True, profile_calls=0)
     _check_mcp_round_trips(trips, 10, "not installed")
     assert len(overhead.rows) == 4
+
+
+def test_mcp_http_benchmark_tiny() -> None:
+    trips, collector = bench_mcp_http.run("synthetic:200", calls=5, pins=2)
+    assert [row["call"] for row in trips.rows] == ["search", "invoke", "pinned tool"]
+    for row in trips.rows:
+        assert set(row) <= set(trips.columns)
+        assert row["runs"] == 5
+        assert 0 < row["median ms"] <= row["p99 ms"] <= row["max ms"] < 60_000
+        assert 0 < row["client CPU median ms"] <= row["client CPU max ms"]
+        assert row["server CPU mean ms"] is None
+        assert row["tools/list runs per call"] in (0, 1)
+    (row,) = collector.rows
+    assert row["frozen objects"] == 0
+    assert row["tracked objects"] > 0
+    assert 0 < row["full gc.collect() min ms"] <= row["full gc.collect() max ms"]
+
+
+def test_mcp_http_benchmark_freezes_the_heap_for_its_run() -> None:
+    _, collector = bench_mcp_http.run("synthetic:200", calls=2, pins=0, freeze=True)
+    assert collector.rows[0]["frozen objects"] > 10_000
+    assert gc.get_freeze_count() == 0  # the run unfreezes what it froze
+
+
+def test_mcp_http_benchmark_against_opgate_serve_tiny() -> None:
+    trips, collector = bench_mcp_http.run("synthetic:200", calls=5, pins=1, serve=True)
+    assert trips.rows[0]["call"] == "search"
+    for row in trips.rows:
+        assert row["runs"] == 5
+        assert 0 < row["server CPU mean ms"] < row["max ms"] * 10
+        assert row["tools/list runs per call"] is None
+    assert trips.title.startswith("MCP over streamable HTTP at 201 operations")  # + collector
+    (row,) = collector.rows
+    assert row["frozen objects"] > 10_000  # opgate serve froze its heap
+    assert row["tracked objects"] < row["frozen objects"]
 
 
 def test_query_mix_is_seeded_and_drawn_from_the_catalog_vocabulary() -> None:

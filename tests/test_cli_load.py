@@ -20,6 +20,10 @@ from typing import Any
 import pytest
 
 from opgate import cli
+from opgate.cli._load import load
+from opgate.cli._parser import build_parser
+from opgate.cli._serve import build_gateway
+from opgate.cli._usage import UsageError
 from opgate.mcp import GatewayServer
 
 from conftest import ROOT, serve_environment
@@ -63,11 +67,11 @@ def write(path: Path, text: str) -> Path:
 
 
 def gateway(*argv: str) -> Any:
-    return cli._gateway(cli._parser().parse_args(["serve", *argv]))
+    return build_gateway(build_parser().parse_args(["serve", *argv]))
 
 
 def usage_error(*argv: str) -> str:
-    with pytest.raises(cli.UsageError) as info:
+    with pytest.raises(UsageError) as info:
         gateway(*argv)
     return str(info.value)
 
@@ -226,8 +230,8 @@ def test_a_file_named_like_a_loaded_module_keeps_that_module(folder: Path) -> No
 
 def test_a_file_named_twice_runs_once(folder: Path) -> None:
     write(folder / "app.py", APP + "class Verifier:\n    pass\n")
-    first = cli._load("app.py:Verifier", "--token-verifier")
-    assert cli._load(str(folder / "app.py") + ":Verifier", "--token-verifier") is first
+    first = load("app.py:Verifier", "--token-verifier")
+    assert load(str(folder / "app.py") + ":Verifier", "--token-verifier") is first
     assert gateway("app.py").registry is sys.modules["app"].registry
 
 
@@ -238,8 +242,8 @@ def test_a_missing_file_names_the_working_directory(folder: Path) -> None:
 
 def test_a_verifier_still_needs_its_attr(folder: Path) -> None:
     write(folder / "app.py", APP)
-    with pytest.raises(cli.UsageError, match=r"must be MODULE:ATTR or PATH\.py:ATTR"):
-        cli._load("app.py", "--token-verifier")
+    with pytest.raises(UsageError, match=r"must be MODULE:ATTR or PATH\.py:ATTR"):
+        load("app.py", "--token-verifier")
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 """Adapters use the core's public seams only (issue 21, items 1 and 2).
 
 An import walk over every module of the adapters (``opgate.mcp``, ``opgate.redis``,
-``opgate.openapi``, ``opgate.upstream``, ``opgate.demo``) and ``opgate.cli``: each import
-of an opgate module must be the adapter's own subpackage, or a public module (``opgate``,
-``opgate.ledger``, ``opgate.json``, ``opgate.schema``, another adapter's package)
-naming only what that module lists in ``__all__``. A private core module
+``opgate.openapi``, ``opgate.upstream``, ``opgate.demo``) and of the command line
+(``opgate.cli``): each import of an opgate module must be the module's own subpackage,
+or a public module (``opgate``, ``opgate.ledger``, ``opgate.json``, ``opgate.schema``,
+another adapter's package) naming only what that module lists in ``__all__``. A private core module
 (``opgate._ledger``) or a name outside ``__all__`` fails, naming file, line and name.
 """
 
@@ -27,6 +27,9 @@ PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.schem
 #: The adapters' own public packages, which another adapter (and the CLI) may import.
 PUBLIC_ADAPTERS = frozenset(f"opgate.{name}" for name in ADAPTERS)
 
+#: The command line: held to the adapters' rule, but no adapter may import it.
+CLI = "cli"
+
 #: The packages that may import the MCP SDK (``mcp``, ``mcp_types``): the two MCP
 #: adapters, and the command line and the demo's client, which sit on top of them.
 MCP_IMPORTERS = ("opgate.mcp", "opgate.upstream", "opgate.cli", "opgate.demo")
@@ -46,9 +49,9 @@ class Violation:
 
 
 def adapter_files() -> list[Path]:
-    """Every module of the adapter subpackages, and the CLI."""
-    files = [PACKAGE / "cli.py"]
-    for name in ADAPTERS:
+    """Every module of the adapter subpackages and of the CLI."""
+    files: list[Path] = []
+    for name in (*ADAPTERS, CLI):
         files.extend(sorted((PACKAGE / name).rglob("*.py")))
     return files
 
@@ -92,9 +95,9 @@ def _absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
 
 
 def _own_package(importer: str) -> str | None:
-    """The adapter subpackage a module belongs to (``None`` for the CLI)."""
+    """The adapter subpackage (or the CLI's) a module belongs to."""
     parts = importer.split(".")
-    if len(parts) >= 2 and parts[1] in ADAPTERS:
+    if len(parts) >= 2 and parts[1] in (*ADAPTERS, CLI):
         return ".".join(parts[:2])
     return None
 
@@ -164,7 +167,12 @@ def test_adapters_import_only_public_names() -> None:
 
 def test_walk_finds_adapter_modules() -> None:
     names = {module_name(path) for path in adapter_files()}
-    assert {"opgate.cli", "opgate.mcp._server", "opgate.redis._ledger"} <= names
+    assert {
+        "opgate.cli",
+        "opgate.cli._serve",
+        "opgate.mcp._server",
+        "opgate.redis._ledger",
+    } <= names
     assert "opgate.openapi._http" in names
     assert "opgate.upstream._config" in names
     assert "opgate.demo" in names
@@ -184,17 +192,18 @@ def test_walk_catches_a_name_outside_all() -> None:
         "def late():\n"
         "    from opgate import Registry, _registry, __version__\n"
         "    from opgate.redis._ledger import url_has_password\n"
-        "    from .mcp import GatewayServer, _server\n"
+        "    from ..mcp import GatewayServer, _server\n"
         "import opgate._json as exact\n"
-        "from .ledger import Ledger\n"
+        "from ..ledger import Ledger\n"
+        "from ._load import load\n"
     )
-    found = check_source(source, "src/opgate/cli.py", "opgate.cli")
+    found = check_source(source, "src/opgate/cli/_planted.py", "opgate.cli._planted")
     assert [str(v) for v in found] == [
-        "src/opgate/cli.py:2: opgate._registry: not in its __all__",
-        "src/opgate/cli.py:3: opgate.redis._ledger: a private opgate module",
-        "src/opgate/cli.py:4: opgate.mcp._server: not in its __all__",
-        "src/opgate/cli.py:5: opgate._json: a private opgate module",
-        "src/opgate/cli.py:6: opgate.ledger.Ledger: not in its __all__",
+        "src/opgate/cli/_planted.py:2: opgate._registry: not in its __all__",
+        "src/opgate/cli/_planted.py:3: opgate.redis._ledger: a private opgate module",
+        "src/opgate/cli/_planted.py:4: opgate.mcp._server: not in its __all__",
+        "src/opgate/cli/_planted.py:5: opgate._json: a private opgate module",
+        "src/opgate/cli/_planted.py:6: opgate.ledger.Ledger: not in its __all__",
     ]
 
 
@@ -205,6 +214,17 @@ def test_walk_allows_own_package_and_public_seams() -> None:
     )
     assert check_source(source, "src/opgate/redis/_x.py", "opgate.redis._x") == []
     assert check_source("from .. import mcp\n", "src/opgate/demo/_x.py", "opgate.demo._x") == []
+
+
+def test_walk_keeps_the_cli_modules_to_the_cli() -> None:
+    source = "from opgate.cli._load import load\nfrom ..cli import main\n"
+    found = check_source(source, "src/opgate/mcp/_planted.py", "opgate.mcp._planted")
+    assert [str(v) for v in found] == [
+        "src/opgate/mcp/_planted.py:1: opgate.cli._load: a private opgate module",
+        "src/opgate/mcp/_planted.py:2: opgate.cli: a private opgate module",
+    ]
+    own = "from ._load import load\nfrom . import _options\n"
+    assert check_source(own, "src/opgate/cli/_serve.py", "opgate.cli._serve") == []
 
 
 def _sdk_imports(source: str, path: str) -> list[int]:

@@ -1,7 +1,7 @@
-"""``opgate.mcp._http``: ``opgate serve --http`` under hostile clients, and its stderr.
+"""``opgate.mcp._http``: ``opgate serve --http`` under hostile clients.
 
 The bounds are ``HTTPLimits``, enforced by ``SessionGuard``, ``RequestGuard`` and the
-guarded uvicorn protocol; the logs are those ``opgate.cli`` configures for ``serve``.
+guarded uvicorn protocol. What ``serve`` writes to stderr is tests/test_cli_logging.py's.
 
 Every test runs ``opgate serve`` as a subprocess on loopback and drives it with the
 official ``mcp.Client`` over real HTTP (uvicorn); the hostile clients are plain
@@ -14,36 +14,30 @@ sockets and ``httpx2`` requests, bounded in count and time.
 * Slow clients: connections that drip a request head or body are closed after the
   header and body timeouts, and hundreds of them, beyond the process's descriptor
   limit, do not keep an authenticated client from being served.
-* Logs: a handler's private cause reaches stderr with its traceback, never the
-  client; third-party loggers stay at WARNING under ``--log-level DEBUG``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import resource
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
+from mcp import MCPError
 
-from conftest import ROOT, await_port, free_port, serve_environment, stop_process
-from serving_catalog import FORGED_LINE, INSECURE_URL
+from cli_serving import SERVE, client, serving
+from conftest import ROOT, serve_environment
 
 pytestmark = pytest.mark.anyio
 
-SERVE = ["-m", "opgate", "serve", "tests.serving_catalog:build_registry"]
 VERIFIER = ["--token-verifier", "tests.mcp_catalog:TokenVerifier"]
 
 INITIALIZE = {
@@ -60,62 +54,6 @@ RAW_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
 }
-
-
-@dataclass
-class Served:
-    url: str
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def stderr(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise AssertionError("no VmRSS")
-
-
-@contextmanager
-def serving(tmp_path: Path, *options: str, descriptors: int | None = None) -> Iterator[Served]:
-    """``opgate serve --http`` on a free loopback port with ``options``; stderr to a file."""
-    import sys
-
-    port = free_port()
-    log = tmp_path / f"serve-{port}.log"
-
-    def limit_descriptors() -> None:
-        if descriptors is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
-
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, *SERVE, "--http", f"127.0.0.1:{port}", *options],
-            cwd=ROOT,
-            env=serve_environment(),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            preexec_fn=limit_descriptors,
-        )
-    served = Served(f"http://127.0.0.1:{port}/mcp", port, process, log)
-    try:
-        await_port(process, port, lambda: served.stderr()[-2000:])
-        yield served
-    finally:
-        stop_process(process)
-
-
-@asynccontextmanager
-async def client(
-    url: str, token: str | None = None, era: str = "legacy", timeout: float = 30
-) -> AsyncIterator[Client]:
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    http = httpx2.AsyncClient(headers=headers, timeout=timeout)
-    async with http, Client(streamable_http_client(url, http_client=http), mode=era) as session:
-        yield session
 
 
 async def refusal(url: str, token: str) -> str:
@@ -534,87 +472,6 @@ async def test_a_principal_at_its_request_cap_is_refused_and_another_is_served(
     assert statuses == {429: 22}
     assert max(calls) < 5, calls
     assert "too many requests in flight for this principal (its limit is 8)" in stderr
-
-
-# -- what stderr shows ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
-async def test_serve_logs_a_handlers_private_cause_with_its_traceback(
-    tmp_path: Path, era: str
-) -> None:
-    with serving(tmp_path) as s:
-        with anyio.fail_after(60):
-            async with client(s.url, era=era) as session:
-                result = await session.call_tool(
-                    "invoke", {"name": "orders.checkout", "arguments": {}}
-                )
-        await anyio.sleep(0.3)  # let the log line reach the file
-        stderr = s.stderr()
-    assert result.is_error
-    assert result.structured_content["error"] == {"code": "internal", "message": "internal error"}
-    reply = result.model_dump_json()
-    for private in ("https", INSECURE_URL, "ConfigurationError", "Traceback", "checkout"):
-        assert private not in reply
-    # The cause, at ERROR, with where it was raised.
-    assert "ERROR opgate.serve: invoke: internal; private cause" in stderr
-    assert "ConfigurationError: URLInput url" in stderr
-    assert "the URL must use https (plain http is never accepted)" in stderr
-    assert "Traceback (most recent call last):" in stderr
-    assert "serving_catalog.py" in stderr
-    assert "in checkout" in stderr
-
-
-async def test_a_cause_cannot_forge_log_lines_or_drive_the_terminal(tmp_path: Path) -> None:
-    text = f"boom\n{FORGED_LINE}\r{FORGED_LINE}\u2028{FORGED_LINE}\x1b[2J\u202egnp.exe"
-    with serving(tmp_path) as s:
-        with anyio.fail_after(60):
-            async with client(s.url) as session:
-                result = await session.call_tool(
-                    "invoke", {"name": "util.forge", "arguments": {"text": text}}
-                )
-        await anyio.sleep(0.3)
-        stderr = s.stderr()
-    assert result.is_error
-    assert "RuntimeError: boom" in stderr
-    lines = stderr.split("\n")
-    assert not [line for line in lines if line.startswith(FORGED_LINE)]
-    assert f"    {FORGED_LINE}" in lines
-    assert "\x1b" not in stderr
-    assert "\u202e" not in stderr
-    assert "\\x1b[2J\\u202egnp.exe" in stderr
-
-
-async def test_third_party_loggers_stay_at_warning_at_debug(tmp_path: Path) -> None:
-    async def calls(url: str) -> str:
-        async with client(url) as session:
-            page = await session.call_tool("search", {"query": "item", "limit": 2})
-            cursor = page.structured_content["next_cursor"]
-            assert cursor
-            await session.call_tool("search", {"query": "item", "limit": 2, "cursor": cursor})
-            result = await session.call_tool(
-                "invoke", {"name": "util.echo", "arguments": {"text": "private-echo-text"}}
-            )
-            assert not result.is_error
-        return str(cursor)
-
-    with anyio.fail_after(90):
-        with serving(tmp_path, "--log-level", "DEBUG") as s:
-            cursor = await calls(s.url)
-            await anyio.sleep(0.3)
-            closed = s.stderr()
-        with serving(tmp_path, "--log-level", "DEBUG", "--log-logger", "sse_starlette") as s:
-            await calls(s.url)
-            await anyio.sleep(0.3)
-            opened = s.stderr()
-    assert "sse_starlette" not in closed
-    assert cursor not in closed
-    assert "private-echo-text" not in closed
-    assert " DEBUG mcp" not in closed
-    assert " INFO mcp" not in closed
-    # Named, the logger is open: what it writes at DEBUG is why it stays closed.
-    assert "DEBUG sse_starlette" in opened
-    assert "private-echo-text" in opened
 
 
 def test_http_limit_options_need_http_and_valid_values() -> None:

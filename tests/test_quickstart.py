@@ -40,7 +40,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from opgate import cli
+from opgate.cli._parser import build_parser
 
 from conftest import ROOT, await_port, free_port, serve_environment
 from node_tools import INSPECTOR, ensure_node_tools
@@ -347,7 +347,7 @@ async def test_the_claude_desktop_configuration_starts_the_server(
     assert entry["command"] == entry["cwd"] + "/.venv/bin/opgate"  # absolute, no activation
     assert entry["args"] == ["serve", entry["cwd"] + "/app.py"]  # the serve command, absolute
     assert commands("serve") == [[".venv/bin/opgate", *entry["args"][:1], "app.py"]]
-    parsed = cli._parser().parse_args(entry["args"])
+    parsed = build_parser().parse_args(entry["args"])
     assert (parsed.command, parsed.target) == ("serve", entry["cwd"] + "/app.py")
 
     placed = json.loads(json.dumps(entry).replace(entry["cwd"], str(shop)))

@@ -3,7 +3,8 @@ check of their own, and what ``replace`` keeps.
 
 The policy must provide ``scope_key`` and ``authorize``; ``replace`` shares the compiled
 catalog and keeps what it is not given (secret, ledger, ranking), checking what it is
-given as the constructor does. What construction checks of the definitions is
+given as the constructor does; ``spec`` reads a definition without the policy. What
+construction checks of the definitions is
 ``test_catalog.py`` and ``test_operation.py``; of the schemas, ``test_schema_batch.py``;
 the collector it pauses, ``test_collector.py``.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from opgate import ConfigurationError, Operation, Registry
+from opgate import ConfigurationError, Failed, Failure, FailureCode, Operation, Registry
 from registry_support import handler, op
 
 from conftest import AllowAll, Ctx
@@ -102,3 +103,31 @@ def test_replace_checks_its_arguments_as_the_constructor_does() -> None:
         registry.replace(ledger=_SharedStore())
     with pytest.raises(TypeError, match="ranking must be"):
         registry.replace(ranking="best")  # type: ignore[arg-type]
+
+
+# --- Registry.spec: a definition without the policy ----------------------------------------
+
+
+async def test_spec_is_inspect_without_the_policy() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    asked: list[Any] = []
+
+    class Denying:
+        def scope_key(self, ctx: Any) -> str:
+            asked.append("scope_key")
+            return "k"
+
+        def authorize(self, ctx: Any, request: Any) -> Failure:
+            asked.append(request)
+            return Failure(FailureCode.UNAVAILABLE)
+
+    reg = Registry([op("a", "sum", description="d", input_schema=schema)], Denying())
+    spec = reg.spec("a")
+    assert asked == []
+    assert (spec.name, spec.summary, spec.description) == ("a", "sum", "d")
+    assert spec.input_schema == schema
+    assert spec.output_schema is None
+    assert isinstance(await reg.inspect(Ctx(), "a"), Failed)  # a principal is still refused
+    for unknown in ("b", "A", 3):
+        with pytest.raises(KeyError):
+            reg.spec(unknown)  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import mcp.types as types
 import pytest
 from mcp import MCPError
 
-from conftest import ROOT, serve_environment
+from conftest import ROOT
 from redis_server import RedisServer
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -262,40 +261,3 @@ async def test_a_replica_killed_mid_handler_is_recovered_on_another(
         (False, True, "start"),
         (False, True, "end"),
     ]
-
-
-# -- the command line ----------------------------------------------------------------------
-
-
-def serve(
-    *arguments: str, environment: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry", *arguments],
-        cwd=ROOT,
-        env={**serve_environment(), **(environment or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def test_serve_refuses_a_shared_ledger_without_a_shared_secret(tmp_path: Path) -> None:
-    environment = serve_environment()
-    environment.pop("OPGATE_SECRET", None)
-    completed = subprocess.run(
-        [*[sys.executable, "-m", "opgate", "serve", "tests.mcp_catalog:build_registry"],
-         "--http", "127.0.0.1:0", "--ledger", "redis://127.0.0.1:1/0"],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert completed.returncode == 2
-    assert "OPGATE_SECRET" in completed.stderr
-    short = tmp_path / "secret"
-    short.write_text("too short\n")
-    completed = serve("--http", "127.0.0.1:0", "--secret-file", str(short))
-    assert completed.returncode == 2
-    assert "32" in completed.stderr
-    assert "too short" not in completed.stderr  # the secret is never printed
-    completed = serve("--ledger", "localhost:6379", environment={"OPGATE_SECRET": "x" * 40})
-    assert completed.returncode == 2
-    assert "redis://" in completed.stderr

@@ -221,19 +221,20 @@ async def test_serve_ranking_option_applies_to_the_served_registry(
 ) -> None:
     import tests.mcp_catalog as served
 
-    from opgate import cli
+    from opgate.cli._parser import build_parser
+    from opgate.cli._serve import build_gateway
 
     gateway = lambda: GatewayServer(served.build_registry())  # noqa: E731
     monkeypatch.setattr(served, "build_gateway", gateway, raising=False)
-    parser = cli._parser()
-    default = cli._gateway(parser.parse_args(["serve", f"tests.mcp_catalog:{target}"]))
-    chosen = cli._gateway(
+    parser = build_parser()
+    default = build_gateway(parser.parse_args(["serve", f"tests.mcp_catalog:{target}"]))
+    chosen = build_gateway(
         parser.parse_args(["serve", f"tests.mcp_catalog:{target}", "--ranking", "relevance"])
     )
     assert default.registry._search_method == "search"
     assert chosen.registry._search_method == "search/relevance"
     assert isinstance(chosen.registry._ranker, RelevanceIndex)
-    back = cli._gateway(
+    back = build_gateway(
         parser.parse_args(["serve", f"tests.mcp_catalog:{target}", "--ranking", "rule"])
     )
     assert back.registry._search_method == "search"

@@ -242,6 +242,17 @@ class Registry:
     def __repr__(self) -> str:
         return f"<Registry: {len(self._entries)} operations>"
 
+    def spec(self, name: str) -> OperationSpec:
+        """The full definition of the operation of that exact name, as ``inspect``
+        returns it, without asking the policy: for the host and its adapters (static
+        data such as a server's tool table), never an answer to a principal.
+        ``KeyError`` if no operation has that name.
+        """
+        position = self._positions.get(name) if isinstance(name, str) else None
+        if position is None:
+            raise KeyError(name)
+        return operation_spec(self._entries[position])
+
     @property
     def revision(self) -> str:
         """The hash of the definitions (32 hex digits); replicas must agree on it."""

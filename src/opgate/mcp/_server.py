@@ -205,6 +205,7 @@ class GatewayServer:
         self._pinned = frozenset(pins)
         self._pin_order = pins
         self._on_failure = on_failure
+        self._input_schemas = _listed_input_schemas(registry)
         self._log_levels: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
         self._servings = 0  # serving runs open now
         self._answers = Answers()  # answers to the elicitations this server sent
@@ -220,6 +221,7 @@ class GatewayServer:
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_set_logging_level=self._set_logging_level,
+                get_tool_input_schema=self._input_schema_lookup(pins),
             )
 
     @property
@@ -380,6 +382,26 @@ class GatewayServer:
         return frozenset(modes)
 
     # -- tools/list --------------------------------------------------------------
+
+    def _input_schema_lookup(
+        self, pins: tuple[str, ...]
+    ) -> Callable[[str], Mapping[str, Any] | None] | None:
+        """The SDK's input-schema lookup for its ``Mcp-Param-*`` header check, or ``None``.
+
+        Without a lookup, the SDK runs this server's whole ``tools/list`` for every
+        2026-07-28 ``tools/call`` with arguments over HTTP, only to find the called
+        tool's input schema. The lookup answers that without listing, as the listing
+        would: the gateway tools' schemas (listed for every principal), and ``None`` for
+        a pinned operation. A pinned operation's schema is listed only for principals
+        the policy lets discover it (``None`` for the others), and the SDK validates
+        nothing against a schema without ``x-mcp-header`` annotations, so ``None`` is
+        the listing's answer for every principal only when the pin declares no header
+        parameter. If any pin declares one, the SDK keeps listing: only the policy,
+        which may be async, can say whose listing shows it.
+        """
+        if any(_declares_header_parameters(self._registry.spec(pin).input_schema) for pin in pins):
+            return None
+        return self._input_schemas.get
 
     async def _list_tools(
         self, ctx: ServerRequestContext[_Serving], params: types.PaginatedRequestParams | None
@@ -819,6 +841,36 @@ def _tool(spec: ToolSpec) -> types.Tool:
     )
 
 
+def _listed_input_schemas(registry: Registry) -> dict[str, dict[str, Any]]:
+    """The gateway tools' input schemas as ``tools/list`` shows them, by tool name."""
+    tools = GATEWAY_TOOLS if registry.ranking is Ranking.RULE else RELEVANCE_GATEWAY_TOOLS
+    return {spec.name: _tool(spec).input_schema for spec in tools}
+
+
+def _declares_header_parameters(schema: JSONValue) -> bool:
+    """Whether an ``x-mcp-header`` member appears anywhere in ``schema``: a superset of
+    the annotations the SDK validates ``Mcp-Param-*`` headers against."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "x-mcp-header" in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _pinned_input_schema(spec: OperationSpec) -> Any:
+    """A pinned operation's input schema as its tool lists it."""
+    input_schema = wire_value(spec.input_schema)
+    if isinstance(input_schema, dict) and "type" not in input_schema:
+        # The registry only accepts object arguments; MCP wants that said at the root.
+        input_schema = {"type": "object", **input_schema}
+    return input_schema
+
+
 def _pinned_tool(spec: OperationSpec, *, modern: bool) -> types.Tool:
     """A pinned operation as its own tool; before 2026-07-28 output schemas must be objects."""
     output = spec.output_schema
@@ -829,14 +881,10 @@ def _pinned_tool(spec: OperationSpec, *, modern: bool) -> types.Tool:
     ):
         output = None
     description = spec.summary if not spec.description else f"{spec.summary}\n\n{spec.description}"
-    input_schema = wire_value(spec.input_schema)
-    if isinstance(input_schema, dict) and "type" not in input_schema:
-        # The registry only accepts object arguments; MCP wants that said at the root.
-        input_schema = {"type": "object", **input_schema}
     return types.Tool(
         name=spec.name,
         description=description,
-        input_schema=input_schema,
+        input_schema=_pinned_input_schema(spec),
         output_schema=None if output is None else wire_value(output),
     )
 

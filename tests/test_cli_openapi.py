@@ -79,7 +79,10 @@ async def test_http_with_confirmation_off(shop: tuple[str, Path]) -> None:
     url, spec = shop
     ITEMS.clear()
     port = free_port()
-    command = serve_command(url, spec, "--confirm", "none", "--http", f"127.0.0.1:{port}")
+    command = serve_command(
+        url, spec, "--confirm", "none", "--http", f"127.0.0.1:{port}",
+        "--token-verifier", "tests.mcp_catalog:TokenVerifier",
+    )  # fmt: skip
     process = subprocess.Popen(
         command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -94,7 +97,7 @@ async def test_http_with_confirmation_off(shop: tuple[str, Path]) -> None:
                 assert time.monotonic() < deadline
                 await anyio.sleep(0.1)
         async with (
-            httpx2.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30, headers={"Authorization": "Bearer alice-token"}) as http,
             Client(
                 streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
             ) as client,

@@ -1,25 +1,28 @@
 """``opgate serve --upstreams FILE``: an mcpServers file served, checked, or refused.
 
-Served over stdio as a subprocess and driven with the official ``mcp.Client``: search
-spans the upstreams, and ``invoke`` reaches one. ``--check`` starts the upstreams,
-prints the whole report and exits 0 (or 1 when nothing can be served); a file that is
-not a usable config is a usage error naming the member.
+Served over stdio and over HTTP (with a token verifier) as a subprocess and driven with
+the official ``mcp.Client``: search spans the upstreams, and ``invoke`` reaches one.
+``--check`` starts the upstreams, prints the whole report and exits 0 (or 1 when nothing
+can be served); a file that is not a usable config is a usage error naming the member.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from opgate.cli import main
 
-from conftest import ROOT, serve_environment
+from conftest import ROOT, await_port, free_port, serve_environment, stop_process
 from upstream_servers import stdio_entry
 
 
@@ -49,6 +52,49 @@ async def test_serve_over_stdio(tmp_path: Path) -> None:
             )
             assert not echoed.is_error
             assert echoed.structured_content == {"result": "through the gateway"}
+
+
+@pytest.mark.anyio
+async def test_serve_over_http_with_a_token_verifier(tmp_path: Path) -> None:
+    path = write(tmp_path, {"kit": stdio_entry("kit")})
+    port = free_port()
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "opgate", "serve", "--upstreams", str(path)),
+                *("--http", f"127.0.0.1:{port}"),
+                *("--token-verifier", "tests.mcp_catalog:TokenVerifier"),
+            ],
+            cwd=ROOT,
+            env=serve_environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        await_port(process, port, lambda: log.read_text()[-2000:])
+        with anyio.fail_after(60):
+            async with (
+                httpx2.AsyncClient(
+                    timeout=30, headers={"Authorization": "Bearer alice-token"}
+                ) as http,
+                Client(
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+                ) as client,
+            ):
+                echoed = await client.call_tool(
+                    "invoke", {"name": "kit.echo", "arguments": {"text": "over HTTP"}}
+                )
+                assert not echoed.is_error
+                assert echoed.structured_content == {"result": "over HTTP"}
+            async with httpx2.AsyncClient(timeout=30) as anonymous:
+                refused = await anonymous.post(f"http://127.0.0.1:{port}/mcp", json={})
+                assert refused.status_code == 401
+    finally:
+        stop_process(process)
+    written = log.read_text().splitlines()
+    assert written[0].startswith("opgate: 1 of 1 upstream connected, 9 operations imported")
+    assert written[-1] == f"opgate: serving 9 operations at http://127.0.0.1:{port}/mcp"
 
 
 def test_check_prints_the_report_and_exits(
