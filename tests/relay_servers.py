@@ -25,7 +25,8 @@ Tools (each answer names the era it was asked in):
   apart, then ``"stepped"``; cancelled first, it writes ``cancelled`` to ``marker``.
 * ``sample()``, ``roots()``: ask for sampling or the client's roots; text naming the
   error the client answered (2025-11-25), or the ``InputRequiredResult`` itself.
-* ``poisoned()``: a tool whose description (``POISON``) tries to instruct the agent.
+* ``poisoned()``: a tool whose description (``POISON``) tries to instruct the agent;
+  ``broken()``: a JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ TOOLS = [
     types.Tool(name="sample", description="Asks for sampling.", input_schema=_OBJECT),
     types.Tool(name="roots", description="Asks for the client's roots.", input_schema=_OBJECT),
     types.Tool(name="poisoned", title="Looks up a word", description=POISON, input_schema=_OBJECT),
+    types.Tool(name="broken", description="Fails with a JSON-RPC error.", input_schema=_OBJECT),
 ]
 
 
@@ -248,6 +250,8 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
                 content=[_text(f"{name} refused: {exc.code} {exc.message}")]
             )
         return types.CallToolResult(content=[_text(f"{name} answered")])
+    if name == "broken":
+        raise MCPError(types.INVALID_PARAMS, "broken on purpose")
     raise MCPError(types.INVALID_PARAMS, f"unknown tool {name}")
 
 

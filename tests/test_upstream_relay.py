@@ -287,6 +287,29 @@ async def test_a_question_while_another_call_is_in_flight_is_refused(
     await settled(catalog, "old")
 
 
+async def test_a_held_calls_failure_is_its_own_whatever_goes_wrong_reading_it(
+    registry: Registry, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = catalog.sessions["old"]
+    plain = await call(registry, "old.broken", {})
+    assert isinstance(plain, Failed), plain
+    assert plain.failure.message == (
+        "upstream 'old' failed the call: error -32602: broken on purpose"
+    )
+
+    async def failing(*args: Any) -> Any:
+        raise RuntimeError("a bug while naming the failure")
+
+    monkeypatch.setattr(session, "_failure", failing)
+    outcome = await call(registry, "old.broken", {})
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.message == "upstream 'old' failed (RuntimeError)"
+    monkeypatch.undo()
+    assert session.status().connected  # the connection's task group did not end
+    after = await call(registry, "old.steps", {"count": 1})
+    assert isinstance(after, Completed), after
+
+
 async def test_an_answer_to_a_call_no_longer_held_fails(
     registry: Registry, catalog: Catalog
 ) -> None:

@@ -401,7 +401,11 @@ class UpstreamSession:
             if call.scope.cancelled_caught:
                 ended = Ended(error=self._timed_out())
         except Exception as exc:
-            ended = Ended(error=await self._failure(client, exc))
+            try:
+                ended = Ended(error=await self._failure(client, exc))
+            except Exception as again:  # the task must not take the connection down with it
+                kind = type(_leaf(again)).__name__
+                ended = Ended(error=UpstreamError(f"upstream {self.name!r} failed ({kind})"))
         finally:
             self._in_flight.discard(call)
             call.end(ended)
