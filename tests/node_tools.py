@@ -36,6 +36,10 @@ a CI image is disposable; a developer's machine is never changed behind their ba
 
 ``python tests/node_tools.py`` installs (or checks) and prints the paths and the time
 taken; ``pytest`` modules call ``ensure_node_tools()`` and skip nothing silently.
+
+``ensure_everything()`` does the same for ``@modelcontextprotocol/server-everything``
+(pinned; with node 22, not the inspector or the suite), the reference server the gateway
+tests run as an upstream; ``python tests/node_tools.py everything`` fetches it too.
 """
 
 from __future__ import annotations
@@ -55,14 +59,17 @@ from pathlib import Path
 
 __all__ = [
     "CONFORMANCE",
+    "EVERYTHING",
     "INSPECTOR",
     "NODE",
+    "Everything",
     "NodeTools",
     "NodeToolsError",
     "Package",
     "announce",
     "announce_fetch",
     "cache_dir",
+    "ensure_everything",
     "ensure_node_tools",
     "install_package",
 ]
@@ -125,6 +132,16 @@ INSPECTOR = Package(
     111,
 )
 PACKAGES = (NODE, CONFORMANCE, INSPECTOR)
+#: Not one of ``PACKAGES``: only the gateway tests need it (``ensure_everything``).
+EVERYTHING = Package(
+    "everything",
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-everything",
+    "the reference MCP server, an upstream of tests/test_upstream_everything.py",
+    32,
+)
+#: The command that fetches ``EVERYTHING`` (and node 22) ahead of a test run.
+PREFETCH_EVERYTHING = "python3 tests/node_tools.py everything"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +208,54 @@ def ensure_node_tools(cache: Path | None = None) -> NodeTools:
         missing = [str(p) for p in _binaries(tools) if not p.exists()]
         raise NodeToolsError(f"installed, yet these binaries are missing: {', '.join(missing)}")
     return tools
+
+
+@dataclass(frozen=True, slots=True)
+class Everything:
+    """``node`` (node 22) runs ``script``, the reference server's entry, with ``stdio``."""
+
+    node: Path
+    script: Path
+
+    def command(self) -> list[str]:
+        """The stdio server's command line."""
+        return [str(self.node), str(self.script), "stdio"]
+
+
+def ensure_everything(cache: Path | None = None) -> Everything:
+    """Install node 22 and ``EVERYTHING`` when missing (under the cache's file lock,
+    announced, as ``ensure_node_tools``) and return the reference server's command."""
+    root = cache if cache is not None else cache_dir()
+    tools = _tools(root)
+    package_dir = root / EVERYTHING.prefix / "node_modules" / EVERYTHING.name
+    found = Everything(tools.node, package_dir / "dist" / "index.js")
+    wanted = (NODE, EVERYTHING)
+    if all(_installed(root, package) for package in wanted) and found.script.exists():
+        return found
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NodeToolsError(f"cannot create the node tools cache {root}: {exc}") from exc
+    with _locked(root / ".lock"):
+        npm = _npm()
+        missing = [package for package in wanted if not _installed(root, package)]
+        if missing:
+            announce_fetch(root, missing, PREFETCH_EVERYTHING)
+        for package in missing:  # node first: the server is checked by running it
+            check = (
+                functools.partial(_check, package, tools)
+                if package is NODE
+                else functools.partial(_check_everything, found)
+            )
+            install_package(root, package, npm, env=_npm_env(tools, package), check=check)
+    if not found.script.exists():
+        raise NodeToolsError(f"installed, yet {found.script} is missing")
+    return found
+
+
+def _check_everything(found: Everything) -> None:
+    if not found.script.exists():
+        raise NodeToolsError(f"{EVERYTHING.spec} installed, but {found.script} is missing")
 
 
 def _tools(root: Path) -> NodeTools:
@@ -375,10 +440,11 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def main() -> int:
+def main(argv: Sequence[str] = ()) -> int:
     started = time.monotonic()
     try:
         tools = ensure_node_tools()
+        everything = ensure_everything() if "everything" in argv else None
     except NodeToolsError as exc:
         print(f"node_tools: {exc}", file=sys.stderr)
         return 1
@@ -388,9 +454,11 @@ def main() -> int:
     print(f"conformance  {tools.conformance}")
     print(f"inspector    {tools.inspector}")
     print(f"mcpdo        {tools.mcpdo}")
+    if everything is not None:
+        print(f"everything   {everything.script}")
     print(f"ready in {took:.2f}s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

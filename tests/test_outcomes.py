@@ -1,8 +1,9 @@
 """Tests of ``opgate._outcomes``: what handlers return and what ``invoke`` returns.
 
-Only an outcome minted by ``finish``, ``fail`` or ``await_input`` and left unaltered
-counts: anything else a handler returns (``None``, a bare value, a ``Result``, a
-forged or replaced ``Outcome``) is ``invalid_result``, never a success. Outcomes copy
+Only an outcome minted by ``finish``, ``fail``, ``await_input`` or ``unsupported_input``
+(``confirmation_required`` with the handler's message) and left unaltered counts:
+anything else a handler returns (``None``, a bare value, a ``Result``, a forged or
+replaced ``Outcome``) is ``invalid_result``, never a success. Outcomes copy
 as themselves and pickle back through their constructors; a ``Pending`` never shows or
 pickles its continuation.
 """
@@ -18,11 +19,25 @@ from typing import Any
 
 import pytest
 
-from invoke_support import ARGS, EMPTY_FORM, FORM_SUPPORT, Recorder, code, invoke, make, registry
+from invoke_support import (
+    ARGS,
+    EMPTY_FORM,
+    FORM_SUPPORT,
+    Recorder,
+    answer,
+    code,
+    invoke,
+    make,
+    registry,
+    start,
+)
 from opgate import (
     Completed,
+    Failed,
+    Failure,
     FailureCode,
     FormInput,
+    InputResponse,
     Invocation,
     Outcome,
     Pending,
@@ -33,6 +48,7 @@ from opgate import (
     await_input,
     fail,
     finish,
+    unsupported_input,
 )
 
 from conftest import Ctx
@@ -123,6 +139,7 @@ def test_only_the_constructor_functions_mint_a_genuine_outcome() -> None:
     assert finish(result).is_genuine()
     assert fail("no").is_genuine()
     assert await_input(URLInput("pay", "https://example.com/pay")).is_genuine()
+    assert unsupported_input("cannot ask").is_genuine()
     assert not Outcome("finish", result).is_genuine()
 
 
@@ -132,8 +149,9 @@ def test_only_the_constructor_functions_mint_a_genuine_outcome() -> None:
         lambda: finish(Result([Text("ok")], structured={"n": 1})),
         lambda: fail("no", {"reason": "closed"}),
         lambda: await_input(FormInput("ok?", EMPTY_FORM, {"job": 1})),
+        lambda: unsupported_input("cannot ask"),
     ],
-    ids=["finish", "fail", "await_input"],
+    ids=["finish", "fail", "await_input", "unsupported_input"],
 )
 def test_outcomes_copy_as_themselves_and_pickle_back_genuine(make_outcome: Any) -> None:
     outcome = make_outcome()
@@ -154,3 +172,52 @@ def test_a_pending_never_shows_or_pickles_its_continuation() -> None:
         pickle.dumps(pending)
     assert copy.copy(pending) is pending
     assert copy.deepcopy(pending) is pending
+
+
+async def test_unsupported_input_is_confirmation_required_with_its_message() -> None:
+    async def handler(inv: Invocation) -> Any:
+        return unsupported_input("the form has a nested object; use the upstream's own client")
+
+    reg = registry(handler)
+    outcome = await reg.invoke(Ctx(), "orders.refund", ARGS, input_support=FORM_SUPPORT)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    assert outcome.failure.message == "the form has a nested object; use the upstream's own client"
+
+
+async def test_unsupported_input_without_a_message_takes_the_codes_guidance() -> None:
+    async def handler(inv: Invocation) -> Any:
+        return unsupported_input()
+
+    outcome = await registry(handler).invoke(Ctx(), "orders.refund", ARGS)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure == Failure(FailureCode.CONFIRMATION_REQUIRED)
+    assert "authorized interface" in outcome.failure.message
+
+
+async def test_unsupported_input_after_an_answer_ends_the_chain() -> None:
+    async def handler(inv: Invocation) -> Any:
+        if inv.resume is None:
+            return await_input(FormInput("ok?", EMPTY_FORM, {"job": 1}))
+        return unsupported_input("the next question cannot be shown")
+
+    reg = registry(handler)
+    pending = await start(reg)
+    outcome = await answer(reg, pending, InputResponse.accept({}))
+    assert code(outcome) is FailureCode.CONFIRMATION_REQUIRED
+    # The same answer again is a recovery, which gets the same refusal.
+    again = await answer(reg, pending, InputResponse.accept({}))
+    assert code(again) is FailureCode.CONFIRMATION_REQUIRED
+
+
+@pytest.mark.parametrize(
+    ("message", "words"),
+    [("\ud800", "needs a str message"), ("x" * 70_000, "exceeds the result budget")],
+)
+async def test_an_unsupported_input_message_must_fit(message: str, words: str) -> None:
+    async def handler(inv: Invocation) -> Any:
+        return unsupported_input(message)
+
+    outcome = await registry(handler).invoke(Ctx(), "orders.refund", ARGS)
+    assert code(outcome) is FailureCode.INVALID_RESULT
+    assert words in outcome.failure.message

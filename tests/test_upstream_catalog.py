@@ -6,9 +6,9 @@ definitions and answers written by hand). Through the registry: search across bo
 inspect, invoke; a schema outside the compiler profile, a duplicate and filtered
 tools left out with reasons; renamed tools reported and still reaching their own
 tool; ``isError`` mapped; hostile answers (too deep, not base64, over budget, against
-the tool's own output schema, an input request, a JSON-RPC error) failing only their
-call; a slow call timing out and a call its caller cancels, both cancelled upstream;
-an upstream crashing mid-call while the rest serve.
+the tool's own output schema, an input request no one can answer, a JSON-RPC error)
+failing only their call; a slow call timing out and a call its caller cancels, both
+cancelled upstream; an upstream crashing mid-call while the rest serve.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ async def test_renamed_tools_are_reported_and_reach_their_own_tool(
         ("raw.bad_image", FailureCode.OPERATION_FAILED, "content block 0 data is not base64"),
         ("raw.huge", FailureCode.INVALID_RESULT, "result budget"),
         ("raw.wrong_shape", FailureCode.INVALID_RESULT, "structured result"),
-        ("raw.ask", FailureCode.OPERATION_FAILED, "asked for input"),
+        ("raw.ask", FailureCode.CONFIRMATION_REQUIRED, "confirmation from a person"),
         ("raw.protocol_error", FailureCode.OPERATION_FAILED, "error -32602: no such thing second"),
     ],
 )

@@ -165,11 +165,11 @@ def test_structured_content_outside_the_profile_fails_the_call() -> None:
     assert "outside opgate's JSON profile" in done.message
 
 
-def test_an_input_request_fails_the_call_for_now() -> None:
+def test_an_input_request_the_relay_did_not_take_fails_the_call() -> None:
     asked = types.InputRequiredResult(input_requests={}, request_state="s")
     done = outcome("up", asked)
     assert done.kind == "fail"
-    assert "not supported yet" in done.message
+    assert "asked for input the gateway did not relay" in done.message
 
 
 def test_sdk_arguments_turn_exact_numbers_into_json_numbers() -> None:

@@ -15,7 +15,16 @@ from ._functions import operation
 from ._invocation import Invocation, Resume
 from ._limits import PAGE_BYTES, Limits
 from ._operation import Operation, OperationSpec, SearchPage, Summary
-from ._outcomes import Completed, Failed, Outcome, Pending, await_input, fail, finish
+from ._outcomes import (
+    Completed,
+    Failed,
+    Outcome,
+    Pending,
+    await_input,
+    fail,
+    finish,
+    unsupported_input,
+)
 from ._policies import LocalPolicy, ScopePolicy
 from ._policy import Discover, DiscoveryScope, Execute, Policy
 from ._progress import ProgressUpdate
@@ -83,4 +92,5 @@ __all__ = [
     "finish",
     "internal_failure",
     "operation",
+    "unsupported_input",
 ]

@@ -1,12 +1,14 @@
-"""What a handler returned, checked: a finish or fail outcome, or a prompt.
+"""What a handler returned, checked: a finish, fail or unsupported-input outcome, or a prompt.
 
 ``conclude`` turns a finish outcome into ``Completed`` (its result checked against
-the output schema and the result budgets) and a fail outcome into ``Failed``
+the output schema and the result budgets), a fail outcome into ``Failed``
 (``operation_failure``: the message bounded, the diagnostics kept if they convert,
-validate and fit). ``check_prompt`` holds a prompt a handler asked for to its state
-and public budgets before the ledger commits it. What breaks a rule raises an
-``invalid_result`` ``Failure`` whose message states the rule and names nothing from
-the data; the invoke sequence (``_invoke``) calls these. None runs a callback or awaits.
+validate and fit) and an unsupported-input outcome into a ``confirmation_required``
+``Failed`` (its message bounded as a failure's). ``check_prompt`` holds a prompt a
+handler asked for to its state and public budgets before the ledger commits it. What
+breaks a rule raises an ``invalid_result`` ``Failure`` whose message states the rule
+and names nothing from the data; the invoke sequence (``_invoke``) calls these. None
+runs a callback or awaits.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ FAILURE_OVERHEAD_BYTES = 256
 
 
 def conclude(entry: Entry, outcome: Outcome, limits: Limits) -> Completed | Failed:
-    """Check a finish or fail outcome against the output schema and result budgets."""
+    """Check a finish, fail or unsupported-input outcome against the output schema and
+    result budgets."""
     if outcome.kind == "fail":
         return Failed(operation_failure(entry, outcome, limits))
+    if outcome.kind == "unsupported_input":
+        message = _failure_message(outcome, limits, "unsupported_input(...)")
+        return Failed(Failure(FailureCode.CONFIRMATION_REQUIRED, message))
     assert outcome.kind == "finish"  # genuine outcomes only (_invoke._dispatch)
     result = outcome.payload
     if not isinstance(result, Result) or not is_constructed(result):
@@ -69,13 +75,9 @@ def conclude(entry: Entry, outcome: Outcome, limits: Limits) -> Completed | Fail
 
 def operation_failure(entry: Entry, outcome: Outcome, limits: Limits) -> Failure:
     """The ``operation_failed`` failure of a fail outcome, diagnostics kept if they fit."""
-    message = outcome.message
-    if not isinstance(message, str) or has_surrogate(message):
-        raise Failure(FailureCode.INVALID_RESULT, "fail(...) needs a str message")
+    message = _failure_message(outcome, limits, "fail(...)")
     budget = limits.result_bytes - FAILURE_OVERHEAD_BYTES
     encoded = json_string_size(message)  # as JSON will carry it, escapes included
-    if encoded > budget:
-        raise Failure(FailureCode.INVALID_RESULT, "the failure message exceeds the result budget")
     diagnostics: JSONValue = None
     if outcome.payload is not None:
         try:
@@ -93,6 +95,16 @@ def operation_failure(entry: Entry, outcome: Outcome, limits: Limits) -> Failure
     return Failure(FailureCode.OPERATION_FAILED, message, diagnostics=diagnostics)
 
 
+def _failure_message(outcome: Outcome, limits: Limits, maker: str) -> str:
+    """The outcome's public failure message: a ``str`` that fits the result budget."""
+    message = outcome.message
+    if not isinstance(message, str) or has_surrogate(message):
+        raise Failure(FailureCode.INVALID_RESULT, f"{maker} needs a str message")
+    if json_string_size(message) > limits.result_bytes - FAILURE_OVERHEAD_BYTES:
+        raise Failure(FailureCode.INVALID_RESULT, "the failure message exceeds the result budget")
+    return message
+
+
 def check_prompt(prompt: FormInput | URLInput, limits: Limits) -> None:
     """The prompt's state and public part must fit their budgets (else ``invalid_result``).
 
@@ -101,16 +113,14 @@ def check_prompt(prompt: FormInput | URLInput, limits: Limits) -> None:
     """
     if isinstance(prompt, FormInput):
         public = json_string_size(prompt.message) + prompt.schema_size
-        state = len(prompt.state_bytes)
-        if state > limits.state_bytes:
-            raise Failure(
-                FailureCode.INVALID_RESULT,
-                f"the prompt's state is {state} bytes, over Limits.state_bytes "
-                f"({limits.state_bytes})",
-            )
     else:
         public = json_string_size(prompt.message) + utf8_size(prompt.url().url)
-        state = 0
+    state = len(prompt.state_bytes)
+    if state > limits.state_bytes:
+        raise Failure(
+            FailureCode.INVALID_RESULT,
+            f"the prompt's state is {state} bytes, over Limits.state_bytes ({limits.state_bytes})",
+        )
     if public > limits.form_schema_bytes:
         raise Failure(
             FailureCode.INVALID_RESULT,

@@ -43,7 +43,9 @@ registry accepts only instances their own constructors completed
 State is private JSON kept for the handler (an intent or job key, never a
 credential); it never appears in the prompt, ``repr`` or ``form()``. Because a
 ``str`` is always read as JSON *text*, JSON ``null`` is passed as the text
-``"null"``; Python ``None`` means "no state" and is rejected.
+``"null"``; Python ``None`` means "no state" and is rejected by ``FormInput``. A
+``URLInput`` may carry state too (``state=``, beyond the spec, whose URL input has
+none): without it the handler's resume gets ``None``.
 """
 
 from __future__ import annotations
@@ -734,9 +736,11 @@ def _host_problem(netloc: str, host: str) -> str | None:
 class URLInput(_Prompt):
     """Ask a person to open an HTTPS URL of the application (consent to navigate).
 
-    ``URLInput(message, url)``: ``message`` is a nonblank ``str``; ``url`` is an absolute
-    ``https`` URL with a host and without user information, written as an ASCII URI
-    (no whitespace or control characters). Plain ``http`` is always rejected, loopback
+    ``URLInput(message, url, *, state=None)``: ``message`` is a nonblank ``str``; ``url``
+    is an absolute ``https`` URL with a host and without user information, written as
+    an ASCII URI (no whitespace or control characters). ``state`` is private JSON the
+    handler gets back on resume, as for ``FormInput`` (``None``: no state, and the
+    resume's ``state`` is ``None``). Plain ``http`` is always rejected, loopback
     included. The library never opens, fetches or redirects to the URL; acceptance
     means the person consented to navigate, and the application must verify the
     outcome of its own external flow. ``url()`` exposes only the message and the URL.
@@ -746,26 +750,37 @@ class URLInput(_Prompt):
     given, is 1 to 65535. The class is final, like ``FormInput``.
     """
 
-    __slots__ = ("_message", "_url")
+    __slots__ = ("_message", "_state_bytes", "_url")
 
     mode: ClassVar[InputMode] = InputMode.URL
 
     _message: str
     _url: str
+    _state_bytes: bytes
 
-    def __init__(self, message: str, url: str) -> None:
+    def __init__(self, message: str, url: str, *, state: object = None) -> None:
         message = _check_message("URLInput", message)
         if not isinstance(url, str):
             raise TypeError(f"URLInput url must be a str, not {type(url).__name__}")
         problem = _url_problem(url)
         if problem is not None:
             raise ConfigurationError(f"URLInput url {short_prefix(url)}: {problem}")
+        state_bytes = b""
+        if state is not None:
+            if not isinstance(state, _STATE_TYPES):
+                raise TypeError(
+                    f"URLInput state must be JSON text or a JSON value, not {type(state).__name__}"
+                )
+            state_bytes = canonical_bytes(_json_argument("URLInput", "state", state, profile=False))
         object.__setattr__(self, "_message", message)
         object.__setattr__(self, "_url", str.__str__(url))
+        object.__setattr__(self, "_state_bytes", state_bytes)
         _SEAL.stamp(self)
 
     def _rebuild(self) -> tuple[Any, ...]:  # through the constructor's checks
-        return (URLInput, (self._message, self._url))
+        if not self._state_bytes:
+            return (URLInput, (self._message, self._url))
+        return (_url_input, (self._message, self._url, self._state_bytes))
 
     def __repr__(self) -> str:
         if not is_genuine_prompt(self):
@@ -785,6 +800,18 @@ class URLInput(_Prompt):
         """Same as ``url()``: the public prompt."""
         return self.url()
 
+    # -- internal, for the registry and the ledger --
+
+    @property
+    def state_bytes(self) -> bytes:
+        """Canonical bytes of the private state (empty without state)."""
+        return self._state_bytes
+
+
+def _url_input(message: str, url: str, state: bytes) -> URLInput:
+    """A pickled ``URLInput`` with state, rebuilt through its constructor."""
+    return URLInput(message, url, state=state)
+
 
 @dataclass(frozen=True, slots=True)
 class StoredPrompt:
@@ -798,7 +825,7 @@ class StoredPrompt:
     mode: InputMode
     message: str
     schema_bytes: bytes = b""  # canonical form schema (forms only)
-    state_bytes: bytes = b""  # canonical private state (forms only)
+    state_bytes: bytes = b""  # canonical private state (empty: a URL hand-off without)
     url: str = ""  # URL hand-offs only
 
     @classmethod
@@ -806,7 +833,9 @@ class StoredPrompt:
         """The compact copy of ``prompt``."""
         if isinstance(prompt, FormInput):
             return cls(InputMode.FORM, prompt.message, prompt.form(), prompt.state_bytes)
-        return cls(InputMode.URL, prompt.message, url=prompt.url().url)
+        return cls(
+            InputMode.URL, prompt.message, state_bytes=prompt.state_bytes, url=prompt.url().url
+        )
 
     def public(self) -> FormPrompt | URLPrompt:
         """What the person is shown (never the state)."""
@@ -815,8 +844,8 @@ class StoredPrompt:
         return URLPrompt(self.message, self.url)
 
     def state_value(self) -> JSONValue:
-        """A fresh copy of the private state (``None`` for a URL hand-off)."""
-        return parse(self.state_bytes) if self.mode is InputMode.FORM else None
+        """A fresh copy of the private state (``None`` for a URL hand-off without)."""
+        return parse(self.state_bytes) if self.state_bytes else None
 
     @property
     def size(self) -> int:

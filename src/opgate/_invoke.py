@@ -392,7 +392,8 @@ async def _dispatch(call: Call, verified: Resume | None) -> Outcome:
     if not isinstance(outcome, Outcome) or not outcome.is_genuine():
         raise Failure(
             FailureCode.INVALID_RESULT,
-            "the operation returned neither finish(...), fail(...) nor await_input(...)",
+            "the operation returned none of finish(...), fail(...), await_input(...) "
+            "and unsupported_input(...)",
         )
     return outcome
 

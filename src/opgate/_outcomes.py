@@ -1,6 +1,7 @@
-"""What handlers return (``finish``, ``fail``, ``await_input``) and what ``invoke`` returns.
+"""What handlers return (``finish``, ``fail``, ``await_input``, ``unsupported_input``) and
+what ``invoke`` returns.
 
-A handler's return value must be one of the three outcome constructors' results;
+A handler's return value must be one of the four outcome constructors' results;
 anything else — ``None``, a bare dict, a ``Result``, an outcome not made by these
 functions — is a failure, never a success. ``Registry.invoke`` returns exactly one
 of ``Completed``, ``Failed`` or ``Pending``; each carries ``diagnostics``, the
@@ -29,19 +30,21 @@ __all__ = [
     "await_input",
     "fail",
     "finish",
+    "unsupported_input",
 ]
 
 _SEAL: Final = Seal()  # only this module's constructors can make an Outcome
 
 #: The kinds the constructors make; any other kind is a forgery.
-KINDS = frozenset({"finish", "fail", "await_input"})
+KINDS = frozenset({"finish", "fail", "await_input", "unsupported_input"})
 
 
 @final
 @_SEAL.mints
 @dataclass(frozen=True, slots=True, eq=False)
 class Outcome(Sealed):
-    """A handler's decision; build it with ``finish``, ``fail`` or ``await_input`` only.
+    """A handler's decision; build it with ``finish``, ``fail``, ``await_input`` or
+    ``unsupported_input`` only.
 
     The seal that marks a genuine outcome is stamped after construction and is not an
     ``__init__`` field, so ``dataclasses.replace`` (which rebuilds through
@@ -54,7 +57,7 @@ class Outcome(Sealed):
     payload: Any = field(repr=False)
     message: str = ""
 
-    _refusal = "Outcome cannot be subclassed; use finish, fail or await_input"
+    _refusal = "Outcome cannot be subclassed; use finish, fail, await_input or unsupported_input"
 
     def is_genuine(self) -> bool:
         """Whether this outcome came from one of the constructor functions, unaltered."""
@@ -87,6 +90,17 @@ def fail(message: str, diagnostics: object = None) -> Outcome:
 def await_input(prompt: FormInput | URLInput) -> Outcome:
     """Stop and ask a person for input: a form (``FormInput``) or an HTTPS hand-off."""
     return _minted("await_input", prompt)
+
+
+def unsupported_input(message: str = "") -> Outcome:
+    """Stop without asking: the call needs a person's input that no prompt can carry here.
+
+    For input a handler cannot put into a ``FormInput`` or ``URLInput`` (a relayed
+    form outside the form profile, say). ``invoke`` returns ``confirmation_required``,
+    as for a prompt the host cannot show, with ``message`` (public; empty takes the
+    code's guidance to use the application's own authorized interface).
+    """
+    return _minted("unsupported_input", None, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,11 @@ async with open_catalog(config) as catalog:      # every upstream started in par
 
 Each upstream tool is an operation ``NAME.TOOL`` in group ``NAME``; ``invoke``
 forwards ``tools/call`` to that upstream over the official SDK's client (stdio or
-streamable HTTP). This subpackage and ``opgate.mcp`` are the MCP adapters, the
-only parts of opgate that import ``mcp``. The configuration, naming and what is not
-built yet are in ``docs/gateway.md`` and the docstrings of the modules here.
+streamable HTTP), relays the questions it asks a person as opgate prompts (both
+protocol eras) and its progress. This subpackage and ``opgate.mcp`` are the MCP
+adapters, the only parts of opgate that import ``mcp``. The configuration, naming,
+the relay and what is not built yet are in ``docs/gateway.md`` and the docstrings of
+the modules here.
 """
 
 from ._catalog import (

@@ -24,8 +24,9 @@ A tool becomes an operation
 
 A call (the handler)
 --------------------
-The registry validates the arguments, then the handler sends ``tools/call`` with
-them to the upstream (``_session``) and maps the answer (``_results``); the
+The registry validates the arguments, then the handler (``_relay``) sends
+``tools/call`` with them to the upstream (``_session``), relays the upstream's
+questions as prompts and its progress, and maps the answer (``_results``); the
 registry checks the result as for any operation. An upstream's failure, timeout,
 closed connection or malformed answer fails that call with ``operation_failed``
 naming the upstream; other calls and upstreams go on. Nothing of the caller
@@ -38,7 +39,6 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Final, TextIO
 
 import anyio
@@ -52,15 +52,15 @@ from opgate import (
     Outcome,
     Policy,
     Registry,
-    fail,
 )
-from opgate.json import JSONValue, canonical_bytes, parse
+from opgate.json import JSONValue
 
 from ._config import Config
 from ._naming import Namer
+from ._relay import Relay
 from ._report import Issue, Report, bounded
-from ._results import outcome, sdk_arguments
-from ._session import MAX_LISTED_TOOLS, UpstreamError, UpstreamSession
+from ._results import json_value
+from ._session import MAX_LISTED_TOOLS, UpstreamSession
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -127,22 +127,7 @@ def _annotations(tool: types.Tool) -> JSONValue:
     if tool.annotations is None:
         return None
     dumped = tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return _json(dumped)
-
-
-def _json(value: Any) -> JSONValue:
-    """A detached exact JSON value of what pydantic parsed (floats by shortest repr)."""
-    return parse(canonical_bytes(_from_pydantic(value)))
-
-
-def _from_pydantic(value: Any) -> JSONValue:
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    if isinstance(value, dict):
-        return {key: _from_pydantic(member) for key, member in value.items()}
-    if isinstance(value, list):
-        return [_from_pydantic(member) for member in value]
-    return value  # type: ignore[no-any-return]
+    return json_value(dumped)
 
 
 def description_of(tool: types.Tool) -> str:
@@ -160,20 +145,15 @@ def description_of(tool: types.Tool) -> str:
 
 
 class _Handler:
-    """The handler of one upstream tool (an async callable object)."""
+    """The handler of one upstream tool (an async callable object): the relay's."""
 
-    def __init__(self, session: UpstreamSession, tool: str) -> None:
+    def __init__(self, session: UpstreamSession, tool: str, relay: Relay) -> None:
         self._session = session
         self._tool = tool
+        self._relay = relay
 
     async def __call__(self, inv: Invocation) -> Outcome:
-        session = self._session
-        arguments = sdk_arguments(inv.arguments)
-        try:
-            answer = await session.call_tool(self._tool, arguments)
-        except UpstreamError as exc:
-            return fail(str(exc))
-        return outcome(session.name, answer)
+        return await self._relay.call(self._session, self._tool, inv)
 
 
 class _AllowAll:
@@ -221,9 +201,14 @@ class Catalog:
         *,
         disabled: tuple[str, ...] = (),
         limits: Limits | None = None,
+        hold_timeout: float | None = None,
     ) -> None:
         self.sessions = {session.name: session for session in sessions}
         self._limits = limits
+        checked = limits or Limits()
+        if hold_timeout is None:
+            hold_timeout = checked.input_lifetime.total_seconds()
+        self._relay = Relay(limits=checked, hold_timeout=hold_timeout)
         self.tools: dict[str, ToolPlan] = {}
         operations: list[Operation] = []
         warnings: list[Issue] = []
@@ -304,13 +289,13 @@ class Catalog:
                     summary_of(tool, upstream),
                     description_of(tool),
                     _annotations(tool),
-                    _json(tool.input_schema),
-                    None if tool.output_schema is None else _json(tool.output_schema),
+                    json_value(tool.input_schema),
+                    None if tool.output_schema is None else json_value(tool.output_schema),
                 )
                 operation = Operation(
                     plan.name,
                     plan.summary,
-                    _Handler(session, tool.name),
+                    _Handler(session, tool.name, self._relay),
                     description=plan.description,
                     group=upstream,
                     input_schema=plan.input_schema,
@@ -372,6 +357,7 @@ async def open_catalog(
     start_timeout: float = DEFAULT_START_TIMEOUT,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     limits: Limits | None = None,
+    hold_timeout: float | None = None,
     stderr: TextIO | None = None,
 ) -> AsyncIterator[Catalog]:
     """Start every upstream of ``config`` and yield their ``Catalog`` (see the module
@@ -380,7 +366,11 @@ async def open_catalog(
     * ``start_timeout``: seconds each upstream has to start, negotiate and list its
       tools (they start in parallel, so the whole start takes at most about that);
     * ``call_timeout``: seconds one call may take;
-    * ``limits``: the registry's ``Limits`` every tool definition is checked against;
+    * ``limits``: the registry's ``Limits`` every tool definition and relayed prompt
+      is checked against;
+    * ``hold_timeout``: seconds a 2025-11-25 upstream's call stays open for a person's
+      answer (default ``limits.input_lifetime``, how long the prompt lives), after
+      which its question is declined;
     * ``stderr``: where stdio upstreams' stderr goes (default ``sys.stderr``; a stream
       without a file descriptor falls back to the process's own stderr).
 
@@ -389,7 +379,10 @@ async def open_catalog(
     """
     if not isinstance(config, Config):
         raise TypeError("config must be an opgate.upstream.Config (see load_config)")
-    for what, seconds in (("start_timeout", start_timeout), ("call_timeout", call_timeout)):
+    timeouts = [("start_timeout", start_timeout), ("call_timeout", call_timeout)]
+    if hold_timeout is not None:
+        timeouts.append(("hold_timeout", hold_timeout))
+    for what, seconds in timeouts:
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
             raise ValueError(f"{what} must be a positive number of seconds")
     if limits is not None and not isinstance(limits, Limits):
@@ -410,7 +403,7 @@ async def open_catalog(
             group.start_soon(session.run, name=f"opgate upstream {session.name}")
         for session in sessions:
             await session.started()
-        yield Catalog(sessions, disabled=config.disabled, limits=limits)
+        yield Catalog(sessions, disabled=config.disabled, limits=limits, hold_timeout=hold_timeout)
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE):
             async with anyio.create_task_group() as closing:

@@ -18,8 +18,11 @@
   JSON profile, such as nesting deeper than 128) fails the call naming the block,
   never quoting the data. The registry then checks the result as for any
   operation: the output schema, and the result and inline-media budgets.
-* An ``InputRequiredResult`` (a 2026-07-28 upstream asking for input) fails the
-  call: relaying upstream input requests is not built yet.
+* ``json_value``: what pydantic parsed from an upstream (a tool's schemas, an
+  elicitation's form) as an exact JSON value, a ``float`` by its shortest repr.
+
+An ``InputRequiredResult`` (an upstream asking for input) is the relay's
+(``_relay``); one that reaches ``outcome`` fails the call.
 """
 
 from __future__ import annotations
@@ -44,12 +47,29 @@ from opgate import (
     fail,
     finish,
 )
+from opgate.json import JSONValue, canonical_bytes, parse
 
-__all__ = ["MAX_ERROR_CHARS", "outcome", "sdk_arguments"]
+__all__ = ["MAX_ERROR_CHARS", "json_value", "outcome", "sdk_arguments"]
 
 #: Longest failure message taken from an upstream's ``isError`` text (it is the tool's
 #: own output, shown to the agent; a whole page of it adds nothing the start does not).
 MAX_ERROR_CHARS: Final = 8_000
+
+
+def json_value(value: Any) -> JSONValue:
+    """A detached exact JSON value of what pydantic parsed (a ``float`` by its shortest
+    repr); raises ``JSONError`` for what is not JSON."""
+    return parse(canonical_bytes(_from_pydantic(value)))
+
+
+def _from_pydantic(value: Any) -> JSONValue:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {key: _from_pydantic(member) for key, member in value.items()}
+    if isinstance(value, list):
+        return [_from_pydantic(member) for member in value]
+    return value  # type: ignore[no-any-return]
 
 
 def sdk_arguments(value: object) -> Any:
@@ -115,10 +135,7 @@ def _error_text(result: types.CallToolResult) -> str:
 def outcome(upstream: str, answer: types.CallToolResult | types.InputRequiredResult) -> Outcome:
     """The handler outcome for ``answer`` from ``upstream`` (see the module docstring)."""
     if isinstance(answer, types.InputRequiredResult):
-        return fail(
-            f"upstream {upstream!r} asked for input during the call; "
-            "relaying an upstream's input requests is not supported yet"
-        )
+        return fail(f"upstream {upstream!r} asked for input the gateway did not relay")
     has_structured = "structured_content" in answer.model_fields_set
     structured = answer.structured_content if has_structured else None
     if answer.is_error:

@@ -21,8 +21,21 @@ What an upstream gets
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
   endpoint's origin.
-* The client declares no capability (no sampling, roots or elicitation): an
-  upstream asking for one of them is refused by the SDK's default callbacks.
+* The client declares elicitation (forms and URL hand-offs) and nothing else: an
+  upstream's ``sampling/createMessage`` or ``roots/list`` is refused by the SDK's
+  default callbacks with a JSON-RPC error.
+
+Calls in the two eras
+---------------------
+On a 2026-07-28 connection ``call_tool`` sends ``tools/call`` in the caller's task
+and returns its answer, an ``InputRequiredResult`` included (``input_responses``
+and ``request_state`` answer one). On a 2025-11-25 connection the upstream may send
+``elicitation/create`` in the middle of a call, so ``start_call`` runs the call in
+the session's own task group as a ``HeldCall`` (``_held``) that the relay follows
+and may keep open in ``held`` while a person answers. Nothing on the wire links an
+``elicitation/create`` to the call it belongs to, so a question goes to the call in
+flight only when it is the upstream's one call in flight; with none or several, it
+is refused with a JSON-RPC error and never shown to anyone.
 
 Failures
 --------
@@ -50,11 +63,14 @@ import httpx2
 import mcp.types as types
 import pydantic
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from opgate import __version__
 
 from ._config import ServerConfig, StdioServer
+from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._report import UpstreamStatus, bounded
 
 __all__ = [
@@ -178,6 +194,9 @@ class UpstreamSession:
       ``MAX_LIST_PAGES``;
     * ``client``: the connected ``mcp.Client`` (``None`` when not connected), for
       code that needs more of the SDK than ``call_tool``;
+    * ``holds_calls``: whether calls go through ``start_call`` (a 2025-11-25
+      connection) rather than ``call_tool``;
+    * ``held``: the ``HeldCalls`` waiting for a person's answer;
     * ``status()``: an ``UpstreamStatus``.
     """
 
@@ -201,9 +220,23 @@ class UpstreamSession:
         self._started = anyio.Event()
         self._stop = anyio.Event()
         self._finished = anyio.Event()
+        self._calls: anyio.abc.TaskGroup | None = None
+        self._in_flight: set[HeldCall] = set()
+        self.held = HeldCalls()
 
     def __repr__(self) -> str:
         return f"UpstreamSession({self.name!r}, connected={self.client is not None})"
+
+    @property
+    def holds_calls(self) -> bool:
+        """Whether the connection is of the 2025-11-25 era (calls are ``start_call``'s)."""
+        client = self.client
+        return client is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def in_flight(self) -> int:
+        """Calls started with ``start_call`` that have not ended."""
+        return len(self._in_flight)
 
     @property
     def transport(self) -> str:
@@ -252,12 +285,24 @@ class UpstreamSession:
                 cwd=server.cwd,
             )
             transport = stdio_client(parameters, errlog=_errlog(self._stderr))
-            async with Client(transport, mode="auto", client_info=info, cache=None) as client:
+            async with Client(
+                transport,
+                mode="auto",
+                client_info=info,
+                cache=None,
+                elicitation_callback=self._on_elicit,
+            ) as client:
                 yield client
             return
         async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
             transport = streamable_http_client(server.url, http_client=http)
-            async with Client(transport, mode="auto", client_info=info, cache=None) as client:
+            async with Client(
+                transport,
+                mode="auto",
+                client_info=info,
+                cache=None,
+                elicitation_callback=self._on_elicit,
+            ) as client:
                 yield client
 
     async def run(self) -> None:
@@ -271,9 +316,14 @@ class UpstreamSession:
                 async with self._connected() as client:
                     self.tools, self.truncated = await _list_tools(client)
                     deadline.deadline = math.inf
-                    self.client = client
-                    self._started.set()
-                    await self._stop.wait()
+                    async with anyio.create_task_group() as calls:
+                        self._calls = calls
+                        self.client = client
+                        self._started.set()
+                        await self._stop.wait()
+                        self.client = None
+                        self.held.abandon_all()
+                        calls.cancel_scope.cancel()
             if deadline.cancelled_caught and not self._started.is_set():
                 self._reason = f"did not start within {self._start_timeout:g} s"
         except Exception as exc:  # every failure of an upstream is the upstream's
@@ -283,48 +333,120 @@ class UpstreamSession:
                 self._reason = "the connection ended"
         finally:
             self.client = None
+            self._calls = None
             self._started.set()
             self._finished.set()
 
-    async def call_tool(
-        self, tool: str, arguments: dict[str, Any]
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """Send ``tools/call`` for ``tool`` with ``arguments`` (SDK-ready JSON values).
+    def _connection(self) -> Client:
+        client = self.client
+        if client is None:
+            raise UpstreamError(f"upstream {self.name!r} is not connected ({self._reason})")
+        return client
 
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressForward | None = None,
+        input_responses: dict[str, types.ElicitResult] | None = None,
+        request_state: str | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Send ``tools/call`` for ``tool`` with ``arguments`` (SDK-ready JSON values)
+        in this task, and return the upstream's answer.
+
+        ``progress`` receives the upstream's progress notifications for the call;
+        ``input_responses`` and ``request_state`` answer an ``InputRequiredResult``.
         Raises ``UpstreamError`` (see the module docstring); cancellation propagates
         (and the SDK tells the upstream the request was cancelled).
         """
-        client = self.client
-        name = self.name
-        if client is None:
-            raise UpstreamError(f"upstream {name!r} is not connected ({self._reason})")
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=tool, arguments=arguments)
-        )
+        client = self._connection()
+        request = _request(tool, arguments, input_responses, request_state)
         try:
             with anyio.fail_after(self._call_timeout):
-                return await client.session.send_request(request, _CALL_RESULT)
+                return await client.session.send_request(
+                    request, _CALL_RESULT, progress_callback=progress
+                )
         except TimeoutError:
-            raise UpstreamError(
-                f"upstream {name!r} did not answer within {self._call_timeout:g} s"
-            ) from None
-        except MCPError as exc:
+            raise self._timed_out() from None
+        except Exception as exc:
+            raise await self._failure(client, exc) from None
+
+    def start_call(self, tool: str, arguments: dict[str, Any]) -> HeldCall:
+        """Start ``tools/call`` for ``tool`` as a ``HeldCall`` in the session's task group
+        (a 2025-11-25 connection; see the module docstring).
+
+        Raises ``UpstreamError`` when the upstream is not connected.
+        """
+        client = self._connection()
+        calls = self._calls
+        if calls is None:  # pragma: no cover - set whenever client is
+            raise UpstreamError(f"upstream {self.name!r} is not connected ({self._reason})")
+        call = HeldCall(self.name, call_timeout=self._call_timeout)
+        self._in_flight.add(call)
+        calls.start_soon(self._run_call, client, call, _request(tool, arguments, None, None))
+        return call
+
+    async def _run_call(
+        self, client: Client, call: HeldCall, request: types.CallToolRequest
+    ) -> None:
+        """The task of one held call: send it, and end it with its answer or failure."""
+        ended = Ended(error=UpstreamError(f"upstream {self.name!r} closed the connection"))
+        try:
+            with call.scope:
+                answer = await client.session.send_request(
+                    request, _CALL_RESULT, progress_callback=call.progress
+                )
+                ended = Ended(answer=answer)
+            if call.scope.cancelled_caught:
+                ended = Ended(error=self._timed_out())
+        except Exception as exc:
+            try:
+                ended = Ended(error=await self._failure(client, exc))
+            except Exception as again:  # the task must not take the connection down with it
+                kind = type(_leaf(again)).__name__
+                ended = Ended(error=UpstreamError(f"upstream {self.name!r} failed ({kind})"))
+        finally:
+            self._in_flight.discard(call)
+            call.end(ended)
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The SDK's elicitation callback: the question of the one call in flight."""
+        calls = self._in_flight
+        if len(calls) != 1:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=(
+                    "the gateway relays an elicitation only while it has one call in flight "
+                    f"to this server ({len(calls)} now): it cannot tell whose it is"
+                ),
+            )
+        (call,) = calls
+        return await call.ask(params)
+
+    def _timed_out(self) -> UpstreamError:
+        return UpstreamError(
+            f"upstream {self.name!r} did not answer within {self._call_timeout:g} s"
+        )
+
+    async def _failure(self, client: Client, exc: Exception) -> UpstreamError:
+        """The ``UpstreamError`` for what a request raised (see the module docstring)."""
+        name = self.name
+        if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED and await _closed(client):
                 self._lose(client, "the connection closed")
-                raise UpstreamError(
-                    f"upstream {name!r} closed the connection during the call"
-                ) from None
-            raise UpstreamError(
+                return UpstreamError(f"upstream {name!r} closed the connection during the call")
+            return UpstreamError(
                 f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
-            ) from None
-        except pydantic.ValidationError:
-            raise UpstreamError(
+            )
+        if isinstance(exc, pydantic.ValidationError):
+            return UpstreamError(
                 f"upstream {name!r} answered with something that is not a tools/call result"
-            ) from None
-        except Exception as exc:  # the transport's own failures: named by kind only
-            raise UpstreamError(
-                f"upstream {name!r} could not be reached ({type(_leaf(exc)).__name__})"
-            ) from None
+            )
+        kind = type(_leaf(exc)).__name__  # the transport's own failures: named by kind only
+        return UpstreamError(f"upstream {name!r} could not be reached ({kind})")
 
     def _lose(self, client: Client, reason: str) -> None:
         """The connection of ``client`` is gone: no call is sent on it again, and the
@@ -333,6 +455,20 @@ class UpstreamSession:
             self.client = None
             self._reason = reason
             self._stop.set()
+
+
+def _request(
+    tool: str,
+    arguments: dict[str, Any],
+    input_responses: dict[str, types.ElicitResult] | None,
+    request_state: str | None,
+) -> types.CallToolRequest:
+    params = types.CallToolRequestParams(name=tool, arguments=arguments)
+    if input_responses is not None:
+        params.input_responses = dict(input_responses)
+    if request_state is not None:
+        params.request_state = request_state
+    return types.CallToolRequest(params=params)
 
 
 async def _closed(client: Client) -> bool:

@@ -1,0 +1,378 @@
+"""``opgate.upstream._relay``: an upstream's questions relayed as opgate prompts, through
+the ``Registry``.
+
+Two copies of ``tests/relay_servers.py`` run over stdio: ``old`` speaks 2025-11-25 only
+(its questions are ``elicitation/create`` inside the call, which the gateway holds open)
+and ``new`` 2026-07-28 (its questions are ``InputRequiredResult``s, relayed without
+state in this process). For both: a form answered and the upstream's result returned,
+a decline, a URL hand-off, two questions in turn with a replayed answer (the registry
+replays the next prompt) and a recovery after completion (the kept outcome, the
+upstream not asked again), a caller without form support and a form outside the
+profile (``confirmation_required``, the upstream gets a decline), progress, a
+cancelled call cancelled upstream, sampling and roots refused. For ``old``: a held
+call whose person does not answer in time is declined upstream and no longer held;
+a question that arrives while another call is in flight is refused. With two replicas
+sharing a Redis ledger, the answer to ``new``'s question may reach the other replica;
+the answer to ``old``'s may not (its call is held by the replica that asked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from opgate import (
+    Completed,
+    Failed,
+    FailureCode,
+    FormPrompt,
+    InputMode,
+    InputResponse,
+    LocalPolicy,
+    Pending,
+    ProgressUpdate,
+    Registry,
+    Text,
+    URLPrompt,
+)
+from opgate.upstream import Catalog, load_config, open_catalog
+from relay_servers import GREET_FORM, HANDOFF_URL, entry
+
+pytestmark = pytest.mark.anyio
+
+FORM = {InputMode.FORM}
+BOTH = {InputMode.FORM, InputMode.URL}
+ERAS = {"old": "2025-11-25", "new": "2026-07-28"}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def catalog() -> AsyncIterator[Catalog]:
+    config = load_config({"mcpServers": {"old": entry("legacy"), "new": entry("modern")}})
+    async with open_catalog(config, start_timeout=60, call_timeout=60) as opened:
+        assert [status.protocol_version for status in opened.report.upstreams] == [
+            "2025-11-25",
+            "2026-07-28",
+        ]
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def registry(catalog: Catalog) -> Registry:
+    return catalog.registry(LocalPolicy())
+
+
+@pytest.fixture(params=["old", "new"])
+def up(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def call(
+    registry: Registry,
+    name: str,
+    arguments: dict[str, Any],
+    answer: tuple[Pending, InputResponse] | None = None,
+    **kwargs: Any,
+) -> Any:
+    resume = None if answer is None else (answer[0].continuation, answer[1])
+    support = kwargs.pop("input_support", BOTH)
+    return await registry.invoke(
+        None, name, arguments, input_support=support, resume=resume, **kwargs
+    )
+
+
+async def settled(catalog: Catalog, up: str) -> None:
+    """Wait until no call of ``up`` is in flight or held (abandoned calls end on their own)."""
+    session = catalog.sessions[up]
+    with anyio.fail_after(30):
+        while session.in_flight or len(session.held):
+            await anyio.sleep(0.05)
+
+
+async def marked(marker: Path) -> str:
+    with anyio.fail_after(30):
+        while not marker.exists():
+            await anyio.sleep(0.05)
+    return marker.read_text()
+
+
+async def test_a_form_is_answered_and_the_upstreams_result_returned(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    name = f"{up}.greet"
+    asked = await call(registry, name, {"topic": "tea"}, input_support=FORM)
+    assert isinstance(asked, Pending), asked
+    assert isinstance(asked.prompt, FormPrompt)
+    assert asked.prompt.message == "Who are you?"
+    assert asked.prompt.schema == GREET_FORM
+    if up == "old":
+        assert len(catalog.sessions[up].held) == 1
+    answer = InputResponse.accept({"name": "Ada", "color": "g"})
+    done = await call(registry, name, {"topic": "tea"}, (asked, answer), input_support=FORM)
+    assert isinstance(done, Completed), done
+    assert done.result.structured == {
+        "action": "accept",
+        "name": "Ada",
+        "color": "g",
+        "topic": "tea",
+        "era": ERAS[up],
+    }
+    assert done.result.content == (Text("greet accept"),)
+    await settled(catalog, up)
+
+
+@pytest.mark.parametrize("response", [InputResponse.decline(), InputResponse.cancel()])
+async def test_a_decline_or_cancel_reaches_the_upstream(
+    registry: Registry, catalog: Catalog, up: str, response: InputResponse
+) -> None:
+    asked = await call(registry, f"{up}.greet", {"topic": "tea"})
+    assert isinstance(asked, Pending), asked
+    done = await call(registry, f"{up}.greet", {"topic": "tea"}, (asked, response))
+    assert isinstance(done, Completed), done
+    assert done.result.structured["action"] == response.action.value
+    assert done.result.structured["name"] is None
+    await settled(catalog, up)
+
+
+async def test_a_url_hand_off_is_relayed(registry: Registry, catalog: Catalog, up: str) -> None:
+    asked = await call(registry, f"{up}.handoff", {})
+    assert isinstance(asked, Pending), asked
+    assert asked.prompt == URLPrompt("Sign in to continue", HANDOFF_URL)
+    done = await call(registry, f"{up}.handoff", {}, (asked, InputResponse.accept()))
+    assert isinstance(done, Completed), done
+    assert done.result.content == (Text(f"hand-off accept ({ERAS[up]})"),)
+    await settled(catalog, up)
+
+
+async def test_questions_in_turn_replayed_and_recovered(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    first = await call(registry, f"{up}.survey", {})
+    assert isinstance(first, Pending), first
+    assert isinstance(first.prompt, FormPrompt)
+    assert first.prompt.message == "First?"
+    a = InputResponse.accept({"a": 1})
+    second = await call(registry, f"{up}.survey", {}, (first, a))
+    assert isinstance(second, Pending), second
+    assert isinstance(second.prompt, FormPrompt)
+    assert second.prompt.message == "Second?"
+    # The same answer again: the registry replays the next prompt, the upstream is not asked.
+    again = await call(registry, f"{up}.survey", {}, (first, a))
+    assert isinstance(again, Pending), again
+    assert (again.continuation, again.prompt) == (second.continuation, second.prompt)
+    b = InputResponse.accept({"b": True})
+    done = await call(registry, f"{up}.survey", {}, (second, b))
+    assert isinstance(done, Completed), done
+    assert done.result.structured == {"first": {"a": 1}, "second": {"b": True}}
+    # The last answer again, after completion: a recovery gets the outcome it led to.
+    recovered = await call(registry, f"{up}.survey", {}, (second, b))
+    assert isinstance(recovered, Completed), recovered
+    assert recovered.result.structured == done.result.structured
+    await settled(catalog, up)
+
+
+async def test_a_caller_without_form_support_gets_confirmation_required(
+    registry: Registry, catalog: Catalog, up: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "action"
+    outcome = await call(
+        registry, f"{up}.greet", {"topic": "tea", "marker": str(marker)}, input_support=()
+    )
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    assert await marked(marker) == "decline"
+    await settled(catalog, up)
+
+
+async def test_a_url_hand_off_needs_url_support(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    outcome = await call(registry, f"{up}.handoff", {}, input_support=FORM)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    await settled(catalog, up)
+
+
+async def test_a_form_outside_the_profile_gets_confirmation_required(
+    registry: Registry, catalog: Catalog, up: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "action"
+    outcome = await call(registry, f"{up}.nested", {"marker": str(marker)})
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    message = outcome.failure.message
+    assert message.startswith(f"upstream {up!r} asked for a form that opgate cannot show (")
+    assert "nested objects are not supported" in message
+    assert await marked(marker) == "decline"
+    await settled(catalog, up)
+
+
+async def test_progress_arrives_through_the_progress_channel(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    seen: list[ProgressUpdate] = []
+    done = await call(registry, f"{up}.steps", {"count": 3}, progress=seen.append)
+    assert isinstance(done, Completed), done
+    assert seen, "no progress arrived"
+    assert [update.total for update in seen] == [3] * len(seen)
+    assert all(update.message.startswith("step ") for update in seen)
+    assert [update.completed for update in seen] == sorted(update.completed for update in seen)
+    await settled(catalog, up)
+
+
+async def test_a_cancelled_call_is_cancelled_upstream(
+    registry: Registry, catalog: Catalog, up: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled"
+    first = anyio.Event()
+
+    def sink(update: ProgressUpdate) -> None:
+        first.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            lambda: call(
+                registry, f"{up}.steps", {"count": 200, "marker": str(marker)}, progress=sink
+            )
+        )
+        with anyio.fail_after(30):
+            await first.wait()
+        group.cancel_scope.cancel()
+    assert await marked(marker) == "cancelled"
+    await settled(catalog, up)
+
+
+async def test_sampling_and_roots_are_refused(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    for tool, what in (("sample", "Sampling"), ("roots", "List roots")):
+        outcome = await call(registry, f"{up}.{tool}", {})
+        if up == "old":  # the SDK answers the upstream's request with a JSON-RPC error
+            assert isinstance(outcome, Completed), outcome
+            assert outcome.result.content == (Text(f"{tool} refused: -32600 {what} not supported"),)
+        else:  # inside an InputRequiredResult: the call fails, as in the SDK's own client
+            assert isinstance(outcome, Failed), outcome
+            assert outcome.failure.code is FailureCode.OPERATION_FAILED
+            word = "sampling" if tool == "sample" else "roots"
+            assert outcome.failure.message == (
+                f"upstream 'new' asked for {word}, which the gateway does not relay"
+            )
+    await settled(catalog, up)
+
+
+async def test_a_question_while_another_call_is_in_flight_is_refused(
+    registry: Registry, catalog: Catalog, tmp_path: Path
+) -> None:
+    started = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            lambda: call(registry, "old.steps", {"count": 200}, progress=lambda _: started.set())
+        )
+        with anyio.fail_after(30):
+            await started.wait()
+        outcome = await call(registry, "old.greet", {"topic": "tea"})
+        group.cancel_scope.cancel()
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.OPERATION_FAILED
+    assert "relays an elicitation only while it has one call in flight" in outcome.failure.message
+    assert "(2 now)" in outcome.failure.message
+    await settled(catalog, "old")
+
+
+async def test_a_held_calls_failure_is_its_own_whatever_goes_wrong_reading_it(
+    registry: Registry, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = catalog.sessions["old"]
+    plain = await call(registry, "old.broken", {})
+    assert isinstance(plain, Failed), plain
+    assert plain.failure.message == (
+        "upstream 'old' failed the call: error -32602: broken on purpose"
+    )
+
+    async def failing(*args: Any) -> Any:
+        raise RuntimeError("a bug while naming the failure")
+
+    monkeypatch.setattr(session, "_failure", failing)
+    outcome = await call(registry, "old.broken", {})
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.message == "upstream 'old' failed (RuntimeError)"
+    monkeypatch.undo()
+    assert session.status().connected  # the connection's task group did not end
+    after = await call(registry, "old.steps", {"count": 1})
+    assert isinstance(after, Completed), after
+
+
+async def test_an_answer_to_a_call_no_longer_held_fails(
+    registry: Registry, catalog: Catalog
+) -> None:
+    asked = await call(registry, "old.greet", {"topic": "tea"})
+    assert isinstance(asked, Pending), asked
+    catalog.sessions["old"].held.abandon_all()  # as the session's closing does
+    outcome = await call(registry, "old.greet", {"topic": "tea"}, (asked, InputResponse.decline()))
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.OPERATION_FAILED
+    assert "is no longer waiting for this answer" in outcome.failure.message
+    await settled(catalog, "old")
+
+
+async def test_a_held_call_nobody_answers_in_time_is_declined(tmp_path: Path) -> None:
+    config = load_config({"mcpServers": {"old": entry("legacy")}})
+    async with open_catalog(config, start_timeout=60, hold_timeout=0.5) as catalog:
+        registry = catalog.registry(LocalPolicy())
+        marker = tmp_path / "action"
+        arguments = {"topic": "tea", "marker": str(marker)}
+        asked = await call(registry, "old.greet", arguments)
+        assert isinstance(asked, Pending), asked
+        assert await marked(marker) == "decline"  # the upstream got its decline on time
+        await settled(catalog, "old")
+        answer = InputResponse.accept({"name": "Ada"})
+        late = await call(registry, "old.greet", arguments, (asked, answer))
+        assert isinstance(late, Failed), late
+        assert "is no longer waiting for this answer" in late.failure.message
+
+
+async def test_a_2026_answer_may_reach_another_replica_a_2025_one_may_not(
+    redis_server: Any,
+) -> None:
+    from opgate.redis import RedisLedger
+
+    from conftest import SECRET
+
+    config = load_config({"mcpServers": {"old": entry("legacy"), "new": entry("modern")}})
+    async with (
+        open_catalog(config, start_timeout=60) as first,
+        open_catalog(config, start_timeout=60) as second,
+    ):
+        replicas = [
+            Registry(
+                catalog.operations,
+                LocalPolicy(),
+                secret=SECRET,
+                ledger=RedisLedger(redis_server.url, prefix="relay-replicas"),
+            )
+            for catalog in (first, second)
+        ]
+        one, other = replicas
+        try:
+            answer = InputResponse.accept({"name": "Ada"})
+            asked = await call(one, "new.greet", {"topic": "tea"})
+            assert isinstance(asked, Pending), asked
+            done = await call(other, "new.greet", {"topic": "tea"}, (asked, answer))
+            assert isinstance(done, Completed), done
+            assert done.result.structured["name"] == "Ada"
+            asked = await call(one, "old.greet", {"topic": "tea"})
+            assert isinstance(asked, Pending), asked
+            elsewhere = await call(other, "old.greet", {"topic": "tea"}, (asked, answer))
+            assert isinstance(elsewhere, Failed), elsewhere
+            assert "held by another gateway process" in elsewhere.failure.message
+        finally:
+            for registry in replicas:
+                await registry.aclose()
