@@ -22,7 +22,7 @@ PACKAGE = SOURCE / "opgate"
 ADAPTERS = ("mcp", "redis", "openapi", "upstream", "demo")
 
 #: The core's public modules an adapter may import from (names in their ``__all__``).
-PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.schema"})
+PUBLIC_CORE = frozenset({"opgate", "opgate.ledger", "opgate.json", "opgate.names", "opgate.schema"})
 
 #: The adapters' own public packages, which another adapter (and the CLI) may import.
 PUBLIC_ADAPTERS = frozenset(f"opgate.{name}" for name in ADAPTERS)

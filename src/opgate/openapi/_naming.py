@@ -20,13 +20,12 @@ time or on a random seed: re-importing the same document gives the same names.
 
 from __future__ import annotations
 
-import hashlib
 import re
+
+from ..names import MAX_NAME, UniqueNames, shorten
 
 __all__ = ["MAX_NAME", "Namer", "base_name"]
 
-#: opgate's name rule: 1 to 128 characters.
-MAX_NAME = 128
 _SEPARATORS = re.compile(r"[/\s]+")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _BRACES = re.compile(r"[{}]")
@@ -44,31 +43,14 @@ def base_name(method: str, path: str, operation_id: object) -> str:
     if not name:
         segments = [s for s in _BRACES.sub("", path).split("/") if s]
         name = f"{method.lower()}_" + (_clean(".".join(segments)) or "root")
-    if len(name) > MAX_NAME:
-        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        name = f"{name[:119]}_{digest}"
-    return name
+    return shorten(name)
 
 
 class Namer:
     """Hands out unique names in call order (rule 4)."""
 
     def __init__(self) -> None:
-        self._taken: set[str] = set()
-        self._next: dict[str, int] = {}  # base -> the first suffix number not yet tried
+        self._names = UniqueNames()
 
     def name(self, method: str, path: str, operation_id: object) -> str:
-        base = base_name(method, path, operation_id)
-        # Numbers below ``_next[base]`` were all found taken, and names are never
-        # released, so the search resumes there: linear in the document, not quadratic.
-        candidate, number = base, self._next.get(base, 2)
-        if candidate in self._taken:
-            while True:
-                suffix = f"_{number}"
-                candidate = base[: MAX_NAME - len(suffix)] + suffix
-                number += 1
-                if candidate not in self._taken:
-                    break
-            self._next[base] = number
-        self._taken.add(candidate)
-        return candidate
+        return self._names.claim(base_name(method, path, operation_id))

@@ -19,16 +19,13 @@ unless truncation makes them.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
+from ..names import MAX_NAME, UniqueNames, shorten
+
 __all__ = ["MAX_NAME", "Namer", "Naming"]
 
-#: opgate's name rule: 1 to 128 characters.
-MAX_NAME = 128
-#: Characters kept before the hash of a shortened name (``_`` and 8 hex digits follow).
-_KEPT = MAX_NAME - 9
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -57,28 +54,12 @@ class Namer:
     """Hands out unique names in call order (rule 3 needs the names given so far)."""
 
     def __init__(self) -> None:
-        self._taken: set[str] = set()
-        self._next: dict[str, int] = {}  # base -> the first suffix number not yet tried
+        self._names = UniqueNames()
 
     def name(self, upstream: str, tool: str) -> Naming:
         """The operation name for ``tool`` of ``upstream`` (rules 1 to 3)."""
         cleaned = _UNSAFE.sub("_", tool) or "_"
-        base = f"{upstream}.{cleaned}"
-        replaced = cleaned != tool
-        shortened = len(base) > MAX_NAME
-        if shortened:
-            digest = hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-            base = f"{base[:_KEPT]}_{digest}"
-        # Numbers below ``_next[base]`` were all found taken, and names are never
-        # released, so the search resumes there: linear in the tools, not quadratic.
-        candidate, number = base, self._next.get(base, 2)
-        if candidate in self._taken:
-            while True:
-                suffix = f"_{number}"
-                candidate = base[: MAX_NAME - len(suffix)] + suffix
-                number += 1
-                if candidate not in self._taken:
-                    break
-            self._next[base] = number
-        self._taken.add(candidate)
-        return Naming(candidate, replaced, shortened, candidate != base)
+        whole = f"{upstream}.{cleaned}"
+        base = shorten(whole)
+        candidate = self._names.claim(base)
+        return Naming(candidate, cleaned != tool, base != whole, candidate != base)
