@@ -106,10 +106,12 @@ def free_port() -> int:
 
 
 def serve_environment() -> dict[str, str]:
+    """This environment, with the checkout's root and every ``PYTHONPATH`` entry made
+    absolute, so a server started in another working directory imports the same code."""
     environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT), environment.get("PYTHONPATH", "")])
-    )
+    entries = environment.get("PYTHONPATH", "").split(os.pathsep)
+    absolute = [str(Path(entry).resolve()) for entry in entries if entry]
+    environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), *absolute])
     return environment
 
 
