@@ -1078,11 +1078,12 @@ async def test_types_local_to_a_factory_resolve_under_postponed_annotations() ->
 @pytest.mark.parametrize(
     ("annotation", "problem"),
     [
-        (int, "return a str"),
-        (list[int], "return a str"),
+        (Opaque, "Opaque"),
+        (list[Opaque], "Opaque"),
         (Refund | None, "cannot be combined"),
         (str | Refund, "cannot be combined"),
         (Refund | Totals, "cannot be combined"),
+        (Refund | int, "cannot be combined"),
     ],
 )
 def test_return_annotations_without_a_result_rule_are_refused(
@@ -1094,6 +1095,71 @@ def test_return_annotations_without_a_result_rule_are_refused(
     returns.__annotations__["return"] = annotation
     with pytest.raises(ConfigurationError, match=rf"return annotation.*{problem}"):
         operation(returns)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "returned", "structured"),
+    [
+        (int, 7, {"result": 7}),
+        (bool, False, {"result": False}),
+        (Decimal, Decimal("0.10"), {"result": Decimal("0.10")}),
+        (list[int], [1, 2], {"result": [1, 2]}),
+        (tuple[str, int], ("a", 1), {"result": ["a", 1]}),
+        (float | None, None, {"result": None}),
+        (int | str, "seven", {"result": "seven"}),
+        (Color, Color.RED, {"result": "red"}),
+        (list[Refund], [Refund(order=1, amount=Decimal("2.5"), color=Color.RED)], None),
+        (int | Outcome, 3, {"result": 3}),
+    ],
+)
+async def test_results_of_other_types_are_wrapped_as_result(
+    annotation: Any, returned: Any, structured: Any
+) -> None:
+    def returns() -> Any:
+        """Returns."""
+        return returned
+
+    returns.__annotations__["return"] = annotation
+    op = operation(returns)
+    schema = op.output_schema
+    assert isinstance(schema, dict)
+    assert schema["required"] == ["result"]
+    assert set(schema["properties"]) == {"result"}
+    result = completed(await invoke(op, {}))  # the registry checked it against the schema
+    assert isinstance(result.structured, dict)
+    assert set(result.structured) == {"result"}
+    if structured is not None:
+        assert result.structured == structured
+    assert result.content == (Text(result.structured_json.decode()),)
+
+
+async def test_a_wrapped_result_keeps_its_definitions_at_the_root() -> None:
+    @operation
+    def refunds(count: int) -> list[Refund]:
+        """Refunds."""
+        return [Refund(order=n, amount=Decimal("1.5"), color=Color.RED) for n in range(count)]
+
+    schema = refunds.output_schema
+    assert isinstance(schema, dict)
+    assert schema["properties"]["result"]["items"] == {"$ref": "#/$defs/Refund"}
+    assert "Refund" in schema["$defs"]
+    result = completed(await invoke(refunds, {"count": 2}))
+    assert result.structured == {
+        "result": [
+            {"order": 0, "amount": Decimal("1.5"), "color": "red"},
+            {"order": 1, "amount": Decimal("1.5"), "color": "red"},
+        ]
+    }
+
+
+async def test_a_wrapped_result_of_the_wrong_type_fails_the_output_check() -> None:
+    @operation
+    def count() -> int:
+        """Count."""
+        return "many"  # type: ignore[return-value]  # what the check is for
+
+    code, _ = failed(await invoke(count, {}))
+    assert code is FailureCode.INVALID_RESULT
 
 
 def test_return_annotations_that_are_accepted() -> None:

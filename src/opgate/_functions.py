@@ -48,9 +48,12 @@ type-annotated function, sync or async, into an ``Operation``:
   exact) plus a ``Text`` copy of its canonical
   JSON. A return annotation naming one such structured type (alone or in a union with
   ``Outcome`` or ``Result``) gives the operation an output schema; one naming ``str`` or
-  ``None`` gives none; a structured type together with ``None``, or with ``str``, is
-  refused (with an output schema every result must carry structured content), as is any
-  other type.
+  ``None`` gives none; a structured type together with any other type is refused (with
+  an output schema every result must carry structured content). Any other annotation
+  (``int``, ``list[str]``, ``float | None``, ``int | str``) wraps every result as
+  ``{"result": value}``, ``None`` and ``str`` included, with the output schema of that
+  object, as the official SDK's ``MCPServer`` does; a type pydantic cannot describe is
+  refused.
 * **Annotations** resolve where the decorator is applied, as Python resolves names: the
   scope applying it, the function's closure, then its module's globals (so the classes
   of a registry factory serve its functions under ``from __future__ import annotations``).
@@ -72,6 +75,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import operator
 import sys
 import types
 import typing
@@ -101,6 +105,10 @@ DOUBLE_MAX: Final = Decimal(repr(sys.float_info.max))
 
 #: The keys of an ``int``-keyed mapping: integers as JSON writes them.
 INTEGER_KEY: Final = "^-?(0|[1-9][0-9]*)$"
+
+#: The property a result of a type with no fields of its own (``int``, ``list[str]``) is
+#: wrapped in, as the official SDK's ``MCPServer`` does.
+WRAPPED_RESULT: Final = "result"
 
 _EMPTY = inspect.Parameter.empty
 
@@ -323,7 +331,7 @@ def _operation_of(
         examples=examples,
         source=source,
         input_schema=plan.input_schema,
-        output_schema=plan.output_schema,
+        output_schema=None if plan.output is None else plan.output.schema,
     )
 
 
@@ -349,12 +357,21 @@ class _Parameter:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class _Output:
+    """A return annotation with an output schema: the adapter that dumps its results,
+    the schema, and whether a result is wrapped as ``{"result": value}``."""
+
+    adapter: TypeAdapter[Any]
+    schema: dict[str, Any]
+    wrapped: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Plan:
     parameters: tuple[_Parameter, ...]  # in declaration order
     arguments: type[BaseModel]
     input_schema: dict[str, Any]
-    result: TypeAdapter[Any] | None
-    output_schema: dict[str, Any] | None
+    output: _Output | None
 
     def call(self, inv: Invocation) -> tuple[list[Any], dict[str, Any]] | Outcome:
         """The function's arguments from the validated ones, or a ``fail`` outcome."""
@@ -381,12 +398,19 @@ class _Plan:
             return value
         if isinstance(value, Result):
             return finish(value)
-        if value is None:
+        output = self.output
+        if output is not None and output.wrapped:
+            dumped: Any = {
+                WRAPPED_RESULT: output.adapter.dump_python(
+                    value, mode="python", by_alias=True, warnings=False
+                )
+            }
+        elif value is None:
             return finish(Result())
-        if isinstance(value, str):
+        elif isinstance(value, str):
             return finish(Result([Text(value)]))
-        if self.result is not None:
-            dumped = self.result.dump_python(value, mode="python", by_alias=True, warnings=False)
+        elif output is not None:
+            dumped = output.adapter.dump_python(value, mode="python", by_alias=True, warnings=False)
         elif isinstance(value, BaseModel):
             dumped = value.model_dump(mode="python", by_alias=True)
         elif isinstance(value, Mapping) or (
@@ -533,13 +557,11 @@ def _plan(fn: Callable[..., Any], where: str, scope: dict[str, Any]) -> _Plan:
             fields[field] = (annotation, default)
         parameters.append(_Parameter(parameter.name, field, positional_only))
     arguments, input_schema = _input(fields, where, parameters)
-    result, output_schema = _output(hints.get("return", _EMPTY), where)
     return _Plan(
         parameters=tuple(parameters),
         arguments=arguments,
         input_schema=input_schema,
-        result=result,
-        output_schema=output_schema,
+        output=_output(hints.get("return", _EMPTY), where),
     )
 
 
@@ -639,34 +661,46 @@ def _kind(hint: Any) -> str | None:
     return "structured" if _is_structured(hint) else None
 
 
-def _output(hint: Any, where: str) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None]:
-    """The adapter that dumps structured results and the output schema, if any."""
+def _output(hint: Any, where: str) -> _Output | None:
+    """How results are dumped and the output schema, if the annotation gives one."""
     what = "its return annotation"
     if hint is _EMPTY or hint is Any:
-        return None, None
+        return None
     members = [m for m in _union_members(hint) if _bare(m) not in (Outcome, Result)]
-    kinds = {_kind(m) for m in members}
-    if None in kinds:
+    kinds = [_kind(m) for m in members]
+    if "structured" in kinds and len(members) > 1:
         _refuse(
             where,
             what,
-            f"{hint!r}: return a str, a pydantic model, dataclass, TypedDict or dict, "
-            "None, a Result or an outcome",
+            f"{hint!r}: a structured result type cannot be combined with another type "
+            "(with an output schema, every result must match it)",
         )
-    structured = [m for m in members if _kind(m) == "structured"]
-    if not structured:
-        return None, None
-    if len(members) > 1:
-        _refuse(
-            where,
-            what,
-            f"{hint!r}: a structured result type cannot be combined with str, None or "
-            "another structured type (with an output schema, every result must match it)",
-        )
+    if None not in kinds and "structured" not in kinds:
+        return None  # str and None: text or an empty result, no output schema
+    wrapped = None in kinds
+    returned = functools.reduce(operator.or_, members) if wrapped else members[0]
     try:
-        adapter: TypeAdapter[Any] = TypeAdapter(structured[0])
+        adapter: TypeAdapter[Any] = TypeAdapter(returned)
         schema = adapter.json_schema(schema_generator=_Generator, mode="serialization")
+        if wrapped:
+            schema = _wrapped_schema(schema)
         compile_schema(schema, role=SchemaRole.OUTPUT)
     except _FAILURES as exc:
         _refuse(where, what, _reason(exc))
-    return adapter, schema
+    return _Output(adapter, schema, wrapped)
+
+
+def _wrapped_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema of a value wrapped as ``{"result": value}`` (its ``$defs``
+    stay at the root, where its references point)."""
+    inner = dict(schema)
+    definitions = inner.pop("$defs", None)
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {WRAPPED_RESULT: inner},
+        "required": [WRAPPED_RESULT],
+        "additionalProperties": False,
+    }
+    if definitions is not None:
+        wrapper["$defs"] = definitions
+    return wrapper
