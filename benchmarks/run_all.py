@@ -26,6 +26,7 @@ import bench_construction
 import bench_interaction
 import bench_invoke
 import bench_mcp
+import bench_mcp_floor
 import bench_openapi
 import bench_real
 import bench_registry
@@ -61,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
             "MCP round trips",
             bench_mcp.run(10_000, runs=300, fastmcp_runs=5, compare=compare, profile_calls=200),
         )
+        section(
+            "The SDK's floor",
+            bench_mcp_floor.run("synthetic:10000", calls=100, clients=(1, 8, 32), seconds=3),
+        )
         section("OpenAPI", bench_openapi.run(runs=3))
         section("Adversarial JSON", bench_adversarial_json.run(runs=20))
     else:
@@ -70,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         section(
             "MCP round trips",
             bench_mcp.run(10_000, runs=1_000, fastmcp_runs=15, compare=compare, profile_calls=500),
+        )
+        section(
+            "The SDK's floor",
+            bench_mcp_floor.run("synthetic:10000", calls=300, clients=(1, 8, 32), seconds=10),
         )
         section("OpenAPI", bench_openapi.run(runs=5))
         section("Adversarial JSON", bench_adversarial_json.run(runs=100))

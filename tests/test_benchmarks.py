@@ -24,6 +24,7 @@ import bench_construction
 import bench_interaction
 import bench_invoke
 import bench_mcp
+import bench_mcp_floor
 import bench_mcp_http
 import bench_openapi
 import bench_real
@@ -318,6 +319,31 @@ def test_mcp_http_benchmark_against_opgate_serve_tiny() -> None:
     (row,) = collector.rows
     assert row["frozen objects"] > 10_000  # opgate serve froze its heap
     assert row["tracked objects"] < row["frozen objects"]
+
+
+def test_mcp_floor_benchmark_tiny() -> None:
+    calls, throughput = bench_mcp_floor.run(
+        "synthetic:200", calls=5, transports=("stdio", "http"), clients=(1, 2), seconds=0.5
+    )
+    keys = [(row["transport"], row["era"], row["call"]) for row in calls.rows]
+    assert keys == [
+        (transport, era, call)
+        for transport in ("stdio", "http")
+        for era in bench_mcp_floor.ERAS
+        for call in ("search", "invoke")
+    ]
+    for row in calls.rows:
+        assert set(row) <= set(calls.columns)
+        assert row["runs"] == 5
+        assert 0 < row["floor CPU median ms"] <= row["floor CPU p99 ms"]
+        assert 0 < row["opgate CPU median ms"] <= row["opgate CPU p99 ms"]
+        difference = row["opgate CPU median ms"] - row["floor CPU median ms"]
+        assert row["difference ms"] == pytest.approx(difference)
+    assert [row["clients"] for row in throughput.rows] == [1, 2]
+    for row in throughput.rows:
+        assert row["opgate req/s"] > 0
+        assert row["floor req/s"] > 0
+        assert row["opgate / floor"] == pytest.approx(row["opgate req/s"] / row["floor req/s"])
 
 
 def test_query_mix_is_seeded_and_drawn_from_the_catalog_vocabulary() -> None:

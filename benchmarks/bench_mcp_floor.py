@@ -1,0 +1,495 @@
+"""The SDK's floor: opgate against a bare official-SDK server, call by call and under load.
+
+``python benchmarks/bench_mcp_floor.py [--source synthetic:10000 | --source botocore]
+[--calls 300] [--transports stdio http] [--eras 2025-11-25 2026-07-28]
+[--clients 1 8 32] [--seconds 10]``
+
+Targets (issue 25): every MCP call's server CPU within 0.3 ms of the floor, both eras,
+stdio and HTTP; HTTP throughput at least 0.95x the floor's at 1, 8 and 32 clients.
+
+Two servers, each in a child process started the same way, each called by the official
+``mcp.Client`` in this process:
+
+* **opgate**: ``opgate serve bench_mcp_floor:served_registry`` (``--http`` for HTTP) over
+  the catalog of ``--source`` (``synthetic:N`` or the real ``botocore`` one, plus the
+  invoked operation ``billing.invoices.create_0``, five validated fields, input and
+  output schema); ``search`` takes the next query of a seeded mix, ``invoke`` the
+  invoked operation.
+* **the floor**: this file with ``--floor-server``, the SDK's low-level ``Server`` with
+  tools ``search`` and ``invoke`` (opgate's input schemas) that return one constant
+  text block without looking at their arguments, over the SDK's ``stdio_server`` or
+  ``streamable_http_app()`` under uvicorn (h11, as ``opgate serve --http``). It is what
+  any server built on the SDK pays per call before doing any work.
+
+**Per call**, for each transport and era: the variants alternate in blocks, round after
+round; each call's wall time, and the server's CPU time over the call (every thread of
+the child, from ``/proc/PID/task/*/schedstat``), read before and after it. The server's
+CPU median is the figure the target is about; the difference is opgate's median minus
+the floor's.
+
+**Throughput** over HTTP (2026-07-28): ``N`` clients in this process, each with its own
+HTTP client and session, call ``search`` back to back for ``--seconds``; requests
+completed per second. The client side shares the machine with the server, the same
+for both servers, so the ratio is the figure, not the rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+import opgate
+from bench_mcp import ARGUMENTS, create_invoice
+from bench_real import LIMITS, catalog_for
+from bench_real import to_operations as real_operations
+from common import (
+    AllowAll,
+    Table,
+    format_table,
+    machine_info,
+    query_mix,
+    summarize,
+    synthetic_catalog,
+    to_operations,
+)
+from opgate import Operation, Registry
+from real_catalog import real_queries
+
+__all__ = ["floor_server", "main", "run", "served_registry"]
+
+#: Distinct search queries (calls cycle through them).
+QUERIES = 200
+#: Calls of each variant before the measured ones.
+WARMUP = 20
+#: Rounds at least (one block of each variant per round).
+ROUNDS = 5
+#: The environment variable naming the catalog of ``served_registry``.
+SOURCE_ENV = "OPGATE_BENCH_SOURCE"
+#: How long a child may take to build and listen (the real catalog on a busy machine).
+STARTUP_SECONDS = 600
+#: The protocol eras and the ``mcp.Client`` mode of each.
+ERAS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
+#: The floor's one answer.
+FLOOR_TEXT = "ok"
+
+HERE = Path(__file__).resolve().parent
+
+
+def _catalog(source: str) -> tuple[list[Operation], list[str], Any]:
+    """The operations, the query mix and the limits of ``source``."""
+    kind, _, size = source.partition(":")
+    if kind == "synthetic" and size.isdigit():
+        return (
+            to_operations(synthetic_catalog(int(size)), create_invoice),
+            query_mix(QUERIES),
+            None,
+        )
+    real = catalog_for(source, 1)
+    invoked = to_operations(synthetic_catalog(1), create_invoice)
+    return invoked + real_operations(real), real_queries(real, QUERIES), LIMITS
+
+
+def served_registry() -> Registry:
+    """What ``opgate serve`` serves here: the catalog named by ``$OPGATE_BENCH_SOURCE``."""
+    operations, _, limits = _catalog(os.environ.get(SOURCE_ENV, "synthetic:10000"))
+    return Registry(operations, AllowAll(), limits=limits)
+
+
+def floor_server() -> Any:
+    """The floor: the SDK's low-level ``Server`` with constant ``search`` and ``invoke``."""
+    import mcp.types as types
+    from mcp.server import Server
+
+    from opgate.mcp._tools import GATEWAY_TOOLS
+
+    tools = [
+        types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
+        for tool in GATEWAY_TOOLS
+        if tool.name in ("search", "invoke")
+    ]
+    answer = types.CallToolResult(content=[types.TextContent(type="text", text=FLOOR_TEXT)])
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return answer
+
+    return Server("floor", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _serve_floor(http: str | None) -> None:
+    import anyio
+
+    server = floor_server()
+    if http is None:
+        from mcp.server.stdio import stdio_server
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(main)
+        return
+    import uvicorn
+
+    host, _, port = http.rpartition(":")
+    uvicorn.run(
+        server.streamable_http_app(), host=host, port=int(port), http="h11", log_level="warning"
+    )
+
+
+def _environment(source: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env[SOURCE_ENV] = source
+    sources = Path(opgate.__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(HERE), str(sources), env.get("PYTHONPATH", "")])
+    )
+    return env
+
+
+def _command(server: str, http: str | None) -> list[str]:
+    if server == "floor":
+        command = [sys.executable, str(HERE / "bench_mcp_floor.py"), "--floor-server"]
+    else:
+        command = [sys.executable, "-m", "opgate", "serve", "bench_mcp_floor:served_registry"]
+    return command if http is None else [*command, "--http", http]
+
+
+def _server_cpu_ns(pid: int) -> int:
+    """CPU time of every thread of process ``pid`` so far (``/proc/PID/task/*/schedstat``)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a worker thread that ended meanwhile
+    return total
+
+
+def _children() -> set[int]:
+    """The pids of this process's children now."""
+    mine = str(os.getpid())
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == mine:
+                found.add(int(entry.name))
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@asynccontextmanager
+async def _http_child(server: str, source: str) -> AsyncIterator[tuple[str, int]]:
+    """``server`` over HTTP in a child; its URL and pid once it listens."""
+    port = _free_port()
+    process = subprocess.Popen(
+        _command(server, f"127.0.0.1:{port}"),
+        cwd=HERE,
+        env=_environment(source),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the {server} server exited with {process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the {server} server did not listen in time") from None
+                await asyncio.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp", process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@asynccontextmanager
+async def _session(
+    server: str, source: str, transport: str, era: str
+) -> AsyncIterator[tuple[Client, int]]:
+    """A connected official client to ``server`` and the server's pid."""
+    mode: Any = ERAS[era]
+    if transport == "http":
+        async with (
+            _http_child(server, source) as (url, pid),
+            httpx2.AsyncClient(timeout=120) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        ):
+            yield client, pid
+        return
+    command = _command(server, None)
+    parameters = StdioServerParameters(
+        command=command[0], args=command[1:], env=_environment(source), cwd=str(HERE)
+    )
+    before = _children()
+    with open(os.devnull, "w") as quiet:
+        async with Client(stdio_client(parameters, errlog=quiet), mode=mode) as client:
+            (pid,) = _children() - before
+            yield client, pid
+
+
+Call = Callable[[Client, int], Awaitable[Any]]
+
+
+def _variants(invoked: str, queries: Sequence[str]) -> dict[str, Call]:
+    count = len(queries)
+
+    async def search(client: Client, index: int) -> Any:
+        return await client.call_tool("search", {"query": queries[index % count]})
+
+    async def invoke(client: Client, index: int) -> Any:
+        return await client.call_tool("invoke", {"name": invoked, "arguments": ARGUMENTS})
+
+    return {"search": search, "invoke": invoke}
+
+
+def _checked(result: Any) -> Any:
+    if result.is_error:
+        raise RuntimeError(f"the call failed: {result.content}")
+    return result
+
+
+@dataclass(slots=True)
+class _Times:
+    walls: list[int] = field(default_factory=list)
+    server_cpus: list[int] = field(default_factory=list)
+
+
+async def _per_call(
+    client: Client, pid: int, variants: dict[str, Call], calls: int
+) -> dict[str, _Times]:
+    """Every variant ``calls`` times in blocks: wall and server CPU ns per call."""
+    await client.list_tools()
+    for call in variants.values():
+        for index in range(WARMUP):
+            _checked(await call(client, index))
+    times = {label: _Times() for label in variants}
+    block = max(1, calls // ROUNDS)
+    clock = time.perf_counter_ns
+    done = 0
+    while done < calls:
+        for label, call in variants.items():
+            measured = times[label]
+            for step in range(block):
+                cpu_begin = _server_cpu_ns(pid)
+                begin = clock()
+                _checked(await call(client, done + step))
+                end = clock()
+                measured.server_cpus.append(_server_cpu_ns(pid) - cpu_begin)
+                measured.walls.append(end - begin)
+        done += block
+    return times
+
+
+async def _throughput(url: str, queries: Sequence[str], clients: int, seconds: float) -> float:
+    """Searches completed per second by ``clients`` sessions calling back to back."""
+    count = len(queries)
+    done = [0]
+
+    async def one(offset: int, ready: asyncio.Event, stop: asyncio.Event) -> None:
+        async with (
+            httpx2.AsyncClient(timeout=120) as http,
+            Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as client,
+        ):
+            await client.list_tools()
+            index = offset
+            _checked(await client.call_tool("search", {"query": queries[index % count]}))
+            ready.set()
+            await start.wait()
+            while not stop.is_set():
+                index += 1
+                _checked(await client.call_tool("search", {"query": queries[index % count]}))
+                done[0] += 1
+
+    start = asyncio.Event()
+    stop = asyncio.Event()
+    readies = [asyncio.Event() for _ in range(clients)]
+    tasks = [asyncio.create_task(one(n * 7, readies[n], stop)) for n in range(clients)]
+    for ready in readies:
+        await ready.wait()
+    begin = time.perf_counter()
+    start.set()
+    await asyncio.sleep(seconds)
+    counted = done[0]
+    elapsed = time.perf_counter() - begin
+    stop.set()
+    await asyncio.gather(*tasks)
+    return counted / elapsed
+
+
+async def _measure_all(
+    source: str,
+    transports: Sequence[str],
+    eras: Sequence[str],
+    clients: Sequence[int],
+    calls: int,
+    seconds: float,
+) -> tuple[dict[tuple[str, str, str], dict[str, _Times]], dict[tuple[str, int], float]]:
+    operations, queries, _ = _catalog(source)
+    invoked = operations[0].name
+    del operations
+    variants = _variants(invoked, queries)
+    per_call: dict[tuple[str, str, str], dict[str, _Times]] = {}
+    for transport in transports:
+        for era in eras:
+            for server in ("opgate", "floor"):
+                async with _session(server, source, transport, era) as (client, pid):
+                    per_call[(transport, era, server)] = await _per_call(
+                        client, pid, variants, calls
+                    )
+    rates: dict[tuple[str, int], float] = {}
+    if clients:
+        for server in ("opgate", "floor"):
+            async with _http_child(server, source) as (url, _pid):
+                for count in clients:
+                    rates[(server, count)] = await _throughput(url, queries, count, seconds)
+    return per_call, rates
+
+
+def run(
+    source: str = "synthetic:10000",
+    *,
+    calls: int = 300,
+    transports: Sequence[str] = ("stdio", "http"),
+    eras: Sequence[str] = tuple(ERAS),
+    clients: Sequence[int] = (1, 8, 32),
+    seconds: float = 10.0,
+) -> list[Table]:
+    """Measure; return the per-call table and the throughput table."""
+    per_call, rates = asyncio.run(_measure_all(source, transports, eras, clients, calls, seconds))
+    calls_table = Table(
+        f"Server CPU per call against the floor ({source}; official client, child processes)",
+        (
+            "transport",
+            "era",
+            "call",
+            "runs",
+            "opgate CPU median ms",
+            "floor CPU median ms",
+            "difference ms",
+            "opgate CPU p99 ms",
+            "floor CPU p99 ms",
+            "opgate wall median ms",
+            "floor wall median ms",
+            "opgate wall p99 ms",
+            "opgate wall max ms",
+        ),
+    )
+    for transport in transports:
+        for era in eras:
+            ours, floor = per_call[(transport, era, "opgate")], per_call[(transport, era, "floor")]
+            for label in ours:
+                cpu, floor_cpu = (
+                    summarize(ours[label].server_cpus),
+                    summarize(floor[label].server_cpus),
+                )
+                wall, floor_wall = summarize(ours[label].walls), summarize(floor[label].walls)
+                calls_table.add(
+                    transport=transport,
+                    era=era,
+                    call=label,
+                    runs=cpu.runs,
+                    **{
+                        "opgate CPU median ms": cpu.median_ns / 1e6,
+                        "floor CPU median ms": floor_cpu.median_ns / 1e6,
+                        "difference ms": (cpu.median_ns - floor_cpu.median_ns) / 1e6,
+                        "opgate CPU p99 ms": cpu.p99_ns / 1e6,
+                        "floor CPU p99 ms": floor_cpu.p99_ns / 1e6,
+                        "opgate wall median ms": wall.median_ns / 1e6,
+                        "floor wall median ms": floor_wall.median_ns / 1e6,
+                        "opgate wall p99 ms": wall.p99_ns / 1e6,
+                        "opgate wall max ms": wall.max_ns / 1e6,
+                    },
+                )
+    calls_table.notes.append(
+        "server CPU = the child's CPU time (all threads) between the client's sending a "
+        "call and its having the answer; the floor answers every call with one constant "
+        "text block. Target: difference <= 0.3 ms."
+    )
+    tables = [calls_table]
+    if rates:
+        throughput = Table(
+            f"Searches per second over HTTP, 2026-07-28 ({source}; {seconds:g} s each)",
+            ("clients", "opgate req/s", "floor req/s", "opgate / floor"),
+        )
+        for count in clients:
+            ours_rate, floor_rate = rates[("opgate", count)], rates[("floor", count)]
+            throughput.add(
+                clients=count,
+                **{
+                    "opgate req/s": ours_rate,
+                    "floor req/s": floor_rate,
+                    "opgate / floor": ours_rate / floor_rate,
+                },
+            )
+        throughput.notes.append(
+            "the clients run in this process, on the same cores as the server. "
+            "Target: opgate / floor >= 0.95."
+        )
+        tables.append(throughput)
+    return tables
+
+
+def main(argv: Sequence[str] | None = None) -> list[Table]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--source", default="synthetic:10000", help="synthetic:N or botocore")
+    parser.add_argument("--calls", type=int, default=300, help="calls per variant")
+    parser.add_argument("--transports", nargs="+", default=["stdio", "http"])
+    parser.add_argument("--eras", nargs="+", default=list(ERAS), choices=list(ERAS))
+    parser.add_argument("--clients", nargs="*", type=int, default=[1, 8, 32])
+    parser.add_argument("--seconds", type=float, default=10.0, help="per throughput run")
+    parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--http", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.floor_server:
+        _serve_floor(args.http)
+        return []
+    print(f"# The SDK's floor\n\n{machine_info()}\n", flush=True)
+    tables = run(
+        args.source,
+        calls=args.calls,
+        transports=args.transports,
+        eras=args.eras,
+        clients=args.clients,
+        seconds=args.seconds,
+    )
+    for table in tables:
+        print(format_table(table), end="\n\n", flush=True)
+    return tables
+
+
+if __name__ == "__main__":
+    main()
