@@ -13,6 +13,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opgate import Discover, Failed, Failure, FailureCode, OperationSpec, SearchPage
 from registry_support import all_pages, names, op, registry
@@ -190,3 +192,83 @@ async def test_groups_ask_the_policy_about_a_bounded_number_of_operations(
     policy = TeamPolicy()
     assert await registry(operations, policy).groups(Ctx()) == ()
     assert len(policy.calls) == 5
+
+
+class _Recorded:
+    """A policy allowing the names in ``allowed``, scoped to ``groups``, recording asks."""
+
+    def __init__(self, allowed: set[str], groups: frozenset[str] | None) -> None:
+        self.allowed = allowed
+        self.groups = groups
+        self.asked: list[str] = []
+
+    def scope_key(self, ctx: Any) -> str:
+        return "one"
+
+    def discovery_scope(self, ctx: Any) -> Any:
+        from opgate import DiscoveryScope
+
+        return None if self.groups is None else DiscoveryScope(groups=self.groups)
+
+    def authorize(self, ctx: Any, request: Any) -> Failure | None:
+        self.asked.append(request.name)
+        return None if request.name in self.allowed else Failure(FailureCode.UNAVAILABLE, "no")
+
+
+def _walked_groups(
+    entries: list[tuple[str, str]], policy: _Recorded, limit: int, checked: int
+) -> tuple[str, ...]:
+    """The groups as one walk over the entries in catalog order finds them: the
+    definition ``discoverable_groups`` must agree with, asks included."""
+    found: dict[str, str] = {}
+    asked = 0
+    for name, group in entries:
+        if len(found) == limit or asked == checked:
+            break
+        folded = group.casefold()
+        if not folded or folded in found:
+            continue
+        if policy.groups is not None and folded not in policy.groups:
+            continue
+        asked += 1
+        policy.asked.append(name)
+        if name in policy.allowed:
+            found[folded] = group
+    return tuple(found[folded] for folded in sorted(found))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    groups=st.lists(st.sampled_from(["", "a", "A", "b", "c", "d", "e"]), min_size=1, max_size=30),
+    allowed=st.lists(st.booleans(), min_size=30, max_size=30),
+    scope=st.none() | st.frozensets(st.sampled_from(["a", "b", "c"])),
+    limit=st.integers(1, 4),
+    checked=st.integers(1, 12),
+)
+def test_groups_ask_as_one_walk_in_catalog_order_would(
+    groups: list[str],
+    allowed: list[bool],
+    scope: frozenset[str] | None,
+    limit: int,
+    checked: int,
+) -> None:
+    import anyio
+
+    from opgate._search import _discovery
+
+    entries = [(f"op{index:02d}", group) for index, group in enumerate(groups)]
+    names_allowed = {name for (name, _), yes in zip(entries, allowed, strict=False) if yes}
+    operations = [op(name, group=group) for name, group in entries]
+    expected_policy = _Recorded(names_allowed, scope)
+    expected = _walked_groups(entries, expected_policy, limit, checked)
+    policy = _Recorded(names_allowed, scope)
+    reg = registry(operations, policy)
+    policy.asked.clear()
+    original = _discovery.GROUPS_CHECKED
+    _discovery.GROUPS_CHECKED = checked
+    try:
+        got = anyio.run(lambda: reg.groups(Ctx(), limit=limit))
+    finally:
+        _discovery.GROUPS_CHECKED = original
+    assert got == expected
+    assert policy.asked == expected_policy.asked

@@ -41,6 +41,7 @@ from ._search import (
     CursorBinding,
     CursorError,
     CursorSealer,
+    GroupMembers,
     Ranker,
     Ranking,
     Scorer,
@@ -50,6 +51,7 @@ from ._search import (
     discoverable_groups,
     exact_page,
     fold_group,
+    group_members,
     normalize_query,
     operation_spec,
     ranked_page,
@@ -146,6 +148,7 @@ class Registry:
                 entries=entries,
                 positions={entry.name: position for position, entry in enumerate(entries)},
                 index=index,
+                groups=group_members(entries),
                 # Inside the paused collector too: 20,000 Definition objects would trigger passes.
                 revision=catalog_revision(entries),
                 form_checks=FormChecks(),
@@ -351,7 +354,8 @@ class Registry:
             raise ValueError(f"limit must be 1 to {SEARCH_MAX_LIMIT}")
         try:
             await scope_key(self._policy, ctx)
-            return await discoverable_groups(self._policy, self._entries, ctx, limit)
+            groups = self._compiled.groups
+            return await discoverable_groups(self._policy, self._entries, groups, ctx, limit)
         except BaseException as exc:
             return _failed(exc)
 
@@ -420,6 +424,7 @@ class _Compiled:
     entries: tuple[Entry, ...]
     positions: dict[str, int]
     index: SearchIndex
+    groups: GroupMembers
     revision: str
     form_checks: FormChecks
 

@@ -25,9 +25,11 @@ Only what the rest of the core uses is exported here.
 
 from ._cursor import CursorBinding, CursorError, CursorSealer
 from ._discovery import (
+    GroupMembers,
     discoverable,
     discoverable_groups,
     exact_page,
+    group_members,
     operation_spec,
     ranked_page,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "CursorBinding",
     "CursorError",
     "CursorSealer",
+    "GroupMembers",
     "Ranker",
     "Ranking",
     "Scorer",
@@ -50,6 +53,7 @@ __all__ = [
     "discoverable_groups",
     "exact_page",
     "fold_group",
+    "group_members",
     "normalize_query",
     "operation_spec",
     "ranked_page",

@@ -10,8 +10,11 @@ sequences them; ``operation_spec`` is what inspect returns for an entry.
 
 from __future__ import annotations
 
+import heapq
 import inspect
+from array import array
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .._catalog import Entry
@@ -34,9 +37,11 @@ from ._ranking import Ranker, ranked_by
 
 __all__ = [
     "GROUPS_CHECKED",
+    "GroupMembers",
     "discoverable",
     "discoverable_groups",
     "exact_page",
+    "group_members",
     "operation_spec",
     "ranked_page",
 ]
@@ -138,31 +143,67 @@ async def ranked_page(
     return SearchPage(tuple(items))
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMembers:
+    """The catalog's groups, each with the positions of its entries in catalog order;
+    groups in the order of their first entry. ``group_members(entries)`` builds it
+    once per catalog, so ``discoverable_groups`` never walks the entries of a group
+    it has already found."""
+
+    folded: tuple[str, ...]
+    members: tuple[array[int], ...]
+
+
+def group_members(entries: tuple[Entry, ...]) -> GroupMembers:
+    """The ``GroupMembers`` of ``entries`` (entries without a group belong to none)."""
+    members: dict[str, array[int]] = {}
+    for position, entry in enumerate(entries):
+        folded = fold_group(entry.group)
+        if folded:
+            found = members.get(folded)
+            if found is None:
+                members[folded] = found = array("i")
+            found.append(position)
+    return GroupMembers(tuple(members), tuple(members.values()))
+
+
 async def discoverable_groups(
-    policy: Policy, entries: tuple[Entry, ...], ctx: Any, limit: int
+    policy: Policy, entries: tuple[Entry, ...], groups: GroupMembers, ctx: Any, limit: int
 ) -> tuple[str, ...]:
     """The groups (at most ``limit``, sorted case-folded) holding an operation ``ctx``'s principal
     may discover: its discovery scope admits it and ``authorize(ctx, Discover(name))``
-    allows it. Each group is judged by its operations in name order until one is
+    allows it. Each group is judged by its operations in catalog order until one is
     allowed, asking about at most ``GROUPS_CHECKED`` operations in all, so a principal
     denied most of a large catalog may get fewer groups than it could discover; an
     operation without a group names none. Never names a group the principal cannot
-    discover an operation of."""
+    discover an operation of.
+
+    The entries are taken in catalog order, skipping those of groups already found: a
+    merge of the groups' member lists, so the cost grows with the groups and the
+    operations asked about, not with the catalog."""
     scope = await discovery_scope(policy, ctx)
     found: dict[str, str] = {}  # folded group -> its spelling
     asked = 0
-    for entry in entries:
-        if len(found) == limit or asked == GROUPS_CHECKED:
+    folded, members = groups.folded, groups.members
+    waiting: list[tuple[int, int, int]] = []  # (position, group, index in its members)
+    joined = 0  # groups before this one are in ``waiting`` or found
+    while len(found) < limit and asked < GROUPS_CHECKED:
+        if joined < len(members) and (not waiting or members[joined][0] < waiting[0][0]):
+            position, group, index = members[joined][0], joined, 0
+            joined += 1
+        elif waiting:
+            position, group, index = heapq.heappop(waiting)
+        else:
             break
-        folded = fold_group(entry.group)
-        if not folded or folded in found:
-            continue
-        if scope is not None and not scope.admits(entry.name, entry.group):
-            continue
-        asked += 1
-        if await authorize(policy, ctx, entry.discover):
-            found[folded] = entry.group
-    return tuple(found[folded] for folded in sorted(found))
+        entry = entries[position]
+        if scope is None or scope.admits(entry.name, entry.group):
+            asked += 1
+            if await authorize(policy, ctx, entry.discover):
+                found[folded[group]] = entry.group
+                continue
+        if index + 1 < len(members[group]):
+            heapq.heappush(waiting, (members[group][index + 1], group, index + 1))
+    return tuple(found[name] for name in sorted(found))
 
 
 def operation_spec(entry: Entry) -> OperationSpec:
