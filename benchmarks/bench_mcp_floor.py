@@ -15,32 +15,38 @@ Two servers, each in a child process started the same way, each called by the of
   invoked operation ``billing.invoices.create_0``, five validated fields, input and
   output schema); ``search`` takes the next query of a seeded mix, ``invoke`` the
   invoked operation.
-* **the floor**: this file with ``--floor-server``, the SDK's low-level ``Server`` with
-  tools ``search`` and ``invoke`` (opgate's input schemas) that return one constant
-  text block without looking at their arguments, over the SDK's ``stdio_server`` or
-  ``streamable_http_app()`` under uvicorn (h11, as ``opgate serve --http``). It is what
-  any server built on the SDK pays per call before doing any work.
+* **the floor**: this file with ``--floor-server``, the SDK's low-level ``Server`` over
+  the SDK's ``stdio_server`` or ``streamable_http_app()`` under uvicorn (h11, as
+  ``opgate serve --http``). It lists opgate's tools as opgate listed them and answers
+  ``search`` and ``invoke`` with opgate's own answers to the first search query and
+  to the invoke, recorded from opgate just before, without looking at the arguments:
+  answers of the same shape and size, so the same work for the client and none for
+  the server.
+  It is what any server built on the SDK pays per call before doing any work.
 
-**Per call**, for each transport and era: the variants alternate in blocks, round after
-round; each call's wall time, and the server's CPU time over the call (every thread of
-the child, from ``/proc/PID/task/*/schedstat``), read before and after it. The server's
-CPU median is the figure the target is about; the difference is opgate's median minus
-the floor's.
+**Per call**, for each transport and era: both servers run at once, and the servers and
+variants alternate in blocks, round after round. Each call's wall time is taken, and
+the server's CPU time over the call (every thread of the child, from
+``/proc/PID/task/*/schedstat``, read before and after it). The server's CPU median is
+the figure the target is about; the difference is opgate's median minus the floor's.
 
-**Throughput** over HTTP (2026-07-28): ``N`` clients in this process, each with its own
-HTTP client and session, call ``search`` back to back for ``--seconds``; requests
-completed per second. The client side shares the machine with the server, the same
-for both servers, so the ratio is the figure, not the rates.
+**Throughput** over HTTP (2026-07-28): ``N`` clients in this process per server, each
+with its own HTTP client and session, call ``search`` back to back; the two servers
+take turns (five each, ``--seconds`` in all), so drift hits both; requests completed
+per second of each server's turns. The clients share the machine with the servers,
+alike for both, so the ratio is the figure, not the rates.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -83,8 +89,8 @@ SOURCE_ENV = "OPGATE_BENCH_SOURCE"
 STARTUP_SECONDS = 600
 #: The protocol eras and the ``mcp.Client`` mode of each.
 ERAS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
-#: The floor's one answer.
-FLOOR_TEXT = "ok"
+#: The environment variable naming the file of the floor's tools and answers.
+ANSWERS_ENV = "OPGATE_FLOOR_ANSWERS"
 
 HERE = Path(__file__).resolve().parent
 
@@ -109,25 +115,23 @@ def served_registry() -> Registry:
     return Registry(operations, AllowAll(), limits=limits)
 
 
-def floor_server() -> Any:
-    """The floor: the SDK's low-level ``Server`` with constant ``search`` and ``invoke``."""
+def floor_server(recorded: dict[str, Any]) -> Any:
+    """The floor: the SDK's low-level ``Server`` listing ``recorded["tools"]`` and
+    answering each tool with ``recorded["answers"][name]``, whatever the arguments."""
     import mcp.types as types
     from mcp.server import Server
 
-    from opgate.mcp._tools import GATEWAY_TOOLS
-
-    tools = [
-        types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema)
-        for tool in GATEWAY_TOOLS
-        if tool.name in ("search", "invoke")
-    ]
-    answer = types.CallToolResult(content=[types.TextContent(type="text", text=FLOOR_TEXT)])
+    tools = [types.Tool.model_validate(tool) for tool in recorded["tools"]]
+    answers = {
+        name: types.CallToolResult.model_validate(answer)
+        for name, answer in recorded["answers"].items()
+    }
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
-        return answer
+        return answers[params.name]
 
     return Server("floor", on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -135,7 +139,7 @@ def floor_server() -> Any:
 def _serve_floor(http: str | None) -> None:
     import anyio
 
-    server = floor_server()
+    server = floor_server(json.loads(Path(os.environ[ANSWERS_ENV]).read_text()))
     if http is None:
         from mcp.server.stdio import stdio_server
 
@@ -153,9 +157,11 @@ def _serve_floor(http: str | None) -> None:
     )
 
 
-def _environment(source: str) -> dict[str, str]:
+def _environment(source: str, answers: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env[SOURCE_ENV] = source
+    if answers is not None:
+        env[ANSWERS_ENV] = str(answers)
     sources = Path(opgate.__file__).resolve().parents[1]
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(HERE), str(sources), env.get("PYTHONPATH", "")])
@@ -204,13 +210,16 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def _http_child(server: str, source: str) -> AsyncIterator[tuple[str, int]]:
-    """``server`` over HTTP in a child; its URL and pid once it listens."""
+async def _http_child(
+    server: str, source: str, answers: Path | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """``server`` over HTTP in a child (the floor with ``answers``); its URL and pid
+    once it listens."""
     port = _free_port()
     process = subprocess.Popen(
         _command(server, f"127.0.0.1:{port}"),
         cwd=HERE,
-        env=_environment(source),
+        env=_environment(source, answers),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -238,13 +247,14 @@ async def _http_child(server: str, source: str) -> AsyncIterator[tuple[str, int]
 
 @asynccontextmanager
 async def _session(
-    server: str, source: str, transport: str, era: str
+    server: str, source: str, transport: str, era: str, answers: Path | None = None
 ) -> AsyncIterator[tuple[Client, int]]:
-    """A connected official client to ``server`` and the server's pid."""
+    """A connected official client to ``server`` (the floor with ``answers``) and the
+    server's pid."""
     mode: Any = ERAS[era]
     if transport == "http":
         async with (
-            _http_child(server, source) as (url, pid),
+            _http_child(server, source, answers) as (url, pid),
             httpx2.AsyncClient(timeout=120) as http,
             Client(streamable_http_client(url, http_client=http), mode=mode) as client,
         ):
@@ -252,7 +262,10 @@ async def _session(
         return
     command = _command(server, None)
     parameters = StdioServerParameters(
-        command=command[0], args=command[1:], env=_environment(source), cwd=str(HERE)
+        command=command[0],
+        args=command[1:],
+        env=_environment(source, answers),
+        cwd=str(HERE),
     )
     before = _children()
     with open(os.devnull, "w") as quiet:
@@ -288,66 +301,104 @@ class _Times:
     server_cpus: list[int] = field(default_factory=list)
 
 
+async def _record(client: Client, variants: dict[str, Call]) -> dict[str, Any]:
+    """opgate's tools as listed and its answers to each variant's first call: what the
+    floor lists and answers."""
+    dump: dict[str, Any] = {"mode": "json", "by_alias": True, "exclude_none": True}
+    listed = await client.list_tools()
+    return {
+        "tools": [tool.model_dump(**dump) for tool in listed.tools],
+        "answers": {
+            label: _checked(await call(client, 0)).model_dump(**dump)
+            for label, call in variants.items()
+        },
+    }
+
+
 async def _per_call(
-    client: Client, pid: int, variants: dict[str, Call], calls: int
-) -> dict[str, _Times]:
-    """Every variant ``calls`` times in blocks: wall and server CPU ns per call."""
-    await client.list_tools()
-    for call in variants.values():
-        for index in range(WARMUP):
-            _checked(await call(client, index))
-    times = {label: _Times() for label in variants}
+    sessions: dict[str, tuple[Client, int]], variants: dict[str, Call], calls: int
+) -> dict[str, dict[str, _Times]]:
+    """Every variant ``calls`` times on every server, in blocks that alternate between
+    the servers and the variants round after round (drift on a shared machine hits
+    them all alike): wall and server CPU ns per call, by server and variant."""
+    for client, _pid in sessions.values():
+        await client.list_tools()
+        for call in variants.values():
+            for index in range(WARMUP):
+                _checked(await call(client, index))
+    times = {server: {label: _Times() for label in variants} for server in sessions}
     block = max(1, calls // ROUNDS)
     clock = time.perf_counter_ns
     done = 0
     while done < calls:
         for label, call in variants.items():
-            measured = times[label]
-            for step in range(block):
-                cpu_begin = _server_cpu_ns(pid)
-                begin = clock()
-                _checked(await call(client, done + step))
-                end = clock()
-                measured.server_cpus.append(_server_cpu_ns(pid) - cpu_begin)
-                measured.walls.append(end - begin)
+            for server, (client, pid) in sessions.items():
+                measured = times[server][label]
+                for step in range(block):
+                    cpu_begin = _server_cpu_ns(pid)
+                    begin = clock()
+                    _checked(await call(client, done + step))
+                    end = clock()
+                    measured.server_cpus.append(_server_cpu_ns(pid) - cpu_begin)
+                    measured.walls.append(end - begin)
         done += block
     return times
 
 
-async def _throughput(url: str, queries: Sequence[str], clients: int, seconds: float) -> float:
-    """Searches completed per second by ``clients`` sessions calling back to back."""
+async def _throughput(
+    urls: dict[str, str], queries: Sequence[str], clients: int, seconds: float
+) -> dict[str, float]:
+    """Searches completed per second on each server by ``clients`` sessions calling back
+    to back; the servers take turns, ``ROUNDS`` turns each, ``seconds`` in all."""
     count = len(queries)
-    done = [0]
+    done = dict.fromkeys(urls, 0)
+    running: dict[str, asyncio.Event] = {server: asyncio.Event() for server in urls}
+    stop = asyncio.Event()
 
-    async def one(offset: int, ready: asyncio.Event, stop: asyncio.Event) -> None:
+    async def one(server: str, offset: int, ready: asyncio.Event) -> None:
         async with (
             httpx2.AsyncClient(timeout=120) as http,
-            Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as client,
+            Client(
+                streamable_http_client(urls[server], http_client=http), mode="2026-07-28"
+            ) as client,
         ):
             await client.list_tools()
             index = offset
             _checked(await client.call_tool("search", {"query": queries[index % count]}))
             ready.set()
-            await start.wait()
-            while not stop.is_set():
+            while True:
+                await running[server].wait()
+                if stop.is_set():
+                    return
                 index += 1
                 _checked(await client.call_tool("search", {"query": queries[index % count]}))
-                done[0] += 1
+                if running[server].is_set():
+                    done[server] += 1
 
-    start = asyncio.Event()
-    stop = asyncio.Event()
-    readies = [asyncio.Event() for _ in range(clients)]
-    tasks = [asyncio.create_task(one(n * 7, readies[n], stop)) for n in range(clients)]
+    readies = []
+    tasks = []
+    for server in urls:
+        for number in range(clients):
+            ready = asyncio.Event()
+            readies.append(ready)
+            tasks.append(asyncio.create_task(one(server, number * 7, ready)))
     for ready in readies:
         await ready.wait()
-    begin = time.perf_counter()
-    start.set()
-    await asyncio.sleep(seconds)
-    counted = done[0]
-    elapsed = time.perf_counter() - begin
+    elapsed = dict.fromkeys(urls, 0.0)
+    turn = seconds / ROUNDS / len(urls)
+    for _ in range(ROUNDS):
+        for server in urls:
+            begin = time.perf_counter()
+            running[server].set()
+            await asyncio.sleep(turn)
+            running[server].clear()
+            elapsed[server] += time.perf_counter() - begin
+            await asyncio.sleep(0.05)  # the calls in flight finish, uncounted
     stop.set()
+    for event in running.values():
+        event.set()
     await asyncio.gather(*tasks)
-    return counted / elapsed
+    return {server: done[server] / elapsed[server] for server in urls}
 
 
 async def _measure_all(
@@ -357,25 +408,35 @@ async def _measure_all(
     clients: Sequence[int],
     calls: int,
     seconds: float,
-) -> tuple[dict[tuple[str, str, str], dict[str, _Times]], dict[tuple[str, int], float]]:
+) -> tuple[dict[tuple[str, str], dict[str, dict[str, _Times]]], dict[tuple[str, int], float]]:
     operations, queries, _ = _catalog(source)
     invoked = operations[0].name
     del operations
     variants = _variants(invoked, queries)
-    per_call: dict[tuple[str, str, str], dict[str, _Times]] = {}
-    for transport in transports:
-        for era in eras:
-            for server in ("opgate", "floor"):
-                async with _session(server, source, transport, era) as (client, pid):
-                    per_call[(transport, era, server)] = await _per_call(
-                        client, pid, variants, calls
-                    )
+    per_call: dict[tuple[str, str], dict[str, dict[str, _Times]]] = {}
     rates: dict[tuple[str, int], float] = {}
-    if clients:
-        for server in ("opgate", "floor"):
-            async with _http_child(server, source) as (url, _pid):
-                for count in clients:
-                    rates[(server, count)] = await _throughput(url, queries, count, seconds)
+    with tempfile.TemporaryDirectory() as folder:
+        answers = Path(folder) / "answers.json"
+        for transport in transports:
+            for era in eras:
+                async with _session("opgate", source, transport, era) as ours:
+                    answers.write_text(json.dumps(await _record(ours[0], variants)))
+                    async with _session("floor", source, transport, era, answers) as floor:
+                        sessions = {"opgate": ours, "floor": floor}
+                        per_call[(transport, era)] = await _per_call(sessions, variants, calls)
+        if clients:
+            async with _http_child("opgate", source) as (url, _pid):
+                async with (
+                    httpx2.AsyncClient(timeout=120) as http,
+                    Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as c,
+                ):
+                    answers.write_text(json.dumps(await _record(c, variants)))
+                async with _http_child("floor", source, answers) as (floor_url, _floor_pid):
+                    urls = {"opgate": url, "floor": floor_url}
+                    for count in clients:
+                        measured = await _throughput(urls, queries, count, seconds)
+                        for server, rate in measured.items():
+                            rates[(server, count)] = rate
     return per_call, rates
 
 
@@ -410,7 +471,7 @@ def run(
     )
     for transport in transports:
         for era in eras:
-            ours, floor = per_call[(transport, era, "opgate")], per_call[(transport, era, "floor")]
+            ours, floor = per_call[(transport, era)]["opgate"], per_call[(transport, era)]["floor"]
             for label in ours:
                 cpu, floor_cpu = (
                     summarize(ours[label].server_cpus),
@@ -436,8 +497,8 @@ def run(
                 )
     calls_table.notes.append(
         "server CPU = the child's CPU time (all threads) between the client's sending a "
-        "call and its having the answer; the floor answers every call with one constant "
-        "text block. Target: difference <= 0.3 ms."
+        "call and its having the answer; the floor answers every call with opgate's "
+        "recorded answer to that tool. Target: difference <= 0.3 ms."
     )
     tables = [calls_table]
     if rates:
