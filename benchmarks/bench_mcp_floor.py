@@ -43,8 +43,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,35 +56,23 @@ import httpx2
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-import opgate
-from bench_mcp import ARGUMENTS, create_invoice
-from bench_real import LIMITS, catalog_for
-from bench_real import to_operations as real_operations
-from common import (
-    AllowAll,
-    Table,
-    format_table,
-    machine_info,
-    query_mix,
-    summarize,
-    synthetic_catalog,
-    to_operations,
+from bench_mcp import ARGUMENTS
+from bench_mcp_http import (
+    SOURCE_ENV,
+    bench_environment,
+    catalog_of,
+    listening_child,
+    server_cpu_ns,
 )
-from opgate import Operation, Registry
-from real_catalog import real_queries
+from common import AllowAll, Table, format_table, machine_info, summarize
+from opgate import Registry
 
 __all__ = ["floor_server", "main", "run", "served_registry"]
 
-#: Distinct search queries (calls cycle through them).
-QUERIES = 200
 #: Calls of each variant before the measured ones.
 WARMUP = 20
 #: Rounds at least (one block of each variant per round).
 ROUNDS = 5
-#: The environment variable naming the catalog of ``served_registry``.
-SOURCE_ENV = "OPGATE_BENCH_SOURCE"
-#: How long a child may take to build and listen (the real catalog on a busy machine).
-STARTUP_SECONDS = 600
 #: The protocol eras and the ``mcp.Client`` mode of each.
 ERAS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
 #: The environment variable naming the file of the floor's tools and answers.
@@ -95,23 +81,9 @@ ANSWERS_ENV = "OPGATE_FLOOR_ANSWERS"
 HERE = Path(__file__).resolve().parent
 
 
-def _catalog(source: str) -> tuple[list[Operation], list[str], Any]:
-    """The operations, the query mix and the limits of ``source``."""
-    kind, _, size = source.partition(":")
-    if kind == "synthetic" and size.isdigit():
-        return (
-            to_operations(synthetic_catalog(int(size)), create_invoice),
-            query_mix(QUERIES),
-            None,
-        )
-    real = catalog_for(source, 1)
-    invoked = to_operations(synthetic_catalog(1), create_invoice)
-    return invoked + real_operations(real), real_queries(real, QUERIES), LIMITS
-
-
 def served_registry() -> Registry:
     """What ``opgate serve`` serves here: the catalog named by ``$OPGATE_BENCH_SOURCE``."""
-    operations, _, limits = _catalog(os.environ.get(SOURCE_ENV, "synthetic:10000"))
+    operations, _, limits = catalog_of(os.environ.get(SOURCE_ENV, "synthetic:10000"))
     return Registry(operations, AllowAll(), limits=limits)
 
 
@@ -157,35 +129,12 @@ def _serve_floor(http: str | None) -> None:
     )
 
 
-def _environment(source: str, answers: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env[SOURCE_ENV] = source
-    if answers is not None:
-        env[ANSWERS_ENV] = str(answers)
-    sources = Path(opgate.__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(HERE), str(sources), env.get("PYTHONPATH", "")])
-    )
-    return env
-
-
 def _command(server: str, http: str | None) -> list[str]:
     if server == "floor":
         command = [sys.executable, str(HERE / "bench_mcp_floor.py"), "--floor-server"]
     else:
         command = [sys.executable, "-m", "opgate", "serve", "bench_mcp_floor:served_registry"]
     return command if http is None else [*command, "--http", http]
-
-
-def _server_cpu_ns(pid: int) -> int:
-    """CPU time of every thread of process ``pid`` so far (``/proc/PID/task/*/schedstat``)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # a worker thread that ended meanwhile
-    return total
 
 
 def _children() -> set[int]:
@@ -203,10 +152,11 @@ def _children() -> set[int]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def _environment(source: str, answers: Path | None = None) -> dict[str, str]:
+    env = bench_environment(source)
+    if answers is not None:
+        env[ANSWERS_ENV] = str(answers)
+    return env
 
 
 @asynccontextmanager
@@ -215,34 +165,12 @@ async def _http_child(
 ) -> AsyncIterator[tuple[str, int]]:
     """``server`` over HTTP in a child (the floor with ``answers``); its URL and pid
     once it listens."""
-    port = _free_port()
-    process = subprocess.Popen(
-        _command(server, f"127.0.0.1:{port}"),
-        cwd=HERE,
-        env=_environment(source, answers),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the {server} server exited with {process.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the {server} server did not listen in time") from None
-                await asyncio.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp", process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    async with listening_child(
+        lambda address: _command(server, address),
+        _environment(source, answers),
+        f"the {server} server",
+    ) as served:
+        yield served
 
 
 @asynccontextmanager
@@ -335,11 +263,11 @@ async def _per_call(
             for server, (client, pid) in sessions.items():
                 measured = times[server][label]
                 for step in range(block):
-                    cpu_begin = _server_cpu_ns(pid)
+                    cpu_begin = server_cpu_ns(pid)
                     begin = clock()
                     _checked(await call(client, done + step))
                     end = clock()
-                    measured.server_cpus.append(_server_cpu_ns(pid) - cpu_begin)
+                    measured.server_cpus.append(server_cpu_ns(pid) - cpu_begin)
                     measured.walls.append(end - begin)
         done += block
     return times
@@ -409,7 +337,7 @@ async def _measure_all(
     calls: int,
     seconds: float,
 ) -> tuple[dict[tuple[str, str], dict[str, dict[str, _Times]]], dict[tuple[str, int], float]]:
-    operations, queries, _ = _catalog(source)
+    operations, queries, _ = catalog_of(source)
     invoked = operations[0].name
     del operations
     variants = _variants(invoked, queries)

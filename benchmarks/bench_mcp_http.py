@@ -72,7 +72,16 @@ from opgate import Operation, Registry, Result, Text, finish
 from opgate.mcp import GatewayServer
 from real_catalog import real_queries
 
-__all__ = ["collector_operation", "main", "run", "served_registry"]
+__all__ = [
+    "bench_environment",
+    "catalog_of",
+    "collector_operation",
+    "listening_child",
+    "main",
+    "run",
+    "served_registry",
+    "server_cpu_ns",
+]
 
 #: Distinct search queries (calls cycle through them).
 QUERIES = 200
@@ -163,7 +172,7 @@ def collector_operation(seen: _Collections) -> Operation:
     )
 
 
-def _catalog(source: str) -> tuple[list[Operation], list[str], Any]:
+def catalog_of(source: str) -> tuple[list[Operation], list[str], Any]:
     """The operations, the query mix and the limits of ``source``."""
     kind, _, size = source.partition(":")
     if kind == "synthetic" and size.isdigit():
@@ -177,7 +186,7 @@ def _catalog(source: str) -> tuple[list[Operation], list[str], Any]:
 def served_registry() -> Registry:
     """The registry ``opgate serve`` serves with ``--serve``: the catalog named by
     ``$OPGATE_BENCH_SOURCE`` and ``bench.collector``, the collections counted from now."""
-    operations, _, limits = _catalog(os.environ.get(SOURCE_ENV, "synthetic:10000"))
+    operations, _, limits = catalog_of(os.environ.get(SOURCE_ENV, "synthetic:10000"))
     seen = _Collections()
     gc.callbacks.append(seen)
     return Registry([*operations, collector_operation(seen)], AllowAll(), limits=limits)
@@ -308,7 +317,7 @@ async def _in_process(
     return times, per_call, report
 
 
-def _server_cpu_ns(pid: int) -> int:
+def server_cpu_ns(pid: int) -> int:
     """CPU time of every thread of process ``pid`` so far (``/proc/PID/task/*/schedstat``)."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -326,21 +335,16 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def _served(source: str, pins: Sequence[str]) -> AsyncIterator[tuple[str, int]]:
-    """``opgate serve bench_mcp_http:served_registry --http`` in a child; its URL and pid."""
+async def listening_child(
+    command: Callable[[str], list[str]], env: dict[str, str], what: str
+) -> AsyncIterator[tuple[str, int]]:
+    """``command(HOST:PORT)`` in a child, in this folder with ``env``, on a free loopback
+    port: its MCP URL and pid once it listens (``what`` names it in errors); stopped on
+    leaving."""
     port = _free_port()
-    here = Path(__file__).resolve().parent
-    sources = Path(opgate.__file__).resolve().parents[1]
-    env = dict(os.environ)
-    env[SOURCE_ENV] = source
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(here), str(sources), env.get("PYTHONPATH", "")])
-    )
-    command = [sys.executable, "-m", "opgate", "serve", "bench_mcp_http:served_registry"]
-    command += [f"--pin={name}" for name in pins]
     process = subprocess.Popen(
-        [*command, "--http", f"127.0.0.1:{port}"],
-        cwd=here,
+        command(f"127.0.0.1:{port}"),
+        cwd=Path(__file__).resolve().parent,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -349,13 +353,13 @@ async def _served(source: str, pins: Sequence[str]) -> AsyncIterator[tuple[str, 
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"opgate serve exited with {process.returncode}")
+                raise RuntimeError(f"{what} exited with {process.returncode}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                     break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("opgate serve did not listen in time") from None
+                    raise RuntimeError(f"{what} did not listen in time") from None
                 await asyncio.sleep(0.2)
         yield f"http://127.0.0.1:{port}/mcp", process.pid
     finally:
@@ -365,6 +369,30 @@ async def _served(source: str, pins: Sequence[str]) -> AsyncIterator[tuple[str, 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def bench_environment(source: str) -> dict[str, str]:
+    """This environment with ``$OPGATE_BENCH_SOURCE`` set to ``source`` and this folder
+    and opgate's sources first on ``PYTHONPATH``, for a served child."""
+    here = Path(__file__).resolve().parent
+    sources = Path(opgate.__file__).resolve().parents[1]
+    env = dict(os.environ)
+    env[SOURCE_ENV] = source
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(here), str(sources), env.get("PYTHONPATH", "")])
+    )
+    return env
+
+
+@asynccontextmanager
+async def _served(source: str, pins: Sequence[str]) -> AsyncIterator[tuple[str, int]]:
+    """``opgate serve bench_mcp_http:served_registry --http`` in a child; its URL and pid."""
+    command = [sys.executable, "-m", "opgate", "serve", "bench_mcp_http:served_registry"]
+    command += [f"--pin={name}" for name in pins]
+    async with listening_child(
+        lambda address: [*command, "--http", address], bench_environment(source), "opgate serve"
+    ) as served:
+        yield served
 
 
 async def _over_loopback(
@@ -390,7 +418,7 @@ async def _over_loopback(
             variants,
             calls=calls,
             seconds=seconds,
-            server_cpu=lambda: _server_cpu_ns(pid),
+            server_cpu=lambda: server_cpu_ns(pid),
         )
         reply = _checked(await client.call_tool("invoke", {"name": COLLECTOR, "arguments": {}}))
         report: dict[str, Any] = json.loads(reply.content[0].text)
@@ -407,7 +435,7 @@ def run(
     serve: bool = False,
 ) -> list[Table]:
     """Measure the calls and the collector; return the calls and collector tables."""
-    operations, queries, limits = _catalog(source)
+    operations, queries, limits = catalog_of(source)
     invoked = operations[0].name
     pinned = [op.name for op in operations[: max(0, pins)]]
     size = len(operations)
