@@ -8,7 +8,8 @@ objects, imports the ranking's modules, collects garbage, then measures
 ``Registry(operations, AllowAll(), limits=bench_real.LIMITS, ranking=...)``: the RSS
 added (``VmRSS`` after the constructor and a ``gc.collect()``, minus before) and the
 process CPU seconds. The row "relevance index alone" builds a rule registry first and
-measures only the relevance index added to it (``build_ranker``). A second child per row
+measures only what ``registry.replace(ranking=Ranking.RELEVANCE)`` adds to it (as
+``opgate serve --ranking relevance`` does). A second child per row
 repeats it under ``tracemalloc`` (one frame) for the Python heap the build retains and
 its peak: deterministic figures, where RSS also holds what the C allocator keeps of the
 build's freed memory.
@@ -60,7 +61,6 @@ def _probe(ranking: str, alone: bool, source: str, trace: bool) -> dict[str, flo
     from bench_real import LIMITS, catalog_for, to_operations
     from common import AllowAll
     from opgate import Ranking, Registry
-    from opgate._search._ranking import build_ranker
 
     operations = to_operations(catalog_for(source, 1))
     chosen = Ranking(ranking)
@@ -73,7 +73,7 @@ def _probe(ranking: str, alone: bool, source: str, trace: bool) -> dict[str, flo
     before = rss_bytes()
     cpu = time.process_time()
     if base is not None:
-        built: Any = build_ranker(chosen, base._index, base._entries)
+        built: Any = base.replace(ranking=chosen)
     else:
         built = Registry(operations, AllowAll(), limits=LIMITS, ranking=chosen)
     cpu = time.process_time() - cpu
