@@ -21,9 +21,14 @@ SOURCE_ENV = "OPGATE_BENCH_SOURCE"
 
 
 def _catalog() -> Any:
+    source = os.environ.get(SOURCE_ENV, "synthetic:100")
+    if source == "botocore":  # without bench_real, which imports opgate: FastMCP needs none
+        from real_catalog import real_catalog
+
+        return real_catalog(1)
     from bench_real import catalog_for
 
-    return catalog_for(os.environ.get(SOURCE_ENV, "synthetic:100"), 1)
+    return catalog_for(source, 1)
 
 
 def registry() -> Any:
