@@ -49,8 +49,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opgate.schema import MAX_COUNT
-
 __all__ = [
     "CONVERTER_VERSION",
     "ConversionStats",
@@ -140,6 +138,8 @@ class _PatternCheck:
 
 
 def _count(value: object) -> int | None:
+    from opgate.schema import MAX_COUNT  # here: loading the cached catalog imports no opgate
+
     if isinstance(value, int | float) and not isinstance(value, bool):
         number = int(value)
         if number == value and 0 <= number <= MAX_COUNT:

@@ -30,6 +30,7 @@ import bench_openapi
 import bench_real
 import bench_registry
 import bench_relevance
+import bench_startup
 import common
 
 NAME = re.compile(r"[a-z_]+\.[a-z_]+\.[a-z]+_[0-9]+")
@@ -159,6 +160,27 @@ def test_construction_benchmark_tiny() -> None:
         assert 0 < row["wall s"] < 60
         assert 0 < row["schema CPU s"] + row["revision CPU s"] <= row["CPU s"]
         assert row["target MB"] in (150.0, 300.0)
+
+
+def test_startup_benchmark_tiny() -> None:
+    # Memory rows in fresh children; cold starts of opgate serve over stdio (no FastMCP).
+    memory = bench_startup.memory_table("synthetic:60")
+    assert [row["registry"] for row in memory.rows] == [
+        "rule",
+        "relevance",
+        "relevance index alone",
+    ]
+    for row in memory.rows:
+        assert 0 < row["traced retained MiB"] <= row["traced peak MiB"]
+        assert 0 <= row["CPU s"] < 60
+    start = bench_startup.start_table("synthetic:30", 1, compare=False)
+    assert [row["server"] for row in start.rows] == [
+        "opgate serve (rule)",
+        "opgate serve --ranking relevance",
+    ]
+    for row in start.rows:
+        assert 0 < row["best s"] <= row["median s"] < 120
+        assert row["tools listed"] == 3
 
 
 def test_real_catalog_benchmark_search_only_tiny() -> None:

@@ -76,6 +76,8 @@ def test_query_words_do_not_grow_the_stem_map() -> None:
         assert stem(word) == fresh.many([word])[0]
     assert stem("instances") == stem("instance")
     assert len(stem._known) == learned
+    # nor does pystemmer's own cache (10,000 words by default) keep them
+    assert stem._stemmer.maxCacheSize == 0
 
 
 def test_stems_join_inflections() -> None:

@@ -28,6 +28,7 @@ from ._collector import paused_collector
 from ._execution import must_propagate
 from ._failures import ConfigurationError, Failure, FailureCode, internal_failure, returned
 from ._forms import FormChecks, InputMode
+from ._heap import trim_heap
 from ._invoke import Invoker
 from ._keys import RegistryKeys, ScopeHashes
 from ._ledger import Ledger
@@ -154,6 +155,7 @@ class Registry:
                 form_checks=FormChecks(),
             )
             order = _order(compiled, ranking)
+        trim_heap()  # the build's freed memory, back to the system
         self._assemble(compiled, order, _state(compiled, _keys(secret), ledger))
 
     def replace(
@@ -175,7 +177,11 @@ class Registry:
         host's registry.
         """
         compiled = self._compiled
-        order = self._order if ranking is KEEP else _order(compiled, ranking)
+        if ranking is KEEP:
+            order = self._order
+        else:
+            order = _order(compiled, ranking)
+            trim_heap()
         if secret is KEEP and ledger is KEEP:
             state = self._state
         else:

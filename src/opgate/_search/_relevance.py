@@ -47,6 +47,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -136,8 +137,14 @@ PREFIX_DISCOUNT = 0.5
 #: a caller pages that far.
 _FIRST = 64
 
+#: Chunks looked up at once while reading a field's texts, and operations whose
+#: postings are built at once: construction's transient arrays stay a few MiB however
+#: large the catalog (freed memory the C allocator keeps counts in the RSS).
+_CHUNKS = 1 << 15
+_BLOCK = 1 << 10
+
 _Floats = npt.NDArray[np.float64]
-_Ints = npt.NDArray[np.int64]
+_Ints = npt.NDArray[np.signedinteger[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,13 +156,67 @@ class RelevanceEntry:
 
 def _expand(offsets: _Ints, values: _Ints, ids: _Ints) -> tuple[_Ints, _Ints]:
     """The concatenation of ``values[offsets[i]:offsets[i + 1]]`` for each ``i`` of
-    ``ids`` (a CSR gather), and each one's size."""
+    ``ids`` (a CSR gather), and each one's size; gathered about ``_CHUNKS`` values at a
+    time."""
     sizes = (offsets[1:] - offsets[:-1])[ids]
     ends = np.cumsum(sizes)
-    gather = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(
-        offsets[ids] - (ends - sizes), sizes
-    )
-    return values[gather], sizes
+    total = int(ends[-1]) if len(ends) else 0
+    found = np.empty(total, dtype=values.dtype)
+    cuts = np.searchsorted(ends, np.arange(_CHUNKS, total, _CHUNKS), side="right")
+    for first, end in itertools.pairwise([0, *np.unique(cuts).tolist(), len(ids)]):
+        if end <= first:
+            continue
+        counts, last = sizes[first:end], ends[first:end]
+        low, high = int(last[0] - counts[0]), int(last[-1])
+        # each output position, minus where its id's values start in the output, plus
+        # where they start in ``values``
+        gather = np.arange(low, high) + np.repeat(offsets[ids[first:end]] - (last - counts), counts)
+        found[low:high] = values[gather]
+    return found, sizes
+
+
+def _postings_block(
+    first: int,
+    end: int,
+    occurrences: list[tuple[_Ints, _Ints]],
+    stems_of: list[_Ints],
+    pieces: tuple[_Ints, _Ints] | None,
+    parts: _Floats,
+) -> tuple[_Ints, _Ints, _Floats, npt.NDArray[np.bool_]]:
+    """The postings of operations ``first`` to ``end``: their (term, operation) pairs in
+    that order (terms and operations), each pair's tf and whether it is named.
+
+    Every word occurrence of every field is one integer key, (term, operation, field)
+    in that order of significance: sorting the keys (values, not an argsort) groups
+    each term's operations, and the field gives what the occurrence adds to the tf
+    (``parts``); the sums run in key order (fields ascending), the same on every
+    replica and whatever the blocks."""
+    count = parts.shape[1]
+    fields = len(occurrences)
+    keys: list[_Ints] = []
+    for field, ((found, offsets), stems) in enumerate(zip(occurrences, stems_of, strict=True)):
+        low, high = int(offsets[first]), int(offsets[end])
+        if high == low:
+            continue
+        owners = np.repeat(np.arange(first, end), np.diff(offsets[first : end + 1]))
+        keys.append((stems[low:high].astype(np.int64) * count + owners) * fields + field)
+        if field <= _GROUP_FIELD and pieces is not None:
+            # a compound's pieces count as occurrences of the field beside it
+            cut, sizes = _expand(*pieces, found[low:high])
+            if len(cut):
+                keys.append((cut * count + np.repeat(owners, sizes)) * fields + field)
+    if not keys:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0), np.zeros(0, dtype=bool)
+    ordered = np.sort(np.concatenate(keys))
+    field_of = ordered % fields
+    pairs = ordered // fields  # term * count + operation
+    starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
+    tf = np.add.reduceat(parts[field_of, pairs % count], starts)
+    # the first occurrence of each pair has its lowest field
+    named = field_of[starts] <= _GROUP_FIELD
+    pairs = pairs[starts]
+    return (pairs // count).astype(np.int32), pairs % count, tf, named
 
 
 class _Vocabulary:
@@ -163,8 +224,9 @@ class _Vocabulary:
 
     Texts are split on whitespace first (``str.split``, which never cuts a word:
     ``words`` never spans whitespace) and each distinct chunk is split into words once:
-    a catalog's documentation repeats its chunks (about 63k distinct in 1.06M at 20k
-    AWS operations). Each distinct folded word gets an id and is stemmed once.
+    a catalog's documentation repeats its chunks (about 28k distinct in 707k at 20k
+    AWS operations). Each distinct folded word gets an id and is stemmed once. Word
+    and stem ids are ``int32`` (a catalog has far fewer than 2**31 words).
     """
 
     __slots__ = (
@@ -180,37 +242,54 @@ class _Vocabulary:
     def __init__(self, stems: Stems) -> None:
         self._stems = stems
         self._chunk_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        self._chunk_words = array("q")  # the word ids of every distinct chunk, in order
+        self._chunk_words = array("i")  # the word ids of every distinct chunk, in order
         self._chunk_offsets = array("q", [0])  # where each chunk's words begin
         self.word_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         self.stem_ids: dict[str, int] = {}
-        self._stem_of = array("q")  # word id -> stem id
+        self._stem_of = array("i")  # word id -> stem id
 
     def occurrences(self, texts: Sequence[str]) -> tuple[_Ints, _Ints]:
-        """The word ids of every word of ``texts``, in order, and the index of the text
-        each one comes from. Each distinct text is read once (documentation repeats)."""
+        """The word ids of every word of ``texts``, in order, and where each text's
+        words begin among them (``len(texts) + 1`` offsets). Each distinct text is read
+        once (documentation repeats), its chunks about ``_CHUNKS`` at a time: a string
+        per chunk occurrence lives only while its batch is read."""
         text_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         codes = np.fromiter(map(text_ids.__getitem__, texts), np.int64, len(texts))
+        read: list[_Ints] = []  # the words of the distinct texts, a batch at a time
+        sizes: list[int] = []  # how many each distinct text has
         chunks: list[str] = []
-        per_text = array("q", [0])
+        ends = array("q")  # where each text of the batch ends among its chunks
         for text in text_ids:
             chunks += text.split()
-            per_text.append(len(chunks))
+            ends.append(len(chunks))
+            if len(chunks) >= _CHUNKS:
+                self._read(chunks, ends, read, sizes)
+                chunks.clear()
+                del ends[:]
+        self._read(chunks, ends, read, sizes)
+        del chunks, ends
+        text_offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        found, counts = _expand(text_offsets, np.concatenate(read), codes)
+        return found, np.concatenate(([0], np.cumsum(counts)))
+
+    def _read(
+        self, chunks: list[str], ends: array[int], read: list[_Ints], sizes: list[int]
+    ) -> None:
+        """Append the words of a batch of texts (``chunks``, each text ending at its
+        ``ends``) to ``read`` and each text's number of words to ``sizes``, learning the
+        new chunks."""
         known = len(self._chunk_ids)
-        ids = np.fromiter(map(self._chunk_ids.__getitem__, chunks), np.int64, len(chunks))
+        ids = np.fromiter(map(self._chunk_ids.__getitem__, chunks), np.int32, len(chunks))
         if len(self._chunk_ids) > known:
             self._learn(list(itertools.islice(self._chunk_ids, known, None)))
-        # the words of each distinct text, then of each text
-        chunk_words, chunk_sizes = _expand(
+        found, counts = _expand(
             np.frombuffer(self._chunk_offsets, dtype=np.int64),
-            np.frombuffer(self._chunk_words, dtype=np.int64),
+            np.frombuffer(self._chunk_words, dtype=np.int32),
             ids,
         )
-        text_offsets = np.concatenate(([0], np.cumsum(chunk_sizes)))[
-            np.frombuffer(per_text, np.int64)
-        ]
-        found, sizes = _expand(text_offsets, chunk_words, codes)
-        return found, np.repeat(np.arange(len(texts)), sizes)
+        read.append(found)
+        at = np.concatenate(([0], np.cumsum(counts)))[np.frombuffer(ends, dtype=np.int64)]
+        sizes += np.diff(at, prepend=0).tolist()
 
     def _learn(self, chunks: list[str]) -> None:
         word_ids, chunk_words_, chunk_offsets = (
@@ -232,7 +311,7 @@ class _Vocabulary:
 
     def stem_of(self, found: _Ints) -> _Ints:
         """The stem ids of word ids."""
-        return np.frombuffer(self._stem_of, dtype=np.int64)[found]
+        return np.frombuffer(self._stem_of, dtype=np.int32)[found]
 
 
 class RelevanceIndex:
@@ -275,46 +354,42 @@ class RelevanceIndex:
         )
         self._groups = groups
         self._lengths = np.array([len(item.entry.name) for item in entries], dtype=np.int64)
+        documents = [item.entry.documents for item in entries]
         columns = (
             [item.entry.name for item in entries],
             [item.entry.group for item in entries],
             [item.entry.summary for item in entries],
-            [" ".join(item.entry.documents) for item in entries],
+            # each document a text of its own: words never span whitespace, so the
+            # words of the documents are those of their join
+            list(itertools.chain.from_iterable(documents)),
         )
         vocabulary = _Vocabulary(stems)
-        # Every word occurrence of every field as one integer key, (term, operation,
-        # field) in that order of significance: sorting the keys (values, not an
-        # argsort) groups each term's operations, and the field gives what the
-        # occurrence adds to BM25F's tf (the field's weight over the operation's
-        # length normalization in that field, ``parts``).
-        fields = len(columns)
-        parts = np.zeros((fields, count))
-        all_keys: list[_Ints] = []
+        # Per field, the word ids of every occurrence in operation order and where each
+        # operation's begin (CSR by operation).
         occurrences = [vocabulary.occurrences(texts) for texts in columns]
-        name_words, name_owners = occurrences[0]
+        del columns
+        found, offsets = occurrences[-1]
+        by_document = np.fromiter(map(len, documents), np.int64, count)
+        occurrences[-1] = (found, offsets[np.concatenate(([0], np.cumsum(by_document)))])
+        del documents, by_document, found, offsets
+        stems_of = [vocabulary.stem_of(found) for found, _ in occurrences]
         # how often each stem occurs in the catalog, for cutting compounds
-        self._counts = np.bincount(
-            np.concatenate([vocabulary.stem_of(found) for found, _ in occurrences]),
-            minlength=len(vocabulary.stem_ids),
-        )
+        self._counts = np.bincount(np.concatenate(stems_of), minlength=len(vocabulary.stem_ids))
         self._word_ids = dict(vocabulary.word_ids)  # read-only from here: no default
         self._stem_ids = stem_ids = vocabulary.stem_ids
         pieces = self._compounds(
             np.concatenate([found for found, _ in occurrences[: _GROUP_FIELD + 1]]),
             vocabulary,
         )
-        for field, (found, owners) in enumerate(occurrences):
-            if not len(found):
-                continue
-            lengths = np.bincount(owners, minlength=count)
+        del vocabulary
+        # What one occurrence adds to BM25F's tf, per field and operation: the field's
+        # weight over the operation's length normalization in that field.
+        fields = len(occurrences)
+        parts = np.zeros((fields, count))
+        lengths = [np.diff(offsets) for _, offsets in occurrences]
+        for field, (found, _) in enumerate(occurrences):
             average = max(len(found) / max(count, 1), 1.0)
-            parts[field] = _WEIGHTS[field] / (1 - B + B * lengths / average)
-            all_keys.append((vocabulary.stem_of(found) * count + owners) * fields + field)
-            if field <= _GROUP_FIELD and pieces is not None:
-                # a compound's pieces count as occurrences of the field beside it
-                cut, sizes = _expand(*pieces, found)
-                if len(cut):
-                    all_keys.append((cut * count + np.repeat(owners, sizes)) * fields + field)
+            parts[field] = _WEIGHTS[field] / (1 - B + B * lengths[field] / average)
         self._synonyms = alternatives(stems)
         # short alphabetic terms: the candidates for contractions (found on first use)
         self._contracted: dict[str, list[int]] = {}
@@ -325,14 +400,23 @@ class RelevanceIndex:
             if low <= len(stem) <= high and stem.isalpha()
         }
         # the operations whose names hold each folded word (CSR by word id)
+        name_words = occurrences[0][0]
         order = np.argsort(name_words, kind="stable")
-        self._surface = name_owners[order]
+        self._surface = np.repeat(np.arange(count), lengths[0])[order]
         self._surface_offsets = np.concatenate(
             ([0], np.cumsum(np.bincount(name_words, minlength=len(self._word_ids))))
         )
+        del name_words, order
         self._vocabulary = sorted(stem_ids)
         size = len(stem_ids)
-        if not all_keys:
+        # The postings, a block of operations at a time: each block's (term, operation)
+        # pairs in order, their tf and whether the name or group holds the term.
+        blocks = [
+            _postings_block(first, min(first + _BLOCK, count), occurrences, stems_of, pieces, parts)
+            for first in range(0, count, _BLOCK)
+        ]
+        del occurrences, stems_of, pieces, parts, lengths
+        if not blocks or not sum(len(block[0]) for block in blocks):
             self._offsets = np.zeros(size + 1, dtype=np.int64)
             self._entries = np.zeros(0, dtype=np.int64)
             self._weights = np.zeros(0)
@@ -341,24 +425,42 @@ class RelevanceIndex:
             self._name_offsets = self._offsets
             self._name_entries, self._name_weights = self._entries, self._weights
             return
-        keys = np.sort(np.concatenate(all_keys))
-        field_of = keys % fields
-        pairs = keys // fields  # term * count + operation
-        starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
-        # the sums run in key order (fields ascending), the same on every replica
-        tf = np.add.reduceat(parts[field_of, pairs % count], starts)
-        # the first occurrence of each pair has its lowest field
-        self._named = field_of[starts] <= _GROUP_FIELD
-        pairs = pairs[starts]
-        term_of = pairs // count
-        df = np.bincount(term_of, minlength=size)
+        # Each block's pairs go after the earlier blocks' pairs of their terms: blocks
+        # hold ascending operations, so the postings end up by (term, operation), as
+        # one sort of every occurrence would order them.
+        df = np.zeros(size, dtype=np.int64)
+        for block in blocks:
+            df += np.bincount(block[0], minlength=size)
+        self._offsets = np.concatenate(([0], np.cumsum(df)))
+        total = int(self._offsets[-1])
+        term_of = np.empty(total, dtype=np.int32)
+        self._entries = np.empty(total, dtype=np.int64)
+        tf = np.empty(total)
+        self._named = np.empty(total, dtype=bool)
+        filled = self._offsets[:-1].copy()
+        while blocks:
+            terms, operations, sums, named = blocks.pop(0)
+            # a block's pairs are sorted by term: each one's rank among its term's
+            group = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+            rank = np.arange(len(terms)) - np.repeat(group, np.diff(group, append=len(terms)))
+            at = filled[terms] + rank
+            term_of[at], self._entries[at], tf[at], self._named[at] = (
+                terms,
+                operations,
+                sums,
+                named,
+            )
+            filled += np.bincount(terms, minlength=size)
         idf = np.log(1 + (count - df + 0.5) / (df + 0.5))
-        self._weights = idf[term_of] * tf / (K1 + tf)
-        self._entries = pairs % count
+        # idf * tf / (k1 + tf), in place
+        self._weights = idf[term_of]
+        self._weights *= tf
+        tf += K1
+        self._weights /= tf
+        del tf
         self._name_sizes = np.maximum(
             np.bincount(self._entries[self._named], minlength=count), 1
         ).astype(np.float64)
-        self._offsets = np.concatenate(([0], np.cumsum(df)))
         # the postings restricted to names and groups, for the sources matching only there
         self._name_offsets = np.concatenate(
             ([0], np.cumsum(np.bincount(term_of[self._named], minlength=size)))
@@ -374,7 +476,7 @@ class RelevanceIndex:
         if not COMPOUNDS or not len(found):
             return None
         spelled = list(self._word_ids)
-        stem_of = np.frombuffer(vocabulary._stem_of, dtype=np.int64)
+        stem_of = np.frombuffer(vocabulary._stem_of, dtype=np.int32)
         counts = self._counts
         cut: dict[int, list[int]] = {}
         for word_id in np.unique(found).tolist():

@@ -182,7 +182,9 @@ class Stems:
     __slots__ = ("_known", "_lock", "_stemmer")
 
     def __init__(self) -> None:
-        self._stemmer = Stemmer.Stemmer("english")
+        # Without pystemmer's own cache: ``_known`` remembers the catalog's words, and a
+        # query's other words are not remembered (``__call__``), there either.
+        self._stemmer = Stemmer.Stemmer("english", 0)
         self._known: dict[str, str] = {}
         self._lock = threading.Lock()
 
