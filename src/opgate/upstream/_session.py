@@ -46,7 +46,9 @@ that fails, times out
 (``call_timeout``), finds the connection closed, or gets an answer that is not a
 ``tools/call`` result raises ``UpstreamError`` with a public message naming the
 upstream; the message quotes at most a bounded line of the upstream's own error
-text and never an exception of the gateway's.
+text and never an exception of the gateway's. A ``-32042`` error ("URL elicitation
+required") whose data lists URL elicitations is a ``URLElicitationRequired``
+carrying them, for the relay to hand off.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ import anyio
 import httpx2
 import mcp.types as types
 import pydantic
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp import Client, MCPError, StdioServerParameters, UrlElicitationRequiredError, stdio_client
 from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -78,6 +80,7 @@ __all__ = [
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
+    "URLElicitationRequired",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
@@ -133,6 +136,18 @@ _CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputReq
 
 class UpstreamError(Exception):
     """A call to an upstream did not produce a result; ``str()`` is the public message."""
+
+
+class URLElicitationRequired(UpstreamError):
+    """The upstream refused the call with ``-32042`` (URL elicitation required):
+    ``elicitations`` are the URL hand-offs it wants completed before the call is sent
+    again, as it sent them (at least one)."""
+
+    def __init__(
+        self, message: str, elicitations: tuple[types.ElicitRequestURLParams, ...]
+    ) -> None:
+        super().__init__(message)
+        self.elicitations = elicitations
 
 
 def child_environment(
@@ -435,6 +450,14 @@ class UpstreamSession:
         """The ``UpstreamError`` for what a request raised (see the module docstring)."""
         name = self.name
         if isinstance(exc, MCPError):
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                wanted = _url_elicitations(exc)
+                if wanted:
+                    return URLElicitationRequired(
+                        f"upstream {name!r} needs a URL hand-off completed first: "
+                        f"error {exc.code}: {bounded(exc.message)}",
+                        wanted,
+                    )
             if exc.code == types.CONNECTION_CLOSED and await _closed(client):
                 self._lose(client, "the connection closed")
                 return UpstreamError(f"upstream {name!r} closed the connection during the call")
@@ -469,6 +492,16 @@ def _request(
     if request_state is not None:
         params.request_state = request_state
     return types.CallToolRequest(params=params)
+
+
+def _url_elicitations(exc: MCPError) -> tuple[types.ElicitRequestURLParams, ...]:
+    """The URL hand-offs a ``-32042`` error carries; empty when its data is not of that
+    shape (the error is then an ordinary one)."""
+    try:
+        error = types.ErrorData(code=exc.code, message=exc.message, data=exc.data)
+        return tuple(UrlElicitationRequiredError.from_error(error).elicitations)
+    except (pydantic.ValidationError, ValueError, TypeError, AttributeError):
+        return ()
 
 
 async def _closed(client: Client) -> bool:
