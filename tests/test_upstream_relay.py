@@ -11,9 +11,10 @@ upstream not asked again), a caller without form support and a form outside the
 profile (``confirmation_required``, the upstream gets a decline), progress, a
 cancelled call cancelled upstream, sampling and roots refused, a ``-32042`` error's
 hand-offs shown in turn and the call sent again once they are accepted (asked again
-while the upstream still refuses; declined, the call fails and is not sent again; the
-2025-11-25 upstream's ``notifications/elicitation/complete`` does no harm). For ``old``: a held
-call whose person does not answer in time is declined upstream and no longer held;
+while the upstream still refuses, up to ``Limits.max_prompts``; declined, the call
+fails and is not sent again; the 2025-11-25 upstream's
+``notifications/elicitation/complete`` does no harm). For ``old``: a held call whose
+person does not answer in time is declined upstream and no longer held;
 a question that arrives while another call is in flight is refused. With two replicas
 sharing a Redis ledger, the answer to ``new``'s question may reach the other replica;
 the answer to ``old``'s may not (its call is held by the replica that asked).
@@ -35,6 +36,7 @@ from opgate import (
     FormPrompt,
     InputMode,
     InputResponse,
+    Limits,
     LocalPolicy,
     Pending,
     ProgressUpdate,
@@ -179,6 +181,21 @@ async def test_a_url_elicitation_required_error_is_a_hand_off_then_the_call_agai
     recovered = await call(registry, f"{up}.gated", arguments, (fourth, InputResponse.accept()))
     assert isinstance(recovered, Completed), recovered
     assert recovered.result.content == done.result.content
+    await settled(catalog, up)
+
+
+async def test_an_upstream_that_always_wants_its_hand_off_stops_at_the_prompt_limit(
+    registry: Registry, catalog: Catalog, up: str, request: pytest.FixtureRequest
+) -> None:
+    arguments = {"key": request.node.name, "times": 1000}
+    outcome = await call(registry, f"{up}.gated", arguments)
+    prompts = 0
+    while isinstance(outcome, Pending):
+        prompts += 1
+        outcome = await call(registry, f"{up}.gated", arguments, (outcome, InputResponse.accept()))
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.INTERACTION_LIMIT
+    assert prompts == Limits().max_prompts
     await settled(catalog, up)
 
 
