@@ -40,6 +40,8 @@ taken; ``pytest`` modules call ``ensure_node_tools()`` and skip nothing silently
 ``ensure_everything()`` does the same for ``@modelcontextprotocol/server-everything``
 (pinned; with node 22, not the inspector or the suite), the reference server the gateway
 tests run as an upstream; ``python tests/node_tools.py everything`` fetches it too.
+``ensure_filesystem()`` is the same for ``@modelcontextprotocol/server-filesystem``
+(pinned); ``python tests/node_tools.py filesystem`` fetches it.
 """
 
 from __future__ import annotations
@@ -60,9 +62,11 @@ from pathlib import Path
 __all__ = [
     "CONFORMANCE",
     "EVERYTHING",
+    "FILESYSTEM",
     "INSPECTOR",
     "NODE",
     "Everything",
+    "Filesystem",
     "NodeTools",
     "NodeToolsError",
     "Package",
@@ -70,6 +74,7 @@ __all__ = [
     "announce_fetch",
     "cache_dir",
     "ensure_everything",
+    "ensure_filesystem",
     "ensure_node_tools",
     "install_package",
 ]
@@ -142,6 +147,16 @@ EVERYTHING = Package(
 )
 #: The command that fetches ``EVERYTHING`` (and node 22) ahead of a test run.
 PREFETCH_EVERYTHING = "python3 tests/node_tools.py everything"
+#: Not one of ``PACKAGES`` either: the reference filesystem server (``ensure_filesystem``).
+FILESYSTEM = Package(
+    "filesystem",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/server-filesystem",
+    "the reference filesystem MCP server, an upstream of tests/test_upstream_filesystem.py",
+    38,
+)
+#: The command that fetches ``FILESYSTEM`` (and node 22) ahead of a test run.
+PREFETCH_FILESYSTEM = "python3 tests/node_tools.py filesystem"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,37 +240,61 @@ class Everything:
 def ensure_everything(cache: Path | None = None) -> Everything:
     """Install node 22 and ``EVERYTHING`` when missing (under the cache's file lock,
     announced, as ``ensure_node_tools``) and return the reference server's command."""
+    node, script = _ensure_server(cache, EVERYTHING, PREFETCH_EVERYTHING)
+    return Everything(node, script)
+
+
+@dataclass(frozen=True, slots=True)
+class Filesystem:
+    """``node`` (node 22) runs ``script``, the filesystem server's entry, over stdio."""
+
+    node: Path
+    script: Path
+
+    def command(self, *allowed: Path) -> list[str]:
+        """The stdio server's command line, serving the directories ``allowed``."""
+        return [str(self.node), str(self.script), *(str(path) for path in allowed)]
+
+
+def ensure_filesystem(cache: Path | None = None) -> Filesystem:
+    """``ensure_everything`` for ``FILESYSTEM``: node 22 and the server, installed when
+    missing, and the server's command."""
+    node, script = _ensure_server(cache, FILESYSTEM, PREFETCH_FILESYSTEM)
+    return Filesystem(node, script)
+
+
+def _ensure_server(cache: Path | None, package: Package, prefetch: str) -> tuple[Path, Path]:
+    """Node 22 and the server ``package`` (entry ``dist/index.js``), installed when missing."""
     root = cache if cache is not None else cache_dir()
     tools = _tools(root)
-    package_dir = root / EVERYTHING.prefix / "node_modules" / EVERYTHING.name
-    found = Everything(tools.node, package_dir / "dist" / "index.js")
-    wanted = (NODE, EVERYTHING)
-    if all(_installed(root, package) for package in wanted) and found.script.exists():
-        return found
+    script = root / package.prefix / "node_modules" / package.name / "dist" / "index.js"
+    wanted = (NODE, package)
+    if all(_installed(root, each) for each in wanted) and script.exists():
+        return tools.node, script
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise NodeToolsError(f"cannot create the node tools cache {root}: {exc}") from exc
     with _locked(root / ".lock"):
         npm = _npm()
-        missing = [package for package in wanted if not _installed(root, package)]
+        missing = [each for each in wanted if not _installed(root, each)]
         if missing:
-            announce_fetch(root, missing, PREFETCH_EVERYTHING)
-        for package in missing:  # node first: the server is checked by running it
+            announce_fetch(root, missing, prefetch)
+        for each in missing:  # node first: the server is checked by running it
             check = (
-                functools.partial(_check, package, tools)
-                if package is NODE
-                else functools.partial(_check_everything, found)
+                functools.partial(_check, each, tools)
+                if each is NODE
+                else functools.partial(_check_server, each, script)
             )
-            install_package(root, package, npm, env=_npm_env(tools, package), check=check)
-    if not found.script.exists():
-        raise NodeToolsError(f"installed, yet {found.script} is missing")
-    return found
+            install_package(root, each, npm, env=_npm_env(tools, each), check=check)
+    if not script.exists():
+        raise NodeToolsError(f"installed, yet {script} is missing")
+    return tools.node, script
 
 
-def _check_everything(found: Everything) -> None:
-    if not found.script.exists():
-        raise NodeToolsError(f"{EVERYTHING.spec} installed, but {found.script} is missing")
+def _check_server(package: Package, script: Path) -> None:
+    if not script.exists():
+        raise NodeToolsError(f"{package.spec} installed, but {script} is missing")
 
 
 def _tools(root: Path) -> NodeTools:
@@ -445,6 +484,7 @@ def main(argv: Sequence[str] = ()) -> int:
     try:
         tools = ensure_node_tools()
         everything = ensure_everything() if "everything" in argv else None
+        filesystem = ensure_filesystem() if "filesystem" in argv else None
     except NodeToolsError as exc:
         print(f"node_tools: {exc}", file=sys.stderr)
         return 1
@@ -456,6 +496,8 @@ def main(argv: Sequence[str] = ()) -> int:
     print(f"mcpdo        {tools.mcpdo}")
     if everything is not None:
         print(f"everything   {everything.script}")
+    if filesystem is not None:
+        print(f"filesystem   {filesystem.script}")
     print(f"ready in {took:.2f}s")
     return 0
 

@@ -27,6 +27,10 @@ Tools (each answer names the era it was asked in):
   error the client answered (2025-11-25), or the ``InputRequiredResult`` itself.
 * ``poisoned()``: a tool whose description (``POISON``) tries to instruct the agent;
   ``broken()``: a JSON-RPC error.
+* ``gated(key, times=1, handoffs=1)``: its first ``times`` calls with ``key`` are a
+  ``-32042`` error listing ``handoffs`` URL elicitations (``HANDOFF_URL?gate=KEY&step=N``);
+  the next answers ``"gated open after N calls (ERA)"``, sending
+  ``notifications/elicitation/complete`` for ``KEY-1`` first in the 2025-11-25 era.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from mcp import MCPError
+from mcp import MCPError, UrlElicitationRequiredError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
@@ -105,7 +109,23 @@ TOOLS = [
     types.Tool(name="roots", description="Asks for the client's roots.", input_schema=_OBJECT),
     types.Tool(name="poisoned", title="Looks up a word", description=POISON, input_schema=_OBJECT),
     types.Tool(name="broken", description="Fails with a JSON-RPC error.", input_schema=_OBJECT),
+    types.Tool(
+        name="gated",
+        description="Refuses with -32042 until its hand-offs were asked enough times.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "key": {"type": "string"},
+                "times": {"type": "integer"},
+                "handoffs": {"type": "integer"},
+            },
+            "required": ["key"],
+        },
+    ),
 ]
+
+#: ``gated``'s calls so far, by key.
+_GATED: dict[str, int] = {}
 
 
 def _text(text: str) -> types.TextContent:
@@ -252,6 +272,23 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
         return types.CallToolResult(content=[_text(f"{name} answered")])
     if name == "broken":
         raise MCPError(types.INVALID_PARAMS, "broken on purpose")
+    if name == "gated":
+        key = str(arguments["key"])
+        calls = _GATED[key] = _GATED.get(key, 0) + 1
+        if calls <= int(arguments.get("times", 1)):
+            raise UrlElicitationRequiredError(
+                [
+                    types.ElicitRequestURLParams(
+                        message=f"Authorize step {step}",
+                        url=f"{HANDOFF_URL}?gate={key}&step={step}",
+                        elicitation_id=f"{key}-{step}",
+                    )
+                    for step in range(1, int(arguments.get("handoffs", 1)) + 1)
+                ]
+            )
+        if not _modern(ctx):
+            await ctx.session.send_elicit_complete(f"{key}-1")
+        return types.CallToolResult(content=[_text(f"gated open after {calls} calls ({era})")])
     raise MCPError(types.INVALID_PARAMS, f"unknown tool {name}")
 
 

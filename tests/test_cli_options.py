@@ -41,6 +41,10 @@ HTTP_LIMITS = [
         (["--confirm", "none"], "--confirm needs --openapi"),
         (["--output-schemas"], "--output-schemas needs --openapi"),
         (["--check"], "--check needs --openapi or --upstreams"),
+        *(
+            ([option, "3"], f"{option} needs --upstreams")
+            for option in ("--start-timeout", "--call-timeout", "--hold-timeout")
+        ),
         (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
         (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
         (
@@ -79,6 +83,7 @@ def test_every_dependent_option_is_tested() -> None:
     tested |= {limit[0] for limit in HTTP_LIMITS}
     tested |= {"--base-url", "--header", "--confirm", "--output-schemas", "--check"}
     tested |= {"--ledger-prefix", "--ledger-lease", "--ledger-password-file"}
+    tested |= {"--start-timeout", "--call-timeout", "--hold-timeout"}
     assert {option for option, *_ in NEEDS} == tested
 
 

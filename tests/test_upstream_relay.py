@@ -9,8 +9,12 @@ a decline, a URL hand-off, two questions in turn with a replayed answer (the reg
 replays the next prompt) and a recovery after completion (the kept outcome, the
 upstream not asked again), a caller without form support and a form outside the
 profile (``confirmation_required``, the upstream gets a decline), progress, a
-cancelled call cancelled upstream, sampling and roots refused. For ``old``: a held
-call whose person does not answer in time is declined upstream and no longer held;
+cancelled call cancelled upstream, sampling and roots refused, a ``-32042`` error's
+hand-offs shown in turn and the call sent again once they are accepted (asked again
+while the upstream still refuses, up to ``Limits.max_prompts``; declined, the call
+fails and is not sent again; the 2025-11-25 upstream's
+``notifications/elicitation/complete`` does no harm). For ``old``: a held call whose
+person does not answer in time is declined upstream and no longer held;
 a question that arrives while another call is in flight is refused. With two replicas
 sharing a Redis ledger, the answer to ``new``'s question may reach the other replica;
 the answer to ``old``'s may not (its call is held by the replica that asked).
@@ -32,6 +36,7 @@ from opgate import (
     FormPrompt,
     InputMode,
     InputResponse,
+    Limits,
     LocalPolicy,
     Pending,
     ProgressUpdate,
@@ -149,6 +154,80 @@ async def test_a_url_hand_off_is_relayed(registry: Registry, catalog: Catalog, u
     done = await call(registry, f"{up}.handoff", {}, (asked, InputResponse.accept()))
     assert isinstance(done, Completed), done
     assert done.result.content == (Text(f"hand-off accept ({ERAS[up]})"),)
+    await settled(catalog, up)
+
+
+async def test_a_url_elicitation_required_error_is_a_hand_off_then_the_call_again(
+    registry: Registry, catalog: Catalog, up: str, request: pytest.FixtureRequest
+) -> None:
+    arguments = {"key": f"{request.node.name}", "times": 2, "handoffs": 2}
+    url = f"{HANDOFF_URL}?gate={arguments['key']}"
+    first = await call(registry, f"{up}.gated", arguments)
+    assert isinstance(first, Pending), first
+    assert first.prompt == URLPrompt("Authorize step 1", f"{url}&step=1")
+    second = await call(registry, f"{up}.gated", arguments, (first, InputResponse.accept()))
+    assert isinstance(second, Pending), second
+    assert second.prompt == URLPrompt("Authorize step 2", f"{url}&step=2")
+    # Both accepted: the call is sent again; the upstream still refuses, so it is asked again.
+    third = await call(registry, f"{up}.gated", arguments, (second, InputResponse.accept()))
+    assert isinstance(third, Pending), third
+    assert third.prompt == URLPrompt("Authorize step 1", f"{url}&step=1")
+    fourth = await call(registry, f"{up}.gated", arguments, (third, InputResponse.accept()))
+    assert isinstance(fourth, Pending), fourth
+    done = await call(registry, f"{up}.gated", arguments, (fourth, InputResponse.accept()))
+    assert isinstance(done, Completed), done
+    # In 2025-11-25 the upstream sent notifications/elicitation/complete first: harmless.
+    assert done.result.content == (Text(f"gated open after 3 calls ({ERAS[up]})"),)
+    recovered = await call(registry, f"{up}.gated", arguments, (fourth, InputResponse.accept()))
+    assert isinstance(recovered, Completed), recovered
+    assert recovered.result.content == done.result.content
+    await settled(catalog, up)
+
+
+async def test_an_upstream_that_always_wants_its_hand_off_stops_at_the_prompt_limit(
+    registry: Registry, catalog: Catalog, up: str, request: pytest.FixtureRequest
+) -> None:
+    arguments = {"key": request.node.name, "times": 1000}
+    outcome = await call(registry, f"{up}.gated", arguments)
+    prompts = 0
+    while isinstance(outcome, Pending):
+        prompts += 1
+        outcome = await call(registry, f"{up}.gated", arguments, (outcome, InputResponse.accept()))
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.INTERACTION_LIMIT
+    assert prompts == Limits().max_prompts
+    await settled(catalog, up)
+
+
+@pytest.mark.parametrize("response", [InputResponse.decline(), InputResponse.cancel()])
+async def test_a_declined_hand_off_fails_the_call_without_sending_it_again(
+    registry: Registry,
+    catalog: Catalog,
+    up: str,
+    response: InputResponse,
+    request: pytest.FixtureRequest,
+) -> None:
+    arguments = {"key": f"{request.node.name}", "times": 1}
+    asked = await call(registry, f"{up}.gated", arguments)
+    assert isinstance(asked, Pending), asked
+    outcome = await call(registry, f"{up}.gated", arguments, (asked, response))
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.OPERATION_FAILED
+    what = {"decline": "declined", "cancel": "cancelled"}[response.action.value]
+    assert f"the person {what} it, so the call was not sent again" in outcome.failure.message
+    # Not sent again: the next call is the upstream's second, which it answers.
+    done = await call(registry, f"{up}.gated", arguments)
+    assert isinstance(done, Completed), done
+    assert done.result.content == (Text(f"gated open after 2 calls ({ERAS[up]})"),)
+    await settled(catalog, up)
+
+
+async def test_a_hand_off_needs_url_support(
+    registry: Registry, catalog: Catalog, up: str, request: pytest.FixtureRequest
+) -> None:
+    outcome = await call(registry, f"{up}.gated", {"key": request.node.name}, input_support=FORM)
+    assert isinstance(outcome, Failed), outcome
+    assert outcome.failure.code is FailureCode.CONFIRMATION_REQUIRED
     await settled(catalog, up)
 
 

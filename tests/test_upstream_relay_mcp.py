@@ -6,9 +6,10 @@ each era (``mode="legacy"``: the gateway asks with ``elicitation/create`` inside
 call; ``mode="auto"``: with an ``InputRequiredResult`` the SDK's client answers and
 retries). Through every pairing: a relayed form answered by the client's elicitation
 callback and the upstream's result returned; a decline; a relayed URL hand-off; a
-client without elicitation gets ``confirmation_required``; progress arrives at the
-client. A 2026-07-28 client that sends one answer twice gets the same next question
-(the registry's replay) and, after the end, the same result.
+``-32042`` error's hand-off accepted and the call sent again; a client without
+elicitation gets ``confirmation_required``; progress arrives at the client. A
+2026-07-28 client that sends one answer twice gets the same next question (the
+registry's replay) and, after the end, the same result.
 """
 
 from __future__ import annotations
@@ -118,6 +119,24 @@ async def test_a_relayed_url_hand_off(upstreams: Path, mode: str) -> None:
         ("url", "Sign in to continue")
     ] * 2
     assert all(isinstance(p, types.ElicitRequestURLParams) and p.url == HANDOFF_URL for p in seen)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_url_elicitation_required_error_is_handed_off_and_the_call_sent_again(
+    upstreams: Path, mode: str
+) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    accept = types.ElicitResult(action="accept")
+    async with gateway(upstreams, mode, answering(accept, seen)) as client:
+        for up in ("old", "new"):
+            result = await invoke(client, f"{up}.gated", {"key": mode})
+            assert not result.is_error, result
+            assert result.content[0].text == f"gated open after 2 calls ({ERAS[up]})"
+    assert [(params.mode, params.message) for params in seen] == [("url", "Authorize step 1")] * 2
+    assert all(
+        isinstance(p, types.ElicitRequestURLParams) and p.url == f"{HANDOFF_URL}?gate={mode}&step=1"
+        for p in seen
+    )
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -26,7 +26,8 @@ function would produce).
 two names that clean to the same operation name, an over-long name, a tool listed
 twice, and answers opgate must refuse: nesting deeper than opgate's JSON profile (and
 so deep that the SDK's parser refuses the message),
-image data that is not base64, a text far over the result budget, structured
+image data that is not base64, a text far over the result budget, a line on stdout
+that never ends (``endless``, ``mib`` MiB of it with ``mib``), structured
 content that breaks the tool's own output schema, and a 2026-07-28
 ``InputRequiredResult``.
 """
@@ -157,6 +158,11 @@ RAW_TOOLS = [
         },
     ),
     types.Tool(name="ask", description="Asks for input (2026-07-28).", input_schema=_OBJECT),
+    types.Tool(
+        name="endless",
+        description="Writes a line that never ends to stdout.",
+        input_schema={"type": "object", "properties": {"mib": {"type": "integer"}}},
+    ),
     types.Tool(name="protocol_error", description="A JSON-RPC error.", input_schema=_OBJECT),
 ]
 
@@ -191,6 +197,22 @@ async def _raw_call(ctx: ServerRequestContext, params: types.CallToolRequestPara
             )
         )
         return types.InputRequiredResult(input_requests={"n": request}, request_state="s")
+    if name == "endless":
+        # Past the SDK's writer, straight to the pipe: MIB MiB (default: without end) of
+        # one line, then silence; the gateway must stop reading it, not keep it.
+        from mcp.server import stdio as sdk_stdio
+
+        claim = sdk_stdio._claims.get(1)  # the SDK moves the wire off fd 1 (to stderr)
+        wire = claim.private_fd if claim is not None and claim.private_fd is not None else 1
+        chunk = b"x" * (1 << 20)
+        mib = int((params.arguments or {}).get("mib", 0))
+        written = 0
+        while not mib or written < mib:
+            view = memoryview(chunk)
+            while view:
+                view = view[await anyio.to_thread.run_sync(os.write, wire, view) :]
+            written += 1
+        await anyio.sleep(3600)
     if name == "protocol_error":
         raise MCPError(types.INVALID_PARAMS, "no such thing\nsecond line")
     return types.CallToolResult(content=[_text(f"called {name}")])

@@ -22,6 +22,7 @@ __all__ = [
     "LEDGER_URL_ENV",
     "NEEDS",
     "SECRET_ENV",
+    "UPSTREAM_TIMEOUT_OPTIONS",
     "given",
     "has_ledger",
     "refuse_lone_options",
@@ -90,6 +91,26 @@ HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
 )
 
 
+#: ``opgate serve --upstreams`` options for ``open_catalog``'s timeouts (seconds).
+UPSTREAM_TIMEOUT_OPTIONS: tuple[tuple[str, str], ...] = (
+    (
+        "--start-timeout",
+        "with --upstreams: time each upstream has to start, negotiate and list its tools "
+        "(they start in parallel; default 30)",
+    ),
+    (
+        "--call-timeout",
+        "with --upstreams: time one call may wait for an upstream's answer before it fails "
+        "and is cancelled upstream (default 120)",
+    ),
+    (
+        "--hold-timeout",
+        "with --upstreams: time a 2025-11-25 upstream's call stays open for a person's "
+        "answer before its question is declined (default 600, a prompt's lifetime)",
+    ),
+)
+
+
 def given(arguments: argparse.Namespace, option: str) -> bool:
     """Whether ``option`` (``--issuer-url``) was given on the command line."""
     return getattr(arguments, option[2:].replace("-", "_")) not in (None, False, [])
@@ -123,6 +144,10 @@ NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
         for option in ("--base-url", "--header", "--confirm", "--output-schemas")
     ),
     ("--check", "--openapi or --upstreams", lambda a: bool(a.openapi or a.upstreams)),
+    *(
+        (option, "--upstreams", lambda a: bool(a.upstreams))
+        for option, _ in UPSTREAM_TIMEOUT_OPTIONS
+    ),
     *(
         (option, f"--ledger (or ${LEDGER_URL_ENV})", has_ledger)
         for option in ("--ledger-prefix", "--ledger-lease", "--ledger-password-file")

@@ -18,6 +18,7 @@ from ._options import (
     LEDGER_PASSWORD_ENV,
     LEDGER_URL_ENV,
     SECRET_ENV,
+    UPSTREAM_TIMEOUT_OPTIONS,
 )
 
 __all__ = ["DESCRIPTION", "build_parser"]
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the tools of the MCP servers in this mcpServers file instead "
         "(see docs/gateway.md)",
     )
+    for flag, text in UPSTREAM_TIMEOUT_OPTIONS:
+        serve.add_argument(flag, type=float, default=None, metavar="SECONDS", help=text)
     serve.add_argument("--base-url", metavar="URL", help="with --openapi: where calls go")
     serve.add_argument(
         "--header",

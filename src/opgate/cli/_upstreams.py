@@ -1,6 +1,7 @@
 """``opgate serve --upstreams FILE``: the tools of the MCP servers an ``mcpServers`` file
 lists, served as one catalog (``opgate.upstream``), and ``--check``, which starts them,
-prints the whole start report and serves nothing.
+prints the whole start report and serves nothing. ``--start-timeout``,
+``--call-timeout`` and ``--hold-timeout`` are ``open_catalog``'s timeouts.
 
 The upstreams' connections belong to the event loop that started them, so starting them,
 building the gateway and serving run in one loop: ``serve_upstreams`` owns it and hands
@@ -10,14 +11,32 @@ the catalog's registry to the caller, which serves it there.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._openapi import ServePolicy, print_report
+from ._options import UPSTREAM_TIMEOUT_OPTIONS
 from ._usage import UsageError
 
-__all__ = ["serve_upstreams"]
+__all__ = ["catalog_timeouts", "serve_upstreams"]
+
+
+def catalog_timeouts(arguments: argparse.Namespace) -> dict[str, float]:
+    """``open_catalog``'s timeouts that ``--start-timeout``, ``--call-timeout`` and
+    ``--hold-timeout`` give (each left at its default when not given); a value that is
+    not a positive, finite number of seconds is a ``UsageError``."""
+    timeouts: dict[str, float] = {}
+    for flag, _ in UPSTREAM_TIMEOUT_OPTIONS:
+        name = flag[2:].replace("-", "_")
+        seconds = getattr(arguments, name)
+        if seconds is None:
+            continue
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise UsageError(f"{flag} must be a positive, finite number of seconds")
+        timeouts[name] = seconds
+    return timeouts
 
 
 def serve_upstreams(
@@ -36,17 +55,29 @@ def serve_upstreams(
 
     import anyio
 
-    from ..upstream import ConfigError, load_config, open_catalog
+    from ..upstream import (
+        DEFAULT_CALL_TIMEOUT,
+        DEFAULT_START_TIMEOUT,
+        ConfigError,
+        load_config,
+        open_catalog,
+    )
 
     if arguments.target or arguments.openapi:
         raise UsageError("give one of MODULE:ATTR, --openapi SPEC or --upstreams FILE")
+    timeouts = catalog_timeouts(arguments)
     try:
         config = load_config(Path(arguments.upstreams))
     except ConfigError as exc:
         raise UsageError(f"{arguments.upstreams}: {exc}") from None
 
     async def run() -> int:
-        async with open_catalog(config) as catalog:
+        async with open_catalog(
+            config,
+            start_timeout=timeouts.get("start_timeout", DEFAULT_START_TIMEOUT),
+            call_timeout=timeouts.get("call_timeout", DEFAULT_CALL_TIMEOUT),
+            hold_timeout=timeouts.get("hold_timeout"),
+        ) as catalog:
             stream = sys.stdout if arguments.check else sys.stderr
             print_report(catalog.report, stream, every=arguments.check)
             if arguments.check:

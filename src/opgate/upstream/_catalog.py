@@ -60,7 +60,7 @@ from ._naming import Namer
 from ._relay import Relay
 from ._report import Issue, Report, bounded
 from ._results import json_value
-from ._session import MAX_LISTED_TOOLS, UpstreamSession
+from ._session import MAX_LISTED_TOOLS, UpstreamSession, max_message_bytes
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -389,7 +389,11 @@ async def open_catalog(
         raise TypeError("limits must be an opgate.Limits")
     sessions = [
         UpstreamSession(
-            server, start_timeout=start_timeout, call_timeout=call_timeout, stderr=stderr
+            server,
+            start_timeout=start_timeout,
+            call_timeout=call_timeout,
+            stderr=stderr,
+            max_message_bytes=max_message_bytes(limits or Limits()),
         )
         for server in config
     ]

@@ -30,6 +30,22 @@ The two eras
   replicas). A question nobody answers within ``hold_timeout`` is declined and the
   call is no longer held.
 
+URL hand-offs an upstream requires first
+----------------------------------------
+An upstream that refuses a call with ``-32042`` ("URL elicitation required", a
+``URLElicitationRequired`` from the session; either era) gets its hand-offs shown
+one after another as URL prompts whose private state holds the ones still to show.
+When the person has accepted the last, the same ``tools/call`` is sent again, as a
+fresh call (the upstream refused the first, so nothing of it is repeated but its
+arguments); if the upstream refuses again, its hand-offs are shown again, within the
+chain's ``Limits.max_prompts``. A decline or cancel fails the call and nothing is
+sent again. Nothing is kept in this process between the prompts.
+
+An upstream's ``notifications/elicitation/complete`` is not passed on: it names the
+upstream's elicitation id on a connection shared by every caller, the prompt the
+person sees is opgate's own (with no id of the upstream's), and the core has no way to
+tell a client that a prompt it showed is done; the SDK's client drops it.
+
 What is not relayed
 -------------------
 * A form outside opgate's form profile (``FormInput`` refuses it), a URL that
@@ -85,7 +101,7 @@ from opgate.json import JSONError, JSONValue, canonical_bytes
 from ._held import DECLINE, Ended, HeldCall, ProgressForward, Question
 from ._report import bounded
 from ._results import json_value, outcome, sdk_arguments
-from ._session import UpstreamError, UpstreamSession
+from ._session import UpstreamError, UpstreamSession, URLElicitationRequired
 
 __all__ = ["MAX_EMPTY_ROUNDS", "MAX_KEPT_OUTCOMES", "Relay"]
 
@@ -99,9 +115,11 @@ MAX_KEPT_OUTCOMES: Final = 64
 #: The members of a prompt's private state that say which relay it belongs to.
 _HELD: Final = "held"
 _INPUT: Final = "input"
+_RETRY: Final = "retry"
 
 _REQUEST: Final = pydantic.TypeAdapter(types.ElicitRequest)
 _RESULT: Final = pydantic.TypeAdapter(types.ElicitResult)
+_URL: Final = pydantic.TypeAdapter(types.ElicitRequestURLParams)
 
 
 class _Kept:
@@ -175,14 +193,34 @@ class Relay:
         resume = inv.resume
         if resume is not None:
             return await self._resume(session, tool, arguments, inv, resume)
+        return await self._send(session, tool, arguments, inv, None)
+
+    async def _send(
+        self,
+        session: UpstreamSession,
+        tool: str,
+        arguments: dict[str, Any],
+        inv: Invocation,
+        key: str | None,
+    ) -> Outcome:
+        """Send the call (again, for ``key``'s answer) and relay what follows."""
         try:
             if session.holds_calls:
                 call = session.start_call(tool, arguments)
-                return await self._follow(session, tool, arguments, inv, call, None)
+                return await self._follow(session, tool, arguments, inv, call, key)
             answer = await session.call_tool(tool, arguments, progress=_forward(inv))
         except UpstreamError as exc:
-            return fail(str(exc))
-        return await self._answered(session, tool, arguments, inv, answer, None)
+            return self._failed(session.name, exc, key)
+        return await self._answered(session, tool, arguments, inv, answer, key)
+
+    def _failed(self, upstream: str, exc: UpstreamError, key: str | None) -> Outcome:
+        """The outcome of a call that failed: a hand-off when the upstream asked for one."""
+        if isinstance(exc, URLElicitationRequired):
+            first, *rest = exc.elicitations
+            return self._hand_off(upstream, first, [_dumped(params) for params in rest])
+        result = fail(str(exc))
+        self._kept.record(key, result)
+        return result
 
     async def _resume(
         self,
@@ -195,7 +233,7 @@ class Relay:
         state = resume.state
         kind = state.get("relay") if isinstance(state, dict) else None
         name = session.name
-        if not isinstance(state, dict) or kind not in (_HELD, _INPUT):
+        if not isinstance(state, dict) or kind not in (_HELD, _INPUT, _RETRY):
             return fail(f"upstream {name!r}: this answer is not one the gateway asked for")
         key = state.get("call") if kind == _HELD else state.get("id")
         if resume.recovery_only:
@@ -216,6 +254,8 @@ class Relay:
                 )
             call.reply(_result_of(resume))
             return await self._follow(session, tool, arguments, inv, call, key)
+        if kind == _RETRY:
+            return await self._handed_off(session, tool, arguments, inv, resume, state)
         try:
             return await self._answer_input(session, tool, arguments, inv, resume, state)
         except (_Refused, UpstreamError) as exc:
@@ -239,11 +279,12 @@ class Relay:
             if isinstance(event, Ended):
                 if event.answer is not None:
                     return await self._answered(session, tool, arguments, inv, event.answer, key)
-                if event.error is None:
+                error = event.error
+                if error is None:
                     return fail(f"upstream {session.name!r} no longer waits for this answer")
-                result = fail(str(event.error))
-                self._kept.record(key, result)
-                return result
+                if not isinstance(error, UpstreamError):  # pragma: no cover - the session's
+                    error = UpstreamError(str(error))
+                return self._failed(session.name, error, key)
             token = secrets.token_urlsafe(32)
             prompt = self._prompt(session.name, event.params, {"relay": _HELD, "call": token})
             if isinstance(prompt, str):
@@ -316,9 +357,7 @@ class Relay:
                     tool, arguments, progress=_forward(inv), request_state=answer.request_state
                 )
             except UpstreamError as exc:
-                result = fail(str(exc))
-                self._kept.record(key, result)
-                return result
+                return self._failed(name, exc, key)
         result = outcome(name, answer)
         self._kept.record(key, result)
         return result
@@ -389,14 +428,64 @@ class Relay:
         done = {**done, key: _dumped(_result_of(resume))}
         if todo:
             return await self._ask(session, tool, arguments, inv, request_state, todo, done)
-        answer = await session.call_tool(
-            tool,
-            arguments,
-            progress=_forward(inv),
-            input_responses=_results(done),
-            request_state=request_state,
-        )
+        try:
+            answer = await session.call_tool(
+                tool,
+                arguments,
+                progress=_forward(inv),
+                input_responses=_results(done),
+                request_state=request_state,
+            )
+        except UpstreamError as exc:
+            return self._failed(session.name, exc, ident)
         return await self._answered(session, tool, arguments, inv, answer, ident)
+
+    # -- -32042: URL hand-offs before the call is sent again ------------------------
+
+    def _hand_off(
+        self, upstream: str, params: types.ElicitRequestURLParams, rest: list[JSONValue]
+    ) -> Outcome:
+        """The prompt for the upstream's URL hand-off ``params``; ``rest`` are the ones
+        still to show after it."""
+        state: dict[str, JSONValue] = {
+            "relay": _RETRY,
+            "id": secrets.token_urlsafe(18),
+            "todo": rest,
+        }
+        prompt = self._prompt(upstream, params, state)
+        if isinstance(prompt, str):
+            return unsupported_input(prompt)
+        return await_input(prompt)  # the registry's confirmation_required without URL mode
+
+    async def _handed_off(
+        self,
+        session: UpstreamSession,
+        tool: str,
+        arguments: dict[str, Any],
+        inv: Invocation,
+        resume: Resume,
+        state: dict[str, JSONValue],
+    ) -> Outcome:
+        """The person's answer to a hand-off: the next one, or the call sent again."""
+        name = session.name
+        todo, ident = state.get("todo"), state.get("id")
+        if not isinstance(todo, list) or not isinstance(ident, str):
+            return fail(f"upstream {name!r}: this answer is not one the gateway asked for")
+        if resume.action is not InputAction.ACCEPT:
+            what = "declined" if resume.action is InputAction.DECLINE else "cancelled"
+            result = fail(
+                f"upstream {name!r} needs a URL hand-off completed before it takes this call; "
+                f"the person {what} it, so the call was not sent again"
+            )
+            self._kept.record(ident, result)
+            return result
+        if todo:
+            try:
+                params = _URL.validate_python(sdk_arguments(todo[0]), by_name=False)
+            except pydantic.ValidationError:  # pragma: no cover - it was validated on arrival
+                return fail(f"upstream {name!r}: this answer is not one the gateway asked for")
+            return self._hand_off(name, params, todo[1:])
+        return await self._send(session, tool, arguments, inv, ident)
 
     # -- prompts ---------------------------------------------------------------------
 

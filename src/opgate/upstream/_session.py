@@ -16,7 +16,10 @@ What an upstream gets
   those in ``INHERITED_ENV`` (what a process needs to start: its search path, home,
   user, shell, terminal, locale and temporary directory). The SDK's
   ``stdio_client`` adds its own ``get_default_environment()``, which on POSIX is a
-  subset of that list. The upstream's stderr goes to the gateway's stderr.
+  subset of that list. The upstream's stderr goes to the gateway's stderr. Its
+  stdout is read by ``_stdio`` (the SDK's transport with lines bounded by
+  ``max_message_bytes``); a longer line loses the connection, and a call in flight
+  fails naming the bound.
 * An HTTP upstream gets the entry's headers and nothing else: the HTTP client is
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
@@ -46,7 +49,9 @@ that fails, times out
 (``call_timeout``), finds the connection closed, or gets an answer that is not a
 ``tools/call`` result raises ``UpstreamError`` with a public message naming the
 upstream; the message quotes at most a bounded line of the upstream's own error
-text and never an exception of the gateway's.
+text and never an exception of the gateway's. A ``-32042`` error ("URL elicitation
+required") whose data lists URL elicitations is a ``URLElicitationRequired``
+carrying them, for the relay to hand off.
 """
 
 from __future__ import annotations
@@ -62,25 +67,30 @@ import anyio
 import httpx2
 import mcp.types as types
 import pydantic
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp import Client, MCPError, StdioServerParameters, UrlElicitationRequiredError
 from mcp.client.context import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from opgate import __version__
+from opgate import Limits, __version__
 
 from ._config import ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._report import UpstreamStatus, bounded
+from ._stdio import bounded_stdio_client
 
 __all__ = [
     "CLIENT_NAME",
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
+    "MESSAGE_BUDGET_FACTOR",
+    "MIN_MESSAGE_BYTES",
+    "URLElicitationRequired",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
+    "max_message_bytes",
 ]
 
 #: Variables of the gateway's environment a stdio upstream inherits: what a process
@@ -122,6 +132,21 @@ CLIENT_NAME: Final = "opgate"
 MAX_LIST_PAGES: Final = 100
 #: Tools read from one upstream at most; the rest are left out (and reported).
 MAX_LISTED_TOOLS: Final = 5_000
+#: The least bound on one message a stdio upstream sends (a line), whatever the result
+#: budget: a ``tools/list`` page has no budget, and an answer over the budget but under
+#: this fails as that call's budget error, the connection kept.
+MIN_MESSAGE_BYTES: Final = 16 << 20
+#: How many times the result budget a message may take on the wire: JSON escapes a
+#: control character in six bytes, and the envelope and content blocks add their own.
+MESSAGE_BUDGET_FACTOR: Final = 8
+
+
+def max_message_bytes(limits: Limits) -> int:
+    """The bound on one message of a stdio upstream under ``limits``:
+    ``MESSAGE_BUDGET_FACTOR`` times ``limits.result_bytes``, at least ``MIN_MESSAGE_BYTES``."""
+    return max(MIN_MESSAGE_BYTES, MESSAGE_BUDGET_FACTOR * limits.result_bytes)
+
+
 #: Seconds an HTTP upstream has to accept a connection, take a request or answer a read.
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
@@ -133,6 +158,18 @@ _CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputReq
 
 class UpstreamError(Exception):
     """A call to an upstream did not produce a result; ``str()`` is the public message."""
+
+
+class URLElicitationRequired(UpstreamError):
+    """The upstream refused the call with ``-32042`` (URL elicitation required):
+    ``elicitations`` are the URL hand-offs it wants completed before the call is sent
+    again, as it sent them (at least one)."""
+
+    def __init__(
+        self, message: str, elicitations: tuple[types.ElicitRequestURLParams, ...]
+    ) -> None:
+        super().__init__(message)
+        self.elicitations = elicitations
 
 
 def child_environment(
@@ -207,6 +244,7 @@ class UpstreamSession:
         start_timeout: float,
         call_timeout: float,
         stderr: TextIO | None = None,
+        max_message_bytes: int = MIN_MESSAGE_BYTES,
     ) -> None:
         self.server = server
         self.name = server.name
@@ -216,6 +254,8 @@ class UpstreamSession:
         self._start_timeout = start_timeout
         self._call_timeout = call_timeout
         self._stderr = stderr
+        self._max_message_bytes = max_message_bytes
+        self._oversized = False
         self._reason = "not started"
         self._started = anyio.Event()
         self._stop = anyio.Event()
@@ -284,7 +324,12 @@ class UpstreamSession:
                 env=child_environment(server),
                 cwd=server.cwd,
             )
-            transport = stdio_client(parameters, errlog=_errlog(self._stderr))
+            transport = bounded_stdio_client(
+                parameters,
+                errlog=_errlog(self._stderr),
+                max_line_bytes=self._max_message_bytes,
+                on_oversized=self._on_oversized,
+            )
             async with Client(
                 transport,
                 mode="auto",
@@ -336,6 +381,17 @@ class UpstreamSession:
             self._calls = None
             self._started.set()
             self._finished.set()
+
+    def _on_oversized(self, size: int) -> None:
+        """The transport stopped reading a line over ``max_message_bytes``: the
+        connection is lost (the calls in flight fail on the closed stream)."""
+        self._oversized = True
+        client = self.client
+        reason = f"it sent a message over {self._max_message_bytes} bytes"
+        if client is not None:
+            self._lose(client, reason)
+        elif not self._started.is_set():
+            self._reason = reason
 
     def _connection(self) -> Client:
         client = self.client
@@ -435,6 +491,19 @@ class UpstreamSession:
         """The ``UpstreamError`` for what a request raised (see the module docstring)."""
         name = self.name
         if isinstance(exc, MCPError):
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                wanted = _url_elicitations(exc)
+                if wanted:
+                    return URLElicitationRequired(
+                        f"upstream {name!r} needs a URL hand-off completed first: "
+                        f"error {exc.code}: {bounded(exc.message)}",
+                        wanted,
+                    )
+            if exc.code == types.CONNECTION_CLOSED and self._oversized:
+                return UpstreamError(
+                    f"upstream {name!r} sent a message over {self._max_message_bytes} bytes; "
+                    "the gateway closed the connection"
+                )
             if exc.code == types.CONNECTION_CLOSED and await _closed(client):
                 self._lose(client, "the connection closed")
                 return UpstreamError(f"upstream {name!r} closed the connection during the call")
@@ -469,6 +538,16 @@ def _request(
     if request_state is not None:
         params.request_state = request_state
     return types.CallToolRequest(params=params)
+
+
+def _url_elicitations(exc: MCPError) -> tuple[types.ElicitRequestURLParams, ...]:
+    """The URL hand-offs a ``-32042`` error carries; empty when its data is not of that
+    shape (the error is then an ordinary one)."""
+    try:
+        error = types.ErrorData(code=exc.code, message=exc.message, data=exc.data)
+        return tuple(UrlElicitationRequiredError.from_error(error).elicitations)
+    except (pydantic.ValidationError, ValueError, TypeError, AttributeError):
+        return ()
 
 
 async def _closed(client: Client) -> bool:
