@@ -25,7 +25,7 @@ import mcp.types as types
 import pytest
 
 from opgate.upstream import LOCK_VERSION, Lock, LockError, Verdict
-from opgate.upstream._lock import decide, digest, lock_bytes, read_lock, write_lock
+from opgate.upstream._lock import decide, definition, digest, lock_bytes, read_lock, write_lock
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"text": {"type": "string"}}}
 
@@ -74,6 +74,17 @@ def test_what_the_agent_sees_changes_the_digest(change: dict[str, Any]) -> None:
 )
 def test_what_the_gateway_neither_shows_nor_uses_does_not(change: dict[str, Any]) -> None:
     assert digest(tool(**change)) == digest(tool())
+
+
+def test_the_definition_is_what_is_digested() -> None:
+    listed = tool(title="Echo", meta={"x": 1}, output_schema={"type": "object"})
+    assert definition(listed) == {
+        "name": "echo",
+        "title": "Echo",
+        "description": "Returns the text.",
+        "inputSchema": SCHEMA,
+        "outputSchema": {"type": "object"},
+    }
 
 
 def test_an_absent_member_is_not_an_empty_one() -> None:

@@ -88,7 +88,7 @@ from typing import Final
 
 import mcp.types as types
 
-from opgate.json import JSONError, canonical_bytes, parse
+from opgate.json import JSONError, JSONValue, canonical_bytes, parse
 
 from ._report import Issue, bounded
 from ._results import json_value
@@ -99,6 +99,7 @@ __all__ = [
     "LockError",
     "Verdict",
     "decide",
+    "definition",
     "digest",
     "read_lock",
     "write_lock",
@@ -129,13 +130,18 @@ class Verdict(enum.Enum):
     CHANGED = "changed"
 
 
-def digest(tool: types.Tool) -> str:
-    """``"sha256:"`` and the hex SHA-256 of ``tool``'s definition as offered (the module
-    docstring says which members); raises ``JSONError`` for a definition that is not
-    JSON opgate can carry."""
+def definition(tool: types.Tool) -> JSONValue:
+    """What ``digest`` covers of ``tool``: the ``DIGESTED`` members it has, as JSON (for
+    an operator to review before accepting); raises ``JSONError`` for a definition that
+    is not JSON opgate can carry."""
     dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-    definition = {key: dumped[key] for key in DIGESTED if key in dumped}
-    return "sha256:" + hashlib.sha256(canonical_bytes(json_value(definition))).hexdigest()
+    return json_value({key: dumped[key] for key in DIGESTED if key in dumped})
+
+
+def digest(tool: types.Tool) -> str:
+    """``"sha256:"`` and the hex SHA-256 of the canonical JSON of ``definition(tool)``;
+    raises ``JSONError`` for a definition that is not JSON opgate can carry."""
+    return "sha256:" + hashlib.sha256(canonical_bytes(definition(tool))).hexdigest()
 
 
 def decide(pinned: Mapping[str, str] | None, tool: str, tool_digest: str) -> Verdict:
