@@ -99,6 +99,7 @@ async def test_a_changed_or_new_tool_is_withheld_until_accepted(tmp_path: Path) 
         registry = catalog.registry(LocalPolicy())
         # the withheld tool moves no other tool's name: read?file keeps read_file_2
         assert await names(registry) == ["shifty.read_file_2", "shifty.time"]
+        assert isinstance(await registry.inspect(None, "shifty.echo"), Failed)
         refused = await registry.invoke(None, "shifty.echo", {"text": "x"})
         assert isinstance(refused, Failed)
         assert refused.failure.code is FailureCode.UNAVAILABLE
