@@ -6,14 +6,16 @@ the test rewrites between runs: the first run writes the lock file; after the up
 changes a tool's description the tool is not in search and ``invoke`` refuses it as an
 unknown operation, and the warning on stderr names it with the command that accepts it;
 after ``--check --accept`` it is served. Also: ``--check`` writes nothing unless it
-accepts; accepting is refused outside ``--check``; a corrupt lock file, or one that
-cannot be written, is a usage error before anything is served, and the file is kept.
+accepts; accepting is refused outside ``--check``; a corrupt lock file, or one whose
+directory is missing, is a usage error before any upstream starts, and the file is kept;
+a lock file whose write fails (files capped by ``RLIMIT_FSIZE``) serves nothing.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -225,3 +227,37 @@ def test_a_lock_that_cannot_be_written_is_a_usage_error(
     assert (status, out) == (2, "")
     assert f"{lock}: cannot write the lock file: {lock.parent} is not a directory" in err
     assert "connected" not in err  # said before the upstreams started
+
+
+#: ``opgate serve`` in a child whose files may not grow past 200 bytes (the limit holds
+#: for root too): the upstreams start, then writing the lock file fails.
+_FILES_CAPPED = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+from opgate.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_lock_whose_write_fails_serves_nothing(tmp_path: Path) -> None:
+    many = [{"name": f"tool{n}", "inputSchema": OBJECT} for n in range(20)]
+    upstreams, lock = setup(tmp_path, many)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", _FILES_CAPPED),
+            *("serve", "--upstreams", str(upstreams), "--lock", str(lock)),
+        ],
+        capture_output=True,
+        text=True,
+        env=serve_environment(),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert f"opgate serve: {lock}: cannot write the lock file: File too large" in done.stderr
+    assert "; nothing was served" in done.stderr
+    assert "serving" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp.json", "tools.json"]

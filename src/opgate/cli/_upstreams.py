@@ -110,8 +110,7 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
     """What the lock did: the tools it recorded or accepted, and for the tools it withheld
     the command that accepts them (with ``--check``, each one's definition now, to review)."""
     from ..json import canonical_bytes
-    from ..upstream import Verdict
-    from ..upstream._lock import definition
+    from ..upstream import Verdict, definition
 
     name = visible_text(str(lock.path))
     first = sorted({u for u, _, verdict in lock.recorded if verdict is Verdict.ACCEPTED})

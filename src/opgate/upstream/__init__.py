@@ -36,7 +36,7 @@ from ._config import (
     ToolFilter,
     load_config,
 )
-from ._lock import LOCK_VERSION, Lock, LockError, Verdict
+from ._lock import LOCK_VERSION, Lock, LockError, Verdict, definition, digest
 from ._report import Issue, Report, UpstreamStatus
 from ._session import INHERITED_ENV, UpstreamError, UpstreamSession, child_environment
 
@@ -63,6 +63,8 @@ __all__ = [
     "UpstreamStatus",
     "Verdict",
     "child_environment",
+    "definition",
+    "digest",
     "load_config",
     "open_catalog",
 ]
