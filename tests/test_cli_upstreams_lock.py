@@ -261,3 +261,21 @@ def test_a_lock_whose_write_fails_serves_nothing(tmp_path: Path) -> None:
     assert "; nothing was served" in done.stderr
     assert "serving" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp.json", "tools.json"]
+
+
+def test_the_accept_command_names_the_tool_in_full(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the report bounds a tool's name to 128 characters; the command to paste does not
+    long = "t" * 150
+    upstreams, lock = setup(tmp_path, [{"name": long, "inputSchema": OBJECT}])
+    check = ("serve", "--upstreams", str(upstreams), "--lock", str(lock), "--check")
+    assert run_main(capsys, *check, "--accept-all")[0] == 0
+    setup(tmp_path, [{"name": long, "description": "Changed.", "inputSchema": OBJECT}])
+    status, out, _ = run_main(capsys, *check)
+    assert status == 1
+    assert f"--check --accept shifty.{long}\n" in out
+    assert f'  definition of shifty/{long} now: {{"description":"Changed.",' in out
+    status, out, _ = run_main(capsys, *check, "--accept", f"shifty.{long}")
+    assert status == 0
+    assert f"accepted shifty.{long} (changed)" in out

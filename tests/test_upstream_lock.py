@@ -294,6 +294,11 @@ def test_a_changed_and_a_new_tool_are_withheld(tmp_path: Path) -> None:
     assert "a new tool can rug-pull" in issues["kit"][2].reason
     assert path.read_bytes() == before  # nothing accepted, nothing written
     assert lock.recorded == ()
+    assert lock.withheld == (
+        ("kit", "echo", Verdict.CHANGED),
+        ("kit", "new", Verdict.NEW),
+        ("empty", "late", Verdict.NEW),
+    )
 
 
 def test_accepting_one_tool_accepts_that_one(tmp_path: Path) -> None:

@@ -27,10 +27,7 @@ from ._escapes import visible
 from ._openapi import ServePolicy, print_report
 from ._usage import UsageError
 
-__all__ = ["WITHHELD_KINDS", "accepted_pairs", "serve_upstreams"]
-
-#: The report kinds of tools the lock withholds.
-WITHHELD_KINDS = ("changed since accepted", "not accepted")
+__all__ = ["accepted_pairs", "serve_upstreams"]
 
 
 def accepted_pairs(values: list[str]) -> list[tuple[str, str]]:
@@ -131,11 +128,11 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
                 f"opgate: lock {name}: accepted {visible_text(upstream)}.{visible_text(tool)} "
                 f"({verdict.value})"
             )
-    withheld = [issue for issue in catalog.report.skipped if issue.kind in WITHHELD_KINDS]
+    withheld = lock.withheld
     if withheld:
         count = len(withheld)
         accept = " ".join(
-            f"--accept {shlex.quote(f'{issue.upstream}.{issue.tool}')}" for issue in withheld
+            f"--accept {shlex.quote(f'{upstream}.{tool}')}" for upstream, tool, _ in withheld
         )
         command = shlex.join(
             ["opgate", "serve", "--upstreams", arguments.upstreams, "--lock", arguments.lock]
@@ -147,16 +144,13 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
             f"{visible_text(command)} --check {visible_text(accept)}"
         )
         if arguments.check:
-            for issue in withheld:
-                listed = catalog.sessions[issue.upstream].tools
-                for tool in listed:
-                    if tool.name == issue.tool:
-                        text = canonical_bytes(definition(tool)).decode("utf-8", "replace")
-                        lines.append(
-                            f"  definition of {visible_text(issue.upstream)}/"
-                            f"{visible_text(issue.tool)} now: {visible_text(text)}"
-                        )
-                        break
+            for upstream, tool, _ in withheld:
+                found = [t for t in catalog.sessions[upstream].tools if t.name == tool]
+                text = canonical_bytes(definition(found[0])).decode("utf-8", "replace")
+                lines.append(
+                    f"  definition of {visible_text(upstream)}/{visible_text(tool)} now: "
+                    f"{visible_text(text)}"
+                )
     if lines:
         print("\n".join(lines), file=stream, flush=True)
 

@@ -270,7 +270,10 @@ class Lock:
     * ``write``: whether ``save()`` writes (``False``: a dry run);
     * ``recorded``: the ``(upstream, tool, verdict)`` of every tool the last ``save()``
       accepted or recorded anew: first use (``ACCEPTED``) or an acceptance of a
-      ``NEW`` or ``CHANGED`` tool.
+      ``NEW`` or ``CHANGED`` tool;
+    * ``withheld``: the ``(upstream, tool, verdict)`` of every tool the last build
+      withheld (``NEW`` or ``CHANGED``), with the upstream's own tool names (a report's
+      ``Issue.tool`` is bounded for printing).
     """
 
     def __init__(
@@ -297,6 +300,8 @@ class Lock:
         self._accept_all = bool(accept_all)
         self.write = bool(write)
         self.recorded: tuple[tuple[str, str, Verdict], ...] = ()
+        self.withheld: tuple[tuple[str, str, Verdict], ...] = ()
+        self._withheld: list[tuple[str, str, Verdict]] = []
         self._pending: dict[str, dict[str, str]] | None = None
         self._offered: set[tuple[str, str]] = set()
         self._changes: list[tuple[str, str, Verdict]] = []
@@ -337,6 +342,7 @@ class Lock:
             pending.setdefault(upstream, {})[name] = tool_digest
             self._changes.append((upstream, name, verdict))
             return None
+        self._withheld.append((upstream, name, verdict))
         if verdict is Verdict.CHANGED:
             return Issue(
                 upstream,
@@ -379,12 +385,14 @@ class Lock:
                 self.created = False
             self.pins = pins
             self.recorded = tuple(self._changes)
+            self.withheld = tuple(self._withheld)
             self._accept = frozenset()
             self._accept_all = False
         finally:
             self._pending = None
             self._offered = set()
             self._changes = []
+            self._withheld = []
 
     def _start(self) -> dict[str, dict[str, str]]:
         if self._pending is None:
