@@ -45,6 +45,9 @@ HTTP_LIMITS = [
             ([option, "3"], f"{option} needs --upstreams")
             for option in ("--start-timeout", "--call-timeout", "--hold-timeout")
         ),
+        (["--lock", "opgate.lock"], "--lock needs --upstreams"),
+        (["--accept", "kit.echo"], "--accept needs --lock"),
+        (["--accept-all"], "--accept-all needs --lock"),
         (["--ledger-prefix", "p"], "--ledger-prefix needs --ledger (or $OPGATE_LEDGER_URL)"),
         (["--ledger-lease", "3"], "--ledger-lease needs --ledger (or $OPGATE_LEDGER_URL)"),
         (
@@ -82,6 +85,7 @@ def test_every_dependent_option_is_tested() -> None:
     tested |= {"--allowed-host", "--allowed-origin", "--allow-unauthenticated"}
     tested |= {limit[0] for limit in HTTP_LIMITS}
     tested |= {"--base-url", "--header", "--confirm", "--output-schemas", "--check"}
+    tested |= {"--lock", "--accept", "--accept-all"}
     tested |= {"--ledger-prefix", "--ledger-lease", "--ledger-password-file"}
     tested |= {"--start-timeout", "--call-timeout", "--hold-timeout"}
     assert {option for option, *_ in NEEDS} == tested

@@ -181,10 +181,15 @@ def test_the_timeouts_reach_the_catalog(
     options = ["--start-timeout", "45", "--call-timeout", "7.5", "--hold-timeout", "90"]
     status, out, _ = run_main(capsys, "serve", "--upstreams", str(path), "--check", *options)
     assert status == 0, out
-    assert seen == {"start_timeout": 45.0, "call_timeout": 7.5, "hold_timeout": 90.0}
+    assert seen == {"start_timeout": 45.0, "call_timeout": 7.5, "hold_timeout": 90.0, "lock": None}
     seen.clear()
     assert run_main(capsys, "serve", "--upstreams", str(path), "--check")[0] == 0
-    assert seen == {"start_timeout": 30.0, "call_timeout": 120.0, "hold_timeout": None}
+    assert seen == {
+        "start_timeout": 30.0,
+        "call_timeout": 120.0,
+        "hold_timeout": None,
+        "lock": None,
+    }
 
 
 def test_an_upstream_slower_than_the_start_timeout_is_reported(

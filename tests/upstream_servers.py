@@ -6,6 +6,11 @@ streamable HTTP on 127.0.0.1. ``... raw`` serves ``RAW`` (the SDK's low-level
 ``Server`` with hand-written tool definitions: names, schemas and answers no typed
 function would produce).
 
+``... shifty PATH`` serves ``SHIFTY``, whose tools are the ones the JSON file ``PATH``
+lists (``[{"name": ..., "description": ..., "inputSchema": ...}]``, read at start), each
+answering ``"called NAME"``: a test writes another file between two runs to change a
+tool's definition under the gateway's lock file.
+
 ``stdio_entry(which, **members)`` is the ``mcpServers`` entry that runs one of them;
 ``serve_kit_http()`` runs ``KIT`` over HTTP for a ``with`` block and yields its URL.
 
@@ -34,6 +39,7 @@ content that breaks the tool's own output schema, and a 2026-07-28
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -226,9 +232,29 @@ async def _serve_raw() -> None:
         await RAW.run(read, write, RAW.create_initialization_options())
 
 
-def stdio_entry(which: str = "kit", **members: Any) -> dict[str, Any]:
-    """The ``mcpServers`` entry that runs ``which`` (``"kit"`` or ``"raw"``) over stdio."""
-    return {"command": sys.executable, "args": [str(HERE), which], **members}
+def shifty_tools(path: str) -> list[types.Tool]:
+    """The tools of the file ``SHIFTY`` serves."""
+    return [types.Tool.model_validate(tool) for tool in json.loads(Path(path).read_text())]
+
+
+async def _serve_shifty(path: str) -> None:
+    tools = shifty_tools(path)
+
+    async def listed(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def called(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> Any:
+        return types.CallToolResult(content=[_text(f"called {params.name}")])
+
+    shifty = Server("shifty", version="0.1", on_list_tools=listed, on_call_tool=called)
+    async with stdio_server() as (read, write):
+        await shifty.run(read, write, shifty.create_initialization_options())
+
+
+def stdio_entry(which: str = "kit", *arguments: str, **members: Any) -> dict[str, Any]:
+    """The ``mcpServers`` entry that runs ``which`` (``"kit"`` or ``"raw"``; ``"shifty"``
+    with its file as ``arguments``) over stdio."""
+    return {"command": sys.executable, "args": [str(HERE), which, *arguments], **members}
 
 
 @contextmanager
@@ -254,6 +280,8 @@ def main(argv: list[str]) -> None:
     which = argv[1] if len(argv) > 1 else "kit"
     if which == "raw":
         anyio.run(_serve_raw)
+    elif which == "shifty":
+        anyio.run(_serve_shifty, argv[2])
     elif len(argv) > 3 and argv[2] == "http":
         KIT.run("streamable-http", host="127.0.0.1", port=int(argv[3]))
     else:

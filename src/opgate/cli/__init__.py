@@ -28,7 +28,9 @@ stderr before serving; ``--check`` prints all of it and exits without serving.
 upstream starts at once, each tool is an operation ``NAME.TOOL``, and every MCP
 principal is allowed every operation, as with ``--openapi`` (so over ``--http`` it
 needs ``--token-verifier`` too). The start report goes to stderr; ``--check`` starts
-the upstreams, prints all of it and exits.
+the upstreams, prints all of it and exits. ``--lock LOCKFILE`` pins every tool's
+definition (written on the first run) and withholds a tool that changed or is new since,
+until ``--check --accept NAME.TOOL`` (or ``--accept-all``) accepts it.
 """
 
 from __future__ import annotations

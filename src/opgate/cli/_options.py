@@ -25,6 +25,7 @@ __all__ = [
     "UPSTREAM_TIMEOUT_OPTIONS",
     "given",
     "has_ledger",
+    "refuse_accepting_while_serving",
     "refuse_lone_options",
     "refuse_unauthenticated_catalogs",
 ]
@@ -144,6 +145,8 @@ NEEDS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
         for option in ("--base-url", "--header", "--confirm", "--output-schemas")
     ),
     ("--check", "--openapi or --upstreams", lambda a: bool(a.openapi or a.upstreams)),
+    ("--lock", "--upstreams", lambda a: bool(a.upstreams)),
+    *((option, "--lock", lambda a: bool(a.lock)) for option in ("--accept", "--accept-all")),
     *(
         (option, "--upstreams", lambda a: bool(a.upstreams))
         for option, _ in UPSTREAM_TIMEOUT_OPTIONS
@@ -164,6 +167,27 @@ def refuse_lone_options(arguments: argparse.Namespace) -> None:
         raise UsageError(
             "--allow-unauthenticated contradicts --token-verifier (which authenticates)"
         )
+    refuse_accepting_while_serving(arguments)
+
+
+def refuse_accepting_while_serving(arguments: argparse.Namespace) -> None:
+    """Refuse ``--accept`` and ``--accept-all`` without ``--check``, and both together.
+
+    Accepting is a step of its own: the operator reviews the report, accepts, and serves
+    without the option. An acceptance on a serving command line (a client's config
+    starts it at every launch) would accept every later change unseen, which is what the
+    lock is there to stop.
+    """
+    accepting = [option for option in ("--accept", "--accept-all") if given(arguments, option)]
+    if accepting and not arguments.check:
+        raise UsageError(
+            f"{accepting[0]} needs --check: accept in a run of its own, "
+            "opgate serve --upstreams FILE --lock LOCKFILE --check --accept NAME.TOOL, "
+            "then serve without it (left on a serving command line it would accept every "
+            "later change unseen)"
+        )
+    if len(accepting) == 2:
+        raise UsageError("--accept-all accepts every tool already: give it or --accept, not both")
 
 
 def refuse_unauthenticated_catalogs(arguments: argparse.Namespace) -> None:

@@ -58,6 +58,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for flag, text in UPSTREAM_TIMEOUT_OPTIONS:
         serve.add_argument(flag, type=float, default=None, metavar="SECONDS", help=text)
+    serve.add_argument(
+        "--lock",
+        metavar="LOCKFILE",
+        help="with --upstreams: pin each tool's definition to the digest accepted in this "
+        "file, and withhold a tool whose definition changed or that is new since, with a "
+        "warning naming it (written with every tool on first run, when missing; "
+        "see docs/gateway.md)",
+    )
+    serve.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="NAME.TOOL",
+        help="with --lock and --check: accept tool TOOL of upstream NAME as it is listed "
+        "now (new or changed; named as in the report), write the lock file and exit "
+        "(repeatable)",
+    )
+    serve.add_argument(
+        "--accept-all",
+        action="store_true",
+        help="with --lock and --check: accept every tool as listed now, write the lock file "
+        "and exit",
+    )
     serve.add_argument("--base-url", metavar="URL", help="with --openapi: where calls go")
     serve.add_argument(
         "--header",
@@ -82,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --openapi or --upstreams: import the document (start the upstreams), "
         "print every skipped operation and warning with its reason, and exit without "
-        "serving (status 0 if some operation can be served, 1 if none)",
+        "serving (status 0 if some operation can be served, 1 if none); with --lock it "
+        "writes the lock file only to --accept",
     )
     serve.add_argument(
         "--http",

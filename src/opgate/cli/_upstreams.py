@@ -3,6 +3,14 @@ lists, served as one catalog (``opgate.upstream``), and ``--check``, which start
 prints the whole start report and serves nothing. ``--start-timeout``,
 ``--call-timeout`` and ``--hold-timeout`` are ``open_catalog``'s timeouts.
 
+With ``--lock LOCKFILE`` every tool's definition is pinned (``opgate.upstream.Lock``): the
+file is written on the first run, with every tool as listed then; later a tool whose
+definition changed, or that is new, is withheld and the report names it, followed by the
+command that accepts it (``--check`` also prints each withheld tool's definition now, to
+review before accepting). Accepting is a run of its own: ``--check --accept NAME.TOOL``
+(or ``--accept-all``) starts the upstreams, writes the lock file and exits; a ``--check``
+without them writes nothing.
+
 The upstreams' connections belong to the event loop that started them, so starting them,
 building the gateway and serving run in one loop: ``serve_upstreams`` owns it and hands
 the catalog's registry to the caller, which serves it there.
@@ -12,15 +20,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TextIO
 
+from ._escapes import visible
 from ._openapi import ServePolicy, print_report
 from ._options import UPSTREAM_TIMEOUT_OPTIONS
 from ._usage import UsageError
 
-__all__ = ["catalog_timeouts", "serve_upstreams"]
+__all__ = ["accepted_pairs", "catalog_timeouts", "serve_upstreams"]
 
 
 def catalog_timeouts(arguments: argparse.Namespace) -> dict[str, float]:
@@ -39,6 +49,21 @@ def catalog_timeouts(arguments: argparse.Namespace) -> dict[str, float]:
     return timeouts
 
 
+def accepted_pairs(values: list[str]) -> list[tuple[str, str]]:
+    """``--accept NAME.TOOL`` values as (upstream, tool) pairs: upstream names hold no
+    dot, so the first dot ends the name and the rest is the upstream's own tool name."""
+    pairs = []
+    for value in values:
+        upstream, dot, tool = value.partition(".")
+        if not dot or not upstream or not tool:
+            raise UsageError(
+                f"--accept needs NAME.TOOL (the upstream's name, a dot, its own tool name, "
+                f"as the report shows them), got {value!r}"
+            )
+        pairs.append((upstream, tool))
+    return pairs
+
+
 def serve_upstreams(
     arguments: argparse.Namespace, serve_registry: Callable[[Any], Awaitable[None]]
 ) -> int:
@@ -48,8 +73,8 @@ def serve_upstreams(
     exit status once it returns, the upstreams closed.
 
     With ``--check`` nothing is served: 0 when some operation can be served, 1 when none
-    can. Another source besides the file, or a file that is not a usable configuration,
-    is a ``UsageError``.
+    can. Another source besides the file, a file that is not a usable configuration, or a
+    lock file that cannot be read or written is a ``UsageError``.
     """
     from pathlib import Path
 
@@ -59,6 +84,8 @@ def serve_upstreams(
         DEFAULT_CALL_TIMEOUT,
         DEFAULT_START_TIMEOUT,
         ConfigError,
+        Lock,
+        LockError,
         load_config,
         open_catalog,
     )
@@ -70,6 +97,18 @@ def serve_upstreams(
         config = load_config(Path(arguments.upstreams))
     except ConfigError as exc:
         raise UsageError(f"{arguments.upstreams}: {exc}") from None
+    lock = None
+    if arguments.lock:
+        accepting = bool(arguments.accept or arguments.accept_all)
+        try:
+            lock = Lock(
+                arguments.lock,
+                accept=accepted_pairs(arguments.accept),
+                accept_all=arguments.accept_all,
+                write=accepting or not arguments.check,
+            )
+        except LockError as exc:
+            raise UsageError(str(exc)) from None
 
     async def run() -> int:
         async with open_catalog(
@@ -77,9 +116,12 @@ def serve_upstreams(
             start_timeout=timeouts.get("start_timeout", DEFAULT_START_TIMEOUT),
             call_timeout=timeouts.get("call_timeout", DEFAULT_CALL_TIMEOUT),
             hold_timeout=timeouts.get("hold_timeout"),
+            lock=lock,
         ) as catalog:
             stream = sys.stdout if arguments.check else sys.stderr
             print_report(catalog.report, stream, every=arguments.check)
+            if lock is not None:
+                print_lock(arguments, catalog, lock, stream)
             if arguments.check:
                 if not catalog.operations:
                     print(f"opgate: no tool of {arguments.upstreams} can be served", file=stream)
@@ -88,5 +130,65 @@ def serve_upstreams(
             await serve_registry(catalog.registry(ServePolicy()))
             return 0
 
-    result: int = anyio.run(run)
+    try:
+        result: int = anyio.run(run)
+    except LockError as exc:
+        raise UsageError(f"{exc}; nothing was served") from None
     return result
+
+
+def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: TextIO) -> None:
+    """What the lock did: the tools it recorded or accepted, and for the tools it withheld
+    the command that accepts them (with ``--check``, each one's definition now, to review)."""
+    from ..json import canonical_bytes
+    from ..upstream import Verdict, definition
+
+    name = visible_text(str(lock.path))
+    first = sorted({u for u, _, verdict in lock.recorded if verdict is Verdict.ACCEPTED})
+    lines = []
+    if first:
+        recorded = sum(1 for *_, verdict in lock.recorded if verdict is Verdict.ACCEPTED)
+        tools = f"{recorded} tool{'s' if recorded != 1 else ''} of {', '.join(first)}"
+        if lock.write:
+            lines.append(f"opgate: lock {name}: recorded {tools} as listed now (first use)")
+        else:
+            lines.append(
+                f"opgate: lock {name}: a --check writes nothing; serving (or --check "
+                f"--accept-all) records {tools} as listed now (first use)"
+            )
+    for upstream, tool, verdict in lock.recorded:
+        if verdict is not Verdict.ACCEPTED:
+            lines.append(
+                f"opgate: lock {name}: accepted {visible_text(upstream)}.{visible_text(tool)} "
+                f"({verdict.value})"
+            )
+    withheld = lock.withheld
+    if withheld:
+        count = len(withheld)
+        accept = " ".join(
+            f"--accept {shlex.quote(f'{upstream}.{tool}')}" for upstream, tool, _ in withheld
+        )
+        command = shlex.join(
+            ["opgate", "serve", "--upstreams", arguments.upstreams, "--lock", arguments.lock]
+        )
+        review = "" if arguments.check else "review the change with --check, then "
+        lines.append(
+            f"opgate: lock {name}: {count} tool{'s' if count != 1 else ''} withheld "
+            f"(definition changed or new since accepted); {review}accept with: "
+            f"{visible_text(command)} --check {visible_text(accept)}"
+        )
+        if arguments.check:
+            for upstream, tool, _ in withheld:
+                found = [t for t in catalog.sessions[upstream].tools if t.name == tool]
+                text = canonical_bytes(definition(found[0])).decode("utf-8", "replace")
+                lines.append(
+                    f"  definition of {visible_text(upstream)}/{visible_text(tool)} now: "
+                    f"{visible_text(text)}"
+                )
+    if lines:
+        print("\n".join(lines), file=stream, flush=True)
+
+
+def visible_text(text: str) -> str:
+    """``text`` with every character a terminal would act on escaped."""
+    return "".join(map(visible, text))

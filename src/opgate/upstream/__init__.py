@@ -15,7 +15,7 @@ forwards ``tools/call`` to that upstream over the official SDK's client (stdio o
 streamable HTTP), relays the questions it asks a person as opgate prompts (both
 protocol eras) and its progress. This subpackage and ``opgate.mcp`` are the MCP
 adapters, the only parts of opgate that import ``mcp``. The configuration, naming,
-the relay and what is not built yet are in ``docs/gateway.md`` and the docstrings of
+the relay, the lock file and what is not built yet are in ``docs/gateway.md`` and the docstrings of
 the modules here.
 """
 
@@ -36,6 +36,7 @@ from ._config import (
     ToolFilter,
     load_config,
 )
+from ._lock import LOCK_VERSION, Lock, LockError, Verdict, definition, digest
 from ._report import Issue, Report, UpstreamStatus
 from ._session import INHERITED_ENV, UpstreamError, UpstreamSession, child_environment
 
@@ -43,12 +44,15 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "INHERITED_ENV",
+    "LOCK_VERSION",
     "MAX_UPSTREAM_NAME",
     "Catalog",
     "Config",
     "ConfigError",
     "HTTPServer",
     "Issue",
+    "Lock",
+    "LockError",
     "Report",
     "ServerConfig",
     "StdioServer",
@@ -57,7 +61,10 @@ __all__ = [
     "UpstreamError",
     "UpstreamSession",
     "UpstreamStatus",
+    "Verdict",
     "child_environment",
+    "definition",
+    "digest",
     "load_config",
     "open_catalog",
 ]

@@ -20,7 +20,8 @@ A tool becomes an operation
   profile. A tool the registry refuses (a schema outside the profile, a definition
   over ``Limits.definition_bytes``) is left out and reported with the compiler's
   message; so is a tool the entry's ``tools`` filter excludes, and a second tool of
-  the same name.
+  the same name; and, with a ``Lock``, a tool whose definition is not the one accepted
+  (``_lock``), named before it is withheld so a withheld tool moves no other's name.
 
 A call (the handler)
 --------------------
@@ -56,6 +57,7 @@ from opgate import (
 from opgate.json import JSONValue
 
 from ._config import Config
+from ._lock import Lock
 from ._naming import Namer
 from ._relay import Relay
 from ._report import Issue, Report, bounded
@@ -192,6 +194,9 @@ class Catalog:
     * ``tools``: operation name → ``ToolPlan``;
     * ``sessions``: upstream name → ``UpstreamSession`` (every enabled upstream,
       connected or not);
+    * ``lock``: the ``Lock`` given, or ``None``: a tool whose definition it has not
+      accepted is left out and reported in ``report.skipped``; building the catalog saves
+      what it accepted (``Lock.save()``, which raises ``LockError``);
     * ``registry(policy, *, limits=None)``: the ``Registry`` of these operations.
     """
 
@@ -202,6 +207,7 @@ class Catalog:
         disabled: tuple[str, ...] = (),
         limits: Limits | None = None,
         hold_timeout: float | None = None,
+        lock: Lock | None = None,
     ) -> None:
         self.sessions = {session.name: session for session in sessions}
         self._limits = limits
@@ -209,6 +215,7 @@ class Catalog:
         if hold_timeout is None:
             hold_timeout = checked.input_lifetime.total_seconds()
         self._relay = Relay(limits=checked, hold_timeout=hold_timeout)
+        self.lock = lock
         self.tools: dict[str, ToolPlan] = {}
         operations: list[Operation] = []
         warnings: list[Issue] = []
@@ -218,6 +225,8 @@ class Catalog:
             if session.client is None:
                 continue
             self._import(session, namer, operations, warnings, skipped)
+        if lock is not None:
+            lock.save()
         self.operations = tuple(operations)
         self.report = Report(
             upstreams=tuple(session.status() for session in self.sessions.values()),
@@ -237,6 +246,8 @@ class Catalog:
     ) -> None:
         upstream = session.name
         tools = session.server.tools
+        if self.lock is not None:
+            self.lock.listed(upstream)
         if session.truncated:
             warnings.append(
                 Issue(
@@ -281,6 +292,10 @@ class Catalog:
                 skipped.append(Issue(upstream, shown, "filtered", f"left out by the {kind}"))
                 continue
             naming = namer.name(upstream, tool.name)
+            withheld = None if self.lock is None else self.lock.check(upstream, tool)
+            if withheld is not None:
+                skipped.append(withheld)
+                continue
             try:
                 plan = ToolPlan(
                     naming.name,
@@ -359,6 +374,7 @@ async def open_catalog(
     limits: Limits | None = None,
     hold_timeout: float | None = None,
     stderr: TextIO | None = None,
+    lock: Lock | None = None,
 ) -> AsyncIterator[Catalog]:
     """Start every upstream of ``config`` and yield their ``Catalog`` (see the module
     docstring).
@@ -372,9 +388,12 @@ async def open_catalog(
       answer (default ``limits.input_lifetime``, how long the prompt lives), after
       which its question is declined;
     * ``stderr``: where stdio upstreams' stderr goes (default ``sys.stderr``; a stream
-      without a file descriptor falls back to the process's own stderr).
+      without a file descriptor falls back to the process's own stderr);
+    * ``lock``: a ``Lock``: tools whose definitions it has not accepted are withheld,
+      and what it accepted is written once the catalog is built (``_lock``).
 
-    Raises ``TypeError`` or ``ValueError`` for bad arguments; nothing an upstream does
+    Raises ``TypeError`` or ``ValueError`` for bad arguments, and ``LockError`` when the
+    lock cannot be saved (the upstreams are closed first); nothing an upstream does
     raises (see ``catalog.report``).
     """
     if not isinstance(config, Config):
@@ -387,6 +406,8 @@ async def open_catalog(
             raise ValueError(f"{what} must be a positive number of seconds")
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError("limits must be an opgate.Limits")
+    if lock is not None and not isinstance(lock, Lock):
+        raise TypeError("lock must be an opgate.upstream.Lock")
     sessions = [
         UpstreamSession(
             server,
@@ -407,7 +428,13 @@ async def open_catalog(
             group.start_soon(session.run, name=f"opgate upstream {session.name}")
         for session in sessions:
             await session.started()
-        yield Catalog(sessions, disabled=config.disabled, limits=limits, hold_timeout=hold_timeout)
+        yield Catalog(
+            sessions,
+            disabled=config.disabled,
+            limits=limits,
+            hold_timeout=hold_timeout,
+            lock=lock,
+        )
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE):
             async with anyio.create_task_group() as closing:
