@@ -43,6 +43,7 @@ def test_summary_and_lines() -> None:
 
 
 def test_counts_read_in_english() -> None:
+    assert str(UpstreamStatus("a", "stdio", True, tools=1)).endswith(": 1 tool listed")
     one = Report(upstreams=(UpstreamStatus("a", "stdio", True),), operations=("a.x",))
     assert (
         one.summary()

@@ -75,7 +75,7 @@ class UpstreamStatus:
         server = f", {self.server}" if self.server else ""
         return (
             f"{self.name} ({self.transport}{server}, {self.protocol_version}): "
-            f"{self.tools} tools listed"
+            f"{_counted(self.tools, 'tool')} listed"
         )
 
 
