@@ -13,7 +13,9 @@ Tools, beside one per name in ``TOOLS`` (each answers ``"NAME called"``):
 * ``announce(count)``: says ``count`` times that the tools changed
   (``notifications/tools/list_changed``, or ``ToolsListChanged`` on the listen streams);
 * ``wait(seconds)``: sleeps, then answers ``"waited"``;
-* ``pid()``: the process id (a test kills the process with it).
+* ``pid()``: the process id (a test kills the process with it);
+* ``ask()``: asks a form with ``elicitation/create`` (2025-11-25 only), then answers
+  ``"asked ACTION"``.
 
 ``entry(era, tools, gate=None)`` is the ``mcpServers`` entry that runs it.
 """
@@ -50,6 +52,7 @@ _FIXED = [
         input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}},
     ),
     types.Tool(name="pid", description="The process id.", input_schema=_OBJECT),
+    types.Tool(name="ask", description="Asks a form (2025-11-25).", input_schema=_OBJECT),
 ]
 
 BUS = InMemorySubscriptionBus()
@@ -89,6 +92,12 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
         return types.CallToolResult(content=[_text("waited")])
     if params.name == "pid":
         return types.CallToolResult(content=[_text(str(os.getpid()))])
+    if params.name == "ask":
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        answer = await ctx.session.elicit_form(
+            "Which one?", schema, related_request_id=ctx.request_id
+        )
+        return types.CallToolResult(content=[_text(f"asked {answer.action}")])
     return types.CallToolResult(content=[_text(f"{params.name} called")])
 
 

@@ -6,7 +6,8 @@ that ``catalog.follow`` swaps, and driven by the official client connected acros
 swap: a ``list_changed`` rebuild seen by search and inspect (and an old cursor failing
 cleanly), a storm of notifications coalesced, an upstream killed mid-call (that call
 fails, the next after the restart succeeds, and the other tools it came back with are
-offered), an upstream that starts late joining, and a rebuild the swap refuses.
+offered), a call held for a person abandoned by the restart (its answer fails cleanly),
+an upstream that starts late joining, and a rebuild the swap refuses.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Any
 import anyio
 import pytest
 
-from opgate import Completed, Failed, LocalPolicy, Registry, Text
+from opgate import (
+    Completed,
+    Failed,
+    FailureCode,
+    InputMode,
+    InputResponse,
+    LocalPolicy,
+    Pending,
+    Registry,
+    Text,
+)
 from opgate.mcp import GatewayServer
 from opgate.upstream import Backoff, Catalog, Change, load_config, open_catalog
 
@@ -178,6 +189,46 @@ async def test_an_upstream_killed_mid_call_is_restarted_with_its_new_tools(
         assert after.result.content == (Text("fourth called"),)
         again = await invoke(gateway.registry, "shifty.first", {})
         assert again.result.content == (Text("first called"),)
+
+
+async def test_a_restart_abandons_the_held_calls_of_the_old_connection(tmp_path: Path) -> None:
+    path = tools_file(tmp_path, [])
+    async with opened({"shifty": entry("legacy", path)}) as catalog:
+        registry = catalog.registry(LocalPolicy())
+        pid = int((await invoke(registry, "shifty.pid", {})).result.content[0].text)
+        form = {InputMode.FORM}
+        asked = await registry.invoke(None, "shifty.ask", {}, input_support=form)
+        assert isinstance(asked, Pending), asked
+        session = catalog.sessions["shifty"]
+        assert len(session.held) == 1
+        os.kill(pid, signal.SIGKILL)
+        with anyio.fail_after(30):
+            while session.status().restarts == 0:
+                await anyio.sleep(0.05)
+        assert len(session.held) == 0
+        assert session.in_flight == 0
+        with anyio.fail_after(10):  # it fails at once, it does not hang
+            answered = await registry.invoke(
+                None,
+                "shifty.ask",
+                {},
+                input_support=form,
+                resume=(asked.continuation, InputResponse.accept({"n": 1})),
+            )
+        assert isinstance(answered, Failed), answered
+        assert answered.failure.code is FailureCode.OPERATION_FAILED
+        assert "is no longer waiting for this answer" in answered.failure.message
+        again = await registry.invoke(None, "shifty.ask", {}, input_support=form)
+        assert isinstance(again, Pending), again  # the new connection asks as before
+        done = await registry.invoke(
+            None,
+            "shifty.ask",
+            {},
+            input_support=form,
+            resume=(again.continuation, InputResponse.accept({"n": 2})),
+        )
+        assert isinstance(done, Completed), done
+        assert done.result.content == (Text("asked accept"),)
 
 
 async def test_a_process_that_dies_between_calls_is_found_and_restarted(
