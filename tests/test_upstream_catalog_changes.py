@@ -6,7 +6,8 @@ that ``catalog.follow`` swaps, and driven by the official client connected acros
 swap: a ``list_changed`` rebuild seen by search and inspect (and an old cursor failing
 cleanly), a storm of notifications coalesced, an upstream killed mid-call (that call
 fails, the next after the restart succeeds, and the other tools it came back with are
-offered), a call held for a person abandoned by the restart (its answer fails cleanly),
+offered), an HTTP upstream that went away reconnected when it is back, a call held for
+a person abandoned by the restart (its answer fails cleanly),
 an upstream that starts late joining, and a rebuild the swap refuses.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,7 +41,9 @@ from opgate.mcp import GatewayServer
 from opgate.upstream import Backoff, Catalog, Change, load_config, open_catalog
 
 from changing_upstream import entry
+from conftest import await_port, free_port, stop_process
 from mcp_client import connect, error_of
+from upstream_servers import HERE
 
 pytestmark = pytest.mark.anyio
 
@@ -189,6 +194,44 @@ async def test_an_upstream_killed_mid_call_is_restarted_with_its_new_tools(
         assert after.result.content == (Text("fourth called"),)
         again = await invoke(gateway.registry, "shifty.first", {})
         assert again.result.content == (Text("first called"),)
+
+
+def kit_over_http(port: int) -> subprocess.Popen[bytes]:
+    """``KIT`` (``tests/upstream_servers.py``) over streamable HTTP on ``port``."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE), "kit", "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    await_port(process, port, lambda: "(stderr not kept)")
+    return process
+
+
+async def test_an_http_upstream_that_went_away_is_reconnected() -> None:
+    port = free_port()
+    process = kit_over_http(port)
+    try:
+        async with opened({"web": {"url": f"http://127.0.0.1:{port}/mcp"}}) as catalog:
+            registry = catalog.registry(LocalPolicy())
+            await invoke(registry, "web.echo", {"text": "before"})
+            process.kill()  # it goes away at once, its streams with it
+            process.wait()
+            gone = await registry.invoke(None, "web.echo", {"text": "while away"})
+            assert isinstance(gone, Failed), gone
+            assert gone.failure.message.startswith("upstream 'web' ")
+            with anyio.fail_after(30):
+                while catalog.sessions["web"].status().attempts == 0:
+                    await anyio.sleep(0.05)
+            away = catalog.sessions["web"].status()
+            assert away.reason.startswith("could not reach the upstream")
+            assert away.retrying
+            process = kit_over_http(port)
+            await connected(catalog, "web")
+            back = await invoke(registry, "web.echo", {"text": "back"})
+            assert back.result.structured == {"result": "back"}
+            assert catalog.sessions["web"].status().restarts == 1
+    finally:
+        stop_process(process)
 
 
 async def test_a_restart_abandons_the_held_calls_of_the_old_connection(tmp_path: Path) -> None:

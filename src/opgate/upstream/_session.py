@@ -56,6 +56,7 @@ connection: each one is entered and left in ``run()``'s task.
 The tools are listed at every start, and again when the upstream says they changed:
 ``notifications/tools/list_changed`` (2025-11-25) or a ``ToolsListChanged`` event on a
 ``subscriptions/listen`` stream (2026-07-28, opened when the upstream serves it, and
+again after a ``Backoff`` wait if it ends while the connection lives; each opening is
 followed by one listing more, for a change made before the stream was open).
 Notifications that arrive while a listing runs make one listing more, not one each.
 ``on_tools`` (the catalog's hook) is called whenever ``tools`` may differ from what
@@ -512,21 +513,34 @@ class UpstreamSession:
                 return
 
     async def _listen(self, client: Client) -> None:
-        """A 2026-07-28 upstream's tool-list changes, from ``subscriptions/listen`` (an
-        upstream that does not serve it is only pinged)."""
-        try:
-            with anyio.fail_after(self._call_timeout) as opening:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    opening.deadline = math.inf
-                    # A change between the first listing and the subscription sent no
-                    # event to anyone: list once more now that every change is seen.
-                    self._relist.set()
-                    async for event in subscription:
-                        if isinstance(event, ToolsListChanged):
-                            self._relist.set()
-        except (MCPError, ListenNotSupportedError, SubscriptionLost, TimeoutError):
+        """A 2026-07-28 upstream's tool-list changes, from ``subscriptions/listen``: an
+        upstream that does not serve it is only pinged; a stream that ends while the
+        connection lives is opened again after a ``Backoff`` wait."""
+        attempt = 0
+        while True:
+            try:
+                with anyio.fail_after(self._call_timeout) as opening:
+                    async with client.listen(tools_list_changed=True) as subscription:
+                        opening.deadline = math.inf
+                        attempt = 0
+                        # A change before the stream was open sent no event to anyone:
+                        # list once more now that every change is seen.
+                        self._relist.set()
+                        async for event in subscription:
+                            if isinstance(event, ToolsListChanged):
+                                self._relist.set()
+            except ListenNotSupportedError:
+                return
+            except MCPError as exc:
+                if exc.code == types.METHOD_NOT_FOUND:
+                    return  # the upstream serves no listen stream
+            except (SubscriptionLost, TimeoutError):
+                pass
             if await _gone(client):
                 self._lose(client, "the connection closed")
+                return
+            await anyio.sleep(self._backoff.delay(attempt))
+            attempt += 1
 
     async def _on_message(self, message: IncomingMessage) -> None:
         """The SDK's message handler: a 2025-11-25 ``notifications/tools/list_changed``."""
