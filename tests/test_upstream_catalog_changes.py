@@ -125,6 +125,8 @@ async def test_list_changed_swaps_the_served_registry(tmp_path: Path, era: str) 
             assert not announced.is_error, announced
             change = await changes.next()
             assert change.upstreams == ("shifty",)
+            assert change.joined == ()
+            assert change.summary().startswith("change 1: the tools of shifty changed; ")
             assert "shifty.second" in {operation.name for operation in change.operations}
             assert gateway.registry is not old
             assert gateway.registry.revision != old.revision
@@ -311,6 +313,8 @@ async def test_an_upstream_that_starts_late_joins(tmp_path: Path) -> None:
         gate.touch()
         change = await changes.next()
         assert change.upstreams == ("late",)
+        assert change.joined == ("late",)
+        assert change.summary() == f"change 1: late joined; {len(change.operations)} operations now"
         status = catalog.sessions["late"].status()
         assert status.connected
         assert status.since is not None

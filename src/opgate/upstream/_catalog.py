@@ -138,21 +138,23 @@ class Change:
     * ``operations``: every operation of the catalog after the change;
     * ``upstreams``: the upstreams whose operations changed (joined, relisted);
     * ``report``: the report after the change;
-    * ``number``: 1 for the first change after the catalog was opened, then 2, ...
+    * ``number``: 1 for the first change after the catalog was opened, then 2, ...;
+    * ``joined``: those of ``upstreams`` that had never been up before (late starts).
     """
 
     operations: tuple[Operation, ...]
     upstreams: tuple[str, ...]
     report: Report
     number: int
+    joined: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One line: which upstreams changed, and the catalog's size now."""
-        names = ", ".join(self.upstreams)
-        return (
-            f"change {self.number}: the tools of {names} changed; "
-            f"{len(self.operations)} operations now"
-        )
+        """One line: which upstreams joined, whose tools changed, and the catalog's size."""
+        parts = [f"{name} joined" for name in self.joined]
+        relisted = [name for name in self.upstreams if name not in self.joined]
+        if relisted:
+            parts.append(f"the tools of {', '.join(relisted)} changed")
+        return f"change {self.number}: {'; '.join(parts)}; {len(self.operations)} operations now"
 
 
 #: A listener of the catalog's changes (``on_change``): called with each ``Change``;
@@ -246,6 +248,10 @@ def _refused(operations: list[Operation], limits: Limits | None) -> dict[str, st
     return _refused(operations[:middle], limits) | _refused(operations[middle:], limits)
 
 
+def _present(sessions: dict[str, UpstreamSession]) -> frozenset[str]:
+    return frozenset(name for name, session in sessions.items() if session.generation)
+
+
 def _plans_of(plans: dict[str, ToolPlan], upstream: str) -> dict[str, ToolPlan]:
     return {name: plan for name, plan in plans.items() if plan.upstream == upstream}
 
@@ -284,6 +290,7 @@ class Catalog:
         self._rebuilds = 0
         self._refused = ""
         self.operations, self.tools, self._report = self._build()
+        self._present = _present(self.sessions)  # the upstreams imported (up once)
         for session in self.sessions.values():
             session.on_tools = self._poke
 
@@ -380,7 +387,8 @@ class Catalog:
             upstreams=tuple(session.status() for session in self.sessions.values()),
             rebuilds=number,
         )
-        change = Change(operations, changed, shown, number)
+        joined = tuple(name for name in changed if name not in self._present)
+        change = Change(operations, changed, shown, number, joined)
         for listener in tuple(self._listeners):
             try:
                 result = listener(change)
@@ -394,6 +402,7 @@ class Catalog:
                 logger.warning("catalog %s", self._refused)
                 return
         self.operations, self.tools, self._report = operations, plans, report
+        self._present = _present(self.sessions)
         self._rebuilds = number
         self._refused = ""
 
