@@ -64,7 +64,10 @@ def test_the_backoff_doubles_to_its_cap_less_its_jitter() -> None:
     assert backoff.delay(1, lambda: 0.999999) == pytest.approx(0.75, rel=1e-5)
     assert backoff.delay(10_000, lambda: 0.0) == 4  # no overflow far along
     assert all(3 < backoff.delay(9) <= 4 for _ in range(100))
-    assert Backoff(first=0.5, factor=2, cap=30, jitter=0.25, heartbeat=15) == DEFAULT_BACKOFF
+    assert (
+        Backoff(first=0.5, factor=2, cap=30, jitter=0.25, heartbeat=15, stable=60)
+        == DEFAULT_BACKOFF
+    )
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,8 @@ within ``start_timeout``, and a connection that is lost (a stdio process that di
 an HTTP session the upstream ended), are followed by another start after a wait of
 ``Backoff``: ``first`` seconds, doubling (``factor``) up to ``cap``, less a random
 share of up to ``jitter`` so upstreams that fell together do not start again in
-step; a connection that came up resets the wait. While the upstream is down, a call
+step; a connection that stayed up ``stable`` seconds resets the wait (a shorter one
+counts as a failed start). While the upstream is down, a call
 fails at once saying it is not connected and is being restarted. A loss is found by
 the call that meets it (the connection answers ``CONNECTION_CLOSED``, which a ping
 confirms) or, between calls, by a ping every ``Backoff.heartbeat`` seconds. On a
@@ -176,10 +177,13 @@ class Backoff:
     * ``factor``: how much longer each further wait in a row is (at least 1);
     * ``cap``: the longest wait, in seconds;
     * ``jitter``: the share (0 to under 1) of a wait that may be taken off at random;
-    * ``heartbeat``: seconds between the pings that find a connection lost between calls.
+    * ``heartbeat``: seconds between the pings that find a connection lost between calls;
+    * ``stable``: seconds a connection must have been up for its loss to start the waits
+      from ``first`` again; a shorter one counts as a failed start, so an upstream that
+      crashes as soon as it is up is not started again every ``first`` seconds.
 
     The defaults (``DEFAULT_BACKOFF``): 0.5 s, doubling, at most 30 s, jitter 0.25, a
-    ping every 15 s. Tests pass small ones.
+    ping every 15 s, stable after 60 s. Tests pass small ones.
     """
 
     first: float = 0.5
@@ -187,9 +191,10 @@ class Backoff:
     cap: float = 30.0
     jitter: float = 0.25
     heartbeat: float = 15.0
+    stable: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("first", "factor", "cap", "heartbeat"):
+        for name in ("first", "factor", "cap", "heartbeat", "stable"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise TypeError(f"Backoff.{name} must be a number")
@@ -421,14 +426,18 @@ class UpstreamSession:
         start or a lost connection (see the module docstring), until ``close()``; never
         raises except for cancellation."""
         try:
+            streak = 0  # failed starts and short connections in a row
             while not self._stop.is_set():
-                up = await self._connect()
+                lasted = await self._connect()
+                up = lasted is not None
                 self._since = datetime.now(UTC)
                 self._failures = 0 if up else self._failures + 1
                 self._started.set()
                 if self._stop.is_set():
                     break
-                wait = self._backoff.delay(max(0, self._failures - 1))
+                stable = lasted is not None and lasted >= self._backoff.stable
+                streak = 0 if stable else streak + 1
+                wait = self._backoff.delay(max(0, streak - 1))
                 with anyio.move_on_after(wait):
                     await self._stop.wait()
         finally:
@@ -437,14 +446,16 @@ class UpstreamSession:
             self._started.set()
             self._finished.set()
 
-    async def _connect(self) -> bool:
-        """One connection, from its start to its end; whether it came up."""
+    async def _connect(self) -> float | None:
+        """One connection, from its start to its end: the seconds it was up, or
+        ``None`` when it did not come up."""
         # The start deadline is lifted once started; it is one scope around the whole
         # connection because the SDK's scopes inside it must close in the same order.
         deadline = anyio.CancelScope(deadline=anyio.current_time() + self._start_timeout)
         self._starting = deadline
         lost = self._lost = anyio.Event()
         up = False
+        began = 0.0
         try:
             with deadline:
                 async with self._connected() as client:
@@ -458,6 +469,7 @@ class UpstreamSession:
                         self.generation += 1
                         self._since = datetime.now(UTC)
                         up = True
+                        began = anyio.current_time()
                         self._started.set()
                         self._tools_changed()
                         calls.start_soon(self._watch, client)
@@ -477,7 +489,7 @@ class UpstreamSession:
             self._calls = None
             self._starting = None
             self.held.abandon_all()
-        return up
+        return anyio.current_time() - began if up else None
 
     def _tools_changed(self) -> None:
         hook = self.on_tools
