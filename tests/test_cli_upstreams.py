@@ -4,6 +4,8 @@ Served over stdio and over HTTP (with a token verifier) as a subprocess and driv
 the official ``mcp.Client``: search spans the upstreams, and ``invoke`` reaches one.
 ``--check`` starts the upstreams, prints the whole report and exits 0 (or 1 when nothing
 can be served); a file that is not a usable config is a usage error naming the member.
+A served gateway follows its upstreams: a ``list_changed`` swaps the served catalog,
+seen by the client connected across it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from opgate.cli import main
 
+from changing_upstream import entry
 from conftest import ROOT, await_port, free_port, run_main, serve_environment, stop_process
 from upstream_servers import stdio_entry
 
@@ -52,6 +55,37 @@ async def test_serve_over_stdio(tmp_path: Path) -> None:
             )
             assert not echoed.is_error
             assert echoed.structured_content == {"result": "through the gateway"}
+
+
+@pytest.mark.anyio
+async def test_a_served_gateway_swaps_in_what_list_changed_announces(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(["first"]), "utf-8")
+    path = write(tmp_path, {"shifty": entry("legacy", tools)})
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "opgate", "serve", "--upstreams", str(path)],
+        cwd=str(ROOT),
+        env=serve_environment(),
+    )
+
+    async def names(client: Client, query: str) -> list[str]:
+        page = await client.call_tool("search", {"query": query})
+        assert page.structured_content is not None
+        return [item["name"] for item in page.structured_content["items"]]
+
+    with anyio.fail_after(120):
+        async with Client(parameters, mode="2026-07-28") as client:
+            assert await names(client, "second") == []
+            tools.write_text(json.dumps(["first", "second"]), "utf-8")
+            announced = await client.call_tool(
+                "invoke", {"name": "shifty.announce", "arguments": {"count": 5}}
+            )
+            assert not announced.is_error
+            while await names(client, "second") != ["shifty.second"]:
+                await anyio.sleep(0.1)
+            called = await client.call_tool("invoke", {"name": "shifty.second", "arguments": {}})
+            assert called.content[0].text == "second called"  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio
@@ -92,7 +126,8 @@ async def test_serve_over_http_with_a_token_verifier(tmp_path: Path) -> None:
                 assert refused.status_code == 401
     finally:
         stop_process(process)
-    written = log.read_text().splitlines()
+    # The upstream's stderr is the gateway's: keep the gateway's own lines.
+    written = [line for line in log.read_text().splitlines() if line.startswith("opgate: ")]
     assert written[0].startswith("opgate: 1 of 1 upstream connected, 9 operations imported")
     assert written[-1] == f"opgate: serving 9 operations at http://127.0.0.1:{port}/mcp"
 

@@ -8,7 +8,7 @@ tools left out with reasons; renamed tools reported and still reaching their own
 tool; ``isError`` mapped; hostile answers (too deep, not base64, over budget, against
 the tool's own output schema, an input request no one can answer, a JSON-RPC error)
 failing only their call; a slow call timing out and a call its caller cancels, both
-cancelled upstream; an upstream crashing mid-call while the rest serve.
+cancelled upstream; an upstream crashing mid-call while the rest serve, restarted.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from opgate import (
     SearchPage,
     Text,
 )
-from opgate.upstream import Catalog, load_config, open_catalog
+from opgate.upstream import Backoff, Catalog, load_config, open_catalog
 
 from upstream_servers import PIXEL, stdio_entry
 
@@ -306,21 +306,43 @@ async def test_a_call_the_caller_cancels_is_cancelled_upstream(
     assert after.result.content == (Text("after"),)
 
 
-async def test_a_crash_mid_call_fails_that_upstream_only() -> None:
+async def test_a_crash_mid_call_fails_that_upstream_only_until_it_is_restarted() -> None:
     config = load_config({"mcpServers": {"kit": stdio_entry("kit"), "raw": stdio_entry("raw")}})
-    async with open_catalog(config, start_timeout=60, call_timeout=60) as catalog:
+    backoff = Backoff(first=1.0, cap=1.0)
+    async with open_catalog(config, start_timeout=60, call_timeout=60, backoff=backoff) as catalog:
         registry = catalog.registry(LocalPolicy())
         crashed = await failed(registry, "kit.crash", {})
         assert crashed.failure.code is FailureCode.OPERATION_FAILED
         assert crashed.failure.message == "upstream 'kit' closed the connection during the call"
         status = catalog.sessions["kit"].status()
-        assert (status.connected, status.reason) == (False, "the connection closed")
+        assert (status.connected, status.reason, status.retrying) == (
+            False,
+            "the connection closed",
+            True,
+        )
         again = await failed(registry, "kit.echo", {"text": "x"})
-        assert again.failure.message == "upstream 'kit' is not connected (the connection closed)"
+        assert again.failure.message == (
+            "upstream 'kit' is not connected (the connection closed); the gateway is "
+            "restarting it, try again shortly"
+        )
         other = await completed(registry, "raw.read_file", {})
         assert other.result.content == (Text("called read file"),)
-        # Search still lists the crashed upstream's operations (restarts come later).
+        # Search still lists the crashed upstream's operations while it restarts.
         assert "kit.echo" in await names(registry, "echo")
+        await connected(catalog, "kit")
+        after = await completed(registry, "kit.echo", {"text": "after the restart"})
+        assert after.result.structured == {"result": "after the restart"}
+        status = catalog.sessions["kit"].status()
+        assert (status.connected, status.restarts) == (True, 1)
+        assert "restarted 1 time, up since" in str(status)
+        assert catalog.report.rebuilds == 0  # the same tools: the same operations serve
+
+
+async def connected(catalog: Catalog, name: str, seconds: float = 60) -> None:
+    """Wait until upstream ``name`` of ``catalog`` is connected."""
+    with anyio.fail_after(seconds):
+        while not catalog.sessions[name].status().connected:
+            await anyio.sleep(0.05)
 
 
 async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+
 from opgate.upstream import Issue, Report, UpstreamStatus
 from opgate.upstream._report import MAX_REASON_CHARS, bounded
 
@@ -49,3 +52,32 @@ def test_counts_read_in_english() -> None:
         one.summary()
         == "1 of 1 upstream connected, 1 operation imported, 0 tools skipped, 0 warnings"
     )
+
+
+def test_a_status_says_retries_and_restarts() -> None:
+    since = datetime(2026, 12, 2, 19, 30, 5, tzinfo=UTC)
+    down = UpstreamStatus(
+        "web", "http", False, "could not reach the upstream (ConnectError)", attempts=3
+    )
+    assert str(down) == "web (http): not connected: could not reach the upstream (ConnectError)"
+    retrying = replace(down, retrying=True)
+    assert str(retrying) == (
+        "web (http): not connected: could not reach the upstream (ConnectError); "
+        "retrying (3 failed starts)"
+    )
+    assert str(replace(retrying, attempts=1)).endswith("; retrying")
+    up = UpstreamStatus(
+        "kit", "stdio", True, protocol_version="2026-07-28", tools=9, since=since, restarts=2
+    )
+    assert str(up) == (
+        "kit (stdio, 2026-07-28): 9 tools listed, restarted 2 times, "
+        "up since 2026-12-02 19:30:05 UTC"
+    )
+
+
+def test_a_refused_rebuild_is_a_line_of_its_own() -> None:
+    report = Report(rebuilds=2, refused="change 3 (kit) was refused: ConfigurationError: x")
+    assert (
+        report.lines()[-1] == "rebuild refused: change 3 (kit) was refused: ConfigurationError: x"
+    )
+    assert "rebuild refused" not in "\n".join(Report(rebuilds=2).lines())

@@ -25,7 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 from opgate import Completed, LocalPolicy, Registry, ScopePolicy
 from opgate.mcp import GatewayServer, uvicorn_config
 from opgate.upstream import (
+    DEFAULT_BACKOFF,
     INHERITED_ENV,
+    Backoff,
     Catalog,
     StdioServer,
     child_environment,
@@ -54,6 +56,33 @@ def test_child_environment_keeps_the_inherited_list_and_the_entry() -> None:
         "LANG": "C",
         "OWN": "1",
     }
+
+
+def test_the_backoff_doubles_to_its_cap_less_its_jitter() -> None:
+    backoff = Backoff(first=0.5, factor=2, cap=4, jitter=0.25)
+    assert [backoff.delay(n, lambda: 0.0) for n in range(6)] == [0.5, 1, 2, 4, 4, 4]
+    assert backoff.delay(1, lambda: 0.999999) == pytest.approx(0.75, rel=1e-5)
+    assert backoff.delay(10_000, lambda: 0.0) == 4  # no overflow far along
+    assert all(3 < backoff.delay(9) <= 4 for _ in range(100))
+    assert (
+        Backoff(first=0.5, factor=2, cap=30, jitter=0.25, heartbeat=15, stable=60)
+        == DEFAULT_BACKOFF
+    )
+
+
+@pytest.mark.parametrize(
+    ("members", "words"),
+    [
+        ({"first": 0}, "first must be a positive"),
+        ({"heartbeat": float("inf")}, "heartbeat must be a positive"),
+        ({"factor": 0.5}, "factor must be at least 1"),
+        ({"first": 5, "cap": 1}, "cap must be at least"),
+        ({"jitter": 1}, "jitter must be at least 0 and under 1"),
+    ],
+)
+def test_a_backoff_out_of_range_is_refused(members: dict[str, float], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        Backoff(**members)
 
 
 def test_the_inherited_list_is_what_a_process_needs_to_start() -> None:

@@ -153,10 +153,77 @@ class Registry:
                 # Inside the paused collector too: 20,000 Definition objects would trigger passes.
                 revision=catalog_revision(entries),
                 form_checks=FormChecks(),
+                regex_backtrack_limit=regex_backtrack_limit,
             )
             order = _order(compiled, ranking)
         trim_heap()  # the build's freed memory, back to the system
         self._assemble(compiled, order, _state(compiled, _keys(secret), ledger))
+
+    def with_operations(self, operations: Iterable[Operation]) -> Registry:
+        """A registry of ``operations`` that carries on this one's service: the same
+        policy, limits, clocks, regex setting and ranking, and the same keys and
+        continuation ledger (the same object), compiled and checked as
+        ``Registry(...)`` does (and raising what it raises).
+
+        Its revision is the new definitions' own, so this registry's search cursors do
+        not open on it (``invalid_cursor``), as the seed binds them. The ledger being
+        shared, a prompt pending on this registry stays answerable on the new one for an
+        operation of the same name, arguments and principal (the arguments are checked
+        again against the new definition), and serving lifetimes opened on this one
+        stay valid. This is what ``GatewayServer.swap`` takes: a catalog that changed
+        while served.
+        """
+        old = self._compiled
+        limits = old.limits
+        with paused_collector():
+            entries = snapshot_catalog(operations, limits, old.regex_backtrack_limit)
+            index = search_index(entries)
+            compiled = _Compiled(
+                limits=limits,
+                policy=old.policy,
+                clock=old.clock,
+                monotonic=old.monotonic,
+                entries=entries,
+                positions={entry.name: position for position, entry in enumerate(entries)},
+                index=index,
+                groups=group_members(entries),
+                revision=catalog_revision(entries),
+                form_checks=old.form_checks,
+                regex_backtrack_limit=old.regex_backtrack_limit,
+            )
+            order = _order(compiled, self._order.ranking)
+        state = self._state
+        invoker = Invoker(
+            entries=compiled.entries,
+            positions=compiled.positions,
+            policy=compiled.policy,
+            limits=compiled.limits,
+            ledger=state.ledger,
+            monotonic=compiled.monotonic,
+            form_checks=compiled.form_checks,
+            scope_hashes=state.scope_hashes,
+        )
+        successor = Registry.__new__(Registry)
+        successor._assemble(
+            compiled,
+            order,
+            _State(
+                state.keys,
+                state.ledger_factory,
+                state.cursors,
+                state.scope_hashes,
+                state.ledger,
+                invoker,
+            ),
+        )
+        return successor
+
+    def continues(self, other: Registry) -> bool:
+        """Whether this registry carries on ``other``'s service: it shares ``other``'s
+        keys and continuation ledger (one is ``with_operations`` of the other, or a
+        ``replace`` keeping both), so ``other``'s serving lifetimes and pending prompts
+        are valid here."""
+        return isinstance(other, Registry) and other._state.ledger is self._state.ledger
 
     def replace(
         self,
@@ -433,6 +500,7 @@ class _Compiled:
     groups: GroupMembers
     revision: str
     form_checks: FormChecks
+    regex_backtrack_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from ._options import (
     refuse_unauthenticated_catalogs,
 )
 from ._secrets import shared_secret
-from ._upstreams import serve_upstreams
+from ._upstreams import follow_catalog, serve_upstreams
 from ._usage import UsageError
 
 __all__ = ["build_gateway", "serve"]
@@ -63,10 +63,14 @@ def serve(arguments: argparse.Namespace) -> int:
     return serve_over_http(gateway, arguments, limits)
 
 
-async def _serve_catalog(arguments: argparse.Namespace, limits: Any, registry: Any) -> None:
+async def _serve_catalog(
+    arguments: argparse.Namespace, limits: Any, registry: Any, catalog: Any
+) -> None:
     """Serve ``registry`` (the ``--upstreams`` catalog's) in the running event loop: the
-    gateway, the ledger's answer, then stdio or HTTP until stopped."""
+    gateway (swapped for each change of ``catalog``), the ledger's answer, then stdio or
+    HTTP until stopped."""
     gateway = build_gateway(arguments, registry)
+    follow_catalog(catalog, gateway)
     backend = gateway.registry.ledger
     if getattr(backend, "check", None) is not None:
         ledger_verdict(backend, await probe_ledger(backend))

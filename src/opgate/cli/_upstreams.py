@@ -13,7 +13,9 @@ without them writes nothing.
 
 The upstreams' connections belong to the event loop that started them, so starting them,
 building the gateway and serving run in one loop: ``serve_upstreams`` owns it and hands
-the catalog's registry to the caller, which serves it there.
+the catalog's registry and the catalog to the caller, which serves it there and makes
+the gateway follow the catalog's changes (``Catalog.follow``: restarted upstreams that
+list other tools, late upstreams joining, ``list_changed``), each said on stderr.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ._openapi import ServePolicy, print_report
 from ._options import UPSTREAM_TIMEOUT_OPTIONS
 from ._usage import UsageError
 
-__all__ = ["accepted_pairs", "catalog_timeouts", "serve_upstreams"]
+__all__ = ["accepted_pairs", "catalog_timeouts", "follow_catalog", "serve_upstreams"]
 
 
 def catalog_timeouts(arguments: argparse.Namespace) -> dict[str, float]:
@@ -64,13 +66,25 @@ def accepted_pairs(values: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def follow_catalog(catalog: Any, gateway: Any, stream: Any = None) -> None:
+    """Make ``gateway`` serve each change of ``catalog`` (``Catalog.follow``), and say
+    each one applied on ``stream`` (default stderr); a change the swap refuses is said
+    by the ``opgate.upstream`` logger, and the gateway keeps serving what it served."""
+
+    def said(change: Any) -> None:
+        print(f"opgate: {change.summary()}", file=stream or sys.stderr, flush=True)
+
+    catalog.follow(gateway)
+    catalog.on_change(said)
+
+
 def serve_upstreams(
-    arguments: argparse.Namespace, serve_registry: Callable[[Any], Awaitable[None]]
+    arguments: argparse.Namespace, serve_registry: Callable[[Any, Any], Awaitable[None]]
 ) -> int:
     """Start the upstreams of ``--upstreams FILE``, print their report (to stderr; every
     line of it to stdout with ``--check``), then await ``serve_registry`` with their
-    catalog's registry, whose policy allows every principal every operation; returns the
-    exit status once it returns, the upstreams closed.
+    catalog's registry, whose policy allows every principal every operation, and the
+    catalog; returns the exit status once it returns, the upstreams closed.
 
     With ``--check`` nothing is served: 0 when some operation can be served, 1 when none
     can. Another source besides the file, a file that is not a usable configuration, or a
@@ -127,7 +141,7 @@ def serve_upstreams(
                     print(f"opgate: no tool of {arguments.upstreams} can be served", file=stream)
                     return 1
                 return 0
-            await serve_registry(catalog.registry(ServePolicy()))
+            await serve_registry(catalog.registry(ServePolicy()), catalog)
             return 0
 
     try:

@@ -184,20 +184,15 @@ class GatewayServer:
         if isinstance(pinned, str):
             raise TypeError("pinned must be a collection of operation names, not one str")
         pins = tuple(dict.fromkeys(pinned))
+        keys = dict(input_request_keys or {})
+        _check_names(registry, pins, keys)
         gateway_names = {tool.name for tool in GATEWAY_TOOLS}
         for pin in pins:
-            if not isinstance(pin, str) or pin not in registry:
-                raise ConfigurationError(f"pinned operation {pin!r} is not in the registry")
             if pin in gateway_names:
                 raise ConfigurationError(
                     f"pinned operation {pin!r} has the name of a gateway tool; rename it"
                 )
-        keys = dict(input_request_keys or {})
         for operation, key in keys.items():
-            if operation not in registry:
-                raise ConfigurationError(
-                    f"input_request_keys names unknown operation {operation!r}"
-                )
             if not isinstance(key, str) or not key:
                 raise ConfigurationError(f"the input request key for {operation!r} must be a str")
         self._registry = registry
@@ -229,6 +224,33 @@ class GatewayServer:
     def registry(self) -> Registry:
         """The registry this server serves."""
         return self._registry
+
+    def swap(self, registry: Registry) -> None:
+        """Serve ``registry`` from now on: calls (and listings) that start after the
+        swap use it; calls in flight finish on the registry they started with, their
+        prompts included. Nothing is awaited, so the swap is atomic for every task.
+
+        ``registry`` must carry on this one's service (``registry.continues(old)``:
+        built with ``old.with_operations(...)``), so the serving lifetimes already open
+        and the prompts pending stay valid; it must hold every pinned operation and
+        every operation ``input_request_keys`` names. Otherwise nothing changes and
+        ``ConfigurationError`` says why (``TypeError`` for a non-``Registry``). The
+        gateway tools' listed schemas follow the new registry's ranking. The tools a
+        client lists stay the same names (a pinned tool shows its new definition at
+        the next ``tools/list``), so no ``list_changed`` is sent to clients.
+        """
+        if not isinstance(registry, Registry):
+            raise TypeError("registry must be an opgate.Registry")
+        if not registry.continues(self._registry):
+            raise ConfigurationError(
+                "the new registry does not carry on the served one (another ledger and "
+                "keys): build it with served.with_operations(operations)"
+            )
+        _check_names(registry, self._pin_order, self._input_keys)
+        schemas = _listed_input_schemas(registry)
+        self._registry = registry
+        self._input_schemas = schemas
+        self._server.get_tool_input_schema = self._input_schema_lookup(self._pin_order)
 
     @property
     def pinned(self) -> tuple[str, ...]:
@@ -407,14 +429,15 @@ class GatewayServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[_Serving], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        registry = self._registry  # one registry for the whole listing (see swap)
         # The search tool tells agents how the registry's ranking treats keywords.
-        by_rule = self._registry.ranking is Ranking.RULE
+        by_rule = registry.ranking is Ranking.RULE
         tools = [_tool(spec) for spec in (GATEWAY_TOOLS if by_rule else RELEVANCE_GATEWAY_TOOLS)]
         if self._pinned:
             call_ctx = self._context(ctx)
             modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
             for name in self._pin_order:
-                spec = await self._registry.inspect(call_ctx, name)
+                spec = await registry.inspect(call_ctx, name)
                 if isinstance(spec, OperationSpec):
                     tools.append(_pinned_tool(spec, modern=modern))
         return types.ListToolsResult(tools=tools)
@@ -428,40 +451,45 @@ class GatewayServer:
         if name not in (SEARCH, INSPECT, INVOKE) and name not in self._pinned:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name[:128]}")
         call_ctx = self._context(ctx)
+        # The call runs on the registry served when it started, to its end (see swap).
+        registry = self._registry
         try:
             if name == SEARCH:
-                return await self._search(ctx, call_ctx, params.arguments)
+                return await self._search(ctx, registry, call_ctx, params.arguments)
             if name == INSPECT:
-                return await self._inspect(ctx, call_ctx, params.arguments)
+                return await self._inspect(ctx, registry, call_ctx, params.arguments)
             if name == INVOKE:
                 request = invoke_arguments(params.arguments)
                 arguments = _exact(ctx, ("params", "arguments", "arguments"), request.arguments)
-                return await self._invoke(ctx, call_ctx, name, request.name, arguments, params)
+                return await self._invoke(
+                    ctx, registry, call_ctx, name, request.name, arguments, params
+                )
             arguments = _exact(ctx, ("params", "arguments"), params.arguments or {})
-            return await self._invoke(ctx, call_ctx, name, name, arguments, params)
+            return await self._invoke(ctx, registry, call_ctx, name, name, arguments, params)
         except ToolArgumentError as exc:
             return await self._failed(
-                ctx, call_ctx, name, Failure(FailureCode.INVALID_REQUEST, str(exc))
+                ctx, registry, call_ctx, name, Failure(FailureCode.INVALID_REQUEST, str(exc))
             )
         except Failure as failure:
-            return await self._failed(ctx, call_ctx, name, failure)
+            return await self._failed(ctx, registry, call_ctx, name, failure)
         except MCPError:
             raise  # a protocol error on purpose (a tampered request_state)
         except Exception as exc:  # a bug here must still answer as a tool error
-            return await self._failed(ctx, call_ctx, name, internal_failure(exc))
+            return await self._failed(ctx, registry, call_ctx, name, internal_failure(exc))
 
     async def _search(
         self,
         ctx: ServerRequestContext[_Serving],
+        registry: Registry,
         call_ctx: CallContext,
         arguments: Mapping[str, Any] | None,
     ) -> types.CallToolResult:
         request = search_arguments(arguments)
-        page = await self._registry.search(
+        page = await registry.search(
             call_ctx, request.query, group=request.group, limit=request.limit, cursor=request.cursor
         )
         if not isinstance(page, SearchPage):
-            return await self._failed(ctx, call_ctx, SEARCH, page.failure)
+            return await self._failed(ctx, registry, call_ctx, SEARCH, page.failure)
         value = {
             "items": [
                 {"name": item.name, "group": item.group, "summary": item.summary}
@@ -473,30 +501,33 @@ class GatewayServer:
         if len(sent) > PAGE_BYTES:  # the index keeps pages under budget; never cut one
             raise Failure(FailureCode.INTERNAL, "the search page does not fit its budget")
         result = structured_result(value, sent.decode("utf-8"))
-        if not page.items and request.cursor is None and self._registry.ranking is Ranking.RULE:
-            hint = await self._empty_hint(call_ctx, request.query)
+        if not page.items and request.cursor is None and registry.ranking is Ranking.RULE:
+            hint = await self._empty_hint(registry, call_ctx, request.query)
             if hint is not None:
                 result.content.append(types.TextContent(type="text", text=hint))
         return result
 
-    async def _empty_hint(self, call_ctx: CallContext, query: str) -> str | None:
+    async def _empty_hint(
+        self, registry: Registry, call_ctx: CallContext, query: str
+    ) -> str | None:
         """How to ask instead, for a multi-word query the rule found nothing for: only
         the groups this principal may discover operations of are named."""
         if len(query.split()) < 2:
             return None
-        groups = await self._registry.groups(call_ctx)
+        groups = await registry.groups(call_ctx)
         return empty_search_hint(query, groups if isinstance(groups, tuple) else ())
 
     async def _inspect(
         self,
         ctx: ServerRequestContext[_Serving],
+        registry: Registry,
         call_ctx: CallContext,
         arguments: Mapping[str, Any] | None,
     ) -> types.CallToolResult:
         request = inspect_arguments(arguments)
-        spec = await self._registry.inspect(call_ctx, request.name)
+        spec = await registry.inspect(call_ctx, request.name)
         if not isinstance(spec, OperationSpec):
-            return await self._failed(ctx, call_ctx, INSPECT, spec.failure)
+            return await self._failed(ctx, registry, call_ctx, INSPECT, spec.failure)
         value: dict[str, JSONValue] = {
             "name": spec.name,
             "group": spec.group,
@@ -511,6 +542,7 @@ class GatewayServer:
     async def _invoke(
         self,
         ctx: ServerRequestContext[_Serving],
+        registry: Registry,
         call_ctx: CallContext,
         tool: str,
         operation: str,
@@ -523,9 +555,9 @@ class GatewayServer:
         negotiated revision, and for its size as sent.
         """
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        budget = self._registry.limits.result_bytes
+        budget = registry.limits.result_bytes
         invoke = _Invoker(
-            registry=self._registry,
+            registry=registry,
             ctx=call_ctx,
             operation=operation,
             arguments=arguments,
@@ -557,20 +589,21 @@ class GatewayServer:
                 outcome = await invoke((outcome.continuation, response))
         self._log_diagnostics(operation, outcome.diagnostics)
         if isinstance(outcome, Failed):
-            return await self._failed(ctx, call_ctx, tool, outcome.failure)
+            return await self._failed(ctx, registry, call_ctx, tool, outcome.failure)
         assert isinstance(outcome, Completed)
         result = tool_result(outcome.result, objects_only=not modern)
         size = wire_size(result)
         if size > budget:
             message = f"the result is {size} bytes as sent, over the result budget of {budget}"
             return await self._failed(
-                ctx, call_ctx, tool, Failure(FailureCode.INVALID_RESULT, message)
+                ctx, registry, call_ctx, tool, Failure(FailureCode.INVALID_RESULT, message)
             )
         return result
 
     async def _failed(
         self,
         ctx: ServerRequestContext[Any, Any],
+        registry: Registry,
         call_ctx: CallContext,
         tool: str,
         failure: Failure,
@@ -589,7 +622,7 @@ class GatewayServer:
             except BaseException as exc:  # a host hook must not change the reply
                 logger.error("on_failure hook raised %s", type(exc).__name__)
         result = failure_result(failure)
-        if wire_size(result) > self._registry.limits.result_bytes:
+        if wire_size(result) > registry.limits.result_bytes:
             result = failure_result(Failure(FailureCode.INVALID_RESULT))
         return result
 
@@ -853,6 +886,17 @@ def _tool(spec: ToolSpec) -> types.Tool:
         input_schema=dict(spec.input_schema),
         output_schema=None if spec.output_schema is None else dict(spec.output_schema),
     )
+
+
+def _check_names(registry: Registry, pins: Iterable[object], keys: Mapping[str, str]) -> None:
+    """``ConfigurationError`` unless every pin and every operation with an input
+    request key is an operation of ``registry``."""
+    for pin in pins:
+        if not isinstance(pin, str) or pin not in registry:
+            raise ConfigurationError(f"pinned operation {pin!r} is not in the registry")
+    for operation in keys:
+        if operation not in registry:
+            raise ConfigurationError(f"input_request_keys names unknown operation {operation!r}")
 
 
 def _listed_input_schemas(registry: Registry) -> dict[str, dict[str, Any]]:

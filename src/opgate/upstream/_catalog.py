@@ -32,15 +32,33 @@ registry checks the result as for any operation. An upstream's failure, timeout,
 closed connection or malformed answer fails that call with ``operation_failed``
 naming the upstream; other calls and upstreams go on. Nothing of the caller
 (``ctx``, its token) is passed to the upstream.
+
+Keeping the catalog true
+------------------------
+The catalog follows its upstreams while the block runs. An upstream that failed to
+start keeps being started (``_session``, with a ``Backoff``) and joins when it comes
+up; one that relists its tools (``list_changed``) or comes back from a restart with
+other tools changes them. Each such change rebuilds the operations: the rebuilds are
+serialized (one at a time, in the catalog's own task) and coalesced (a change that
+arrives while one is pending or running makes at most one rebuild more, after
+``settle`` seconds in which more may arrive), and a rebuild that changes no
+operation's definition changes nothing. A rebuild offers its ``Change`` to every
+listener (``on_change``), in order; ``follow(gateway)`` is the listener that swaps a
+``GatewayServer``'s registry. A listener that raises refuses the change: the catalog
+keeps its operations, ``report.refused`` says why, and the next change tries again
+from the upstreams' tools as they are then. An upstream that is down keeps its
+operations (calls fail at once saying it is restarting) until it lists others.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, Final, TextIO
+from dataclasses import dataclass, replace
+from typing import Any, Final, Protocol, TextIO
 
 import anyio
 import mcp.types as types
@@ -62,16 +80,27 @@ from ._naming import Namer
 from ._relay import Relay
 from ._report import Issue, Report, bounded
 from ._results import json_value
-from ._session import MAX_LISTED_TOOLS, UpstreamSession, max_message_bytes
+from ._session import (
+    DEFAULT_BACKOFF,
+    MAX_LISTED_TOOLS,
+    Backoff,
+    UpstreamSession,
+    max_message_bytes,
+)
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_SETTLE",
     "DEFAULT_START_TIMEOUT",
     "MAX_SUMMARY_CHARS",
     "Catalog",
+    "Change",
+    "Listener",
     "ToolPlan",
     "open_catalog",
 ]
+
+logger = logging.getLogger("opgate.upstream")
 
 #: Seconds an upstream has to start, finish its handshake and list its tools.
 DEFAULT_START_TIMEOUT: Final = 30.0
@@ -81,6 +110,8 @@ DEFAULT_CALL_TIMEOUT: Final = 120.0
 MAX_SUMMARY_CHARS: Final = 200
 #: Seconds the connections have to close on leaving the block before they are cancelled.
 CLOSE_GRACE: Final = 10.0
+#: Seconds a rebuild waits after the first change for more to arrive (coalescing).
+DEFAULT_SETTLE: Final = 0.25
 
 #: The annotation hints named in the description, in this order.
 _HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -106,6 +137,46 @@ class ToolPlan:
     annotations: JSONValue
     input_schema: JSONValue
     output_schema: JSONValue
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One rebuild of the catalog, as its listeners get it.
+
+    * ``operations``: every operation of the catalog after the change;
+    * ``upstreams``: the upstreams whose operations changed (joined, relisted);
+    * ``report``: the report after the change;
+    * ``number``: 1 for the first change after the catalog was opened, then 2, ...;
+    * ``joined``: those of ``upstreams`` that had never been up before (late starts).
+    """
+
+    operations: tuple[Operation, ...]
+    upstreams: tuple[str, ...]
+    report: Report
+    number: int
+    joined: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line: which upstreams joined, whose tools changed, and the catalog's size."""
+        parts = [f"{name} joined" for name in self.joined]
+        relisted = [name for name in self.upstreams if name not in self.joined]
+        if relisted:
+            parts.append(f"the tools of {', '.join(relisted)} changed")
+        return f"change {self.number}: {'; '.join(parts)}; {len(self.operations)} operations now"
+
+
+#: A listener of the catalog's changes (``on_change``): called with each ``Change``;
+#: may be a coroutine function. Raising refuses the change.
+Listener = Callable[[Change], Awaitable[None] | None]
+
+
+class _Swappable(Protocol):
+    """What ``follow`` needs of a server (``opgate.mcp.GatewayServer``)."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    def swap(self, registry: Registry) -> None: ...
 
 
 def summary_of(tool: types.Tool, upstream: str) -> str:
@@ -185,19 +256,29 @@ def _refused(operations: list[Operation], limits: Limits | None) -> dict[str, st
     return _refused(operations[:middle], limits) | _refused(operations[middle:], limits)
 
 
+def _present(sessions: dict[str, UpstreamSession]) -> frozenset[str]:
+    return frozenset(name for name, session in sessions.items() if session.generation)
+
+
+def _plans_of(plans: dict[str, ToolPlan], upstream: str) -> dict[str, ToolPlan]:
+    return {name: plan for name, plan in plans.items() if plan.upstream == upstream}
+
+
 class Catalog:
     """The operations of every connected upstream, with their connections.
 
     * ``operations``: the ``Operation`` tuple (upstreams in the file's order, each
       upstream's tools by name);
-    * ``report``: the ``Report`` of the start;
+    * ``report``: the ``Report`` now (each upstream's status as it is now);
     * ``tools``: operation name → ``ToolPlan``;
     * ``sessions``: upstream name → ``UpstreamSession`` (every enabled upstream,
       connected or not);
     * ``lock``: the ``Lock`` given, or ``None``: a tool whose definition it has not
       accepted is left out and reported in ``report.skipped``; building the catalog saves
       what it accepted (``Lock.save()``, which raises ``LockError``);
-    * ``registry(policy, *, limits=None)``: the ``Registry`` of these operations.
+    * ``registry(policy, *, limits=None)``: the ``Registry`` of these operations;
+    * ``on_change(listener)``, ``follow(gateway)``: what follows the catalog's changes
+      (see the module docstring).
     """
 
     def __init__(
@@ -211,30 +292,136 @@ class Catalog:
     ) -> None:
         self.sessions = {session.name: session for session in sessions}
         self._limits = limits
+        self._disabled = disabled
         checked = limits or Limits()
         if hold_timeout is None:
             hold_timeout = checked.input_lifetime.total_seconds()
         self._relay = Relay(limits=checked, hold_timeout=hold_timeout)
         self.lock = lock
-        self.tools: dict[str, ToolPlan] = {}
+        self._listeners: list[Listener] = []
+        self._wake = anyio.Event()
+        self._rebuilds = 0
+        self._refused = ""
+        self.operations, self.tools, self._report = self._build()
+        if lock is not None:
+            lock.save()
+        self._present = _present(self.sessions)  # the upstreams imported (up once)
+        for session in self.sessions.values():
+            session.on_tools = self._poke
+
+    def _poke(self) -> None:
+        """An upstream's tools may have changed: a rebuild is due."""
+        self._wake.set()
+
+    def _build(self) -> tuple[tuple[Operation, ...], dict[str, ToolPlan], Report]:
+        """The operations of every upstream that has listed its tools (connected now,
+        or connected before and restarting), their plans and the report."""
+        plans: dict[str, ToolPlan] = {}
         operations: list[Operation] = []
         warnings: list[Issue] = []
         skipped: list[Issue] = []
         namer = Namer()
         for session in self.sessions.values():
-            if session.client is None:
+            if session.generation == 0:
                 continue
-            self._import(session, namer, operations, warnings, skipped)
-        if lock is not None:
-            lock.save()
-        self.operations = tuple(operations)
-        self.report = Report(
-            upstreams=tuple(session.status() for session in self.sessions.values()),
-            disabled=disabled,
+            self._import(session, namer, operations, warnings, skipped, plans)
+        report = Report(
+            upstreams=(),
+            disabled=self._disabled,
             operations=tuple(operation.name for operation in operations),
             warnings=tuple(warnings),
             skipped=tuple(skipped),
         )
+        return tuple(operations), plans, report
+
+    @property
+    def report(self) -> Report:
+        """The report of the catalog as it is now (see ``Report``)."""
+        return replace(
+            self._report,
+            upstreams=tuple(session.status() for session in self.sessions.values()),
+            rebuilds=self._rebuilds,
+            refused=self._refused,
+        )
+
+    def on_change(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every ``Change`` from now on (after the listeners
+        given before it); returns the function that stops it. A listener runs in the
+        catalog's task, one change at a time; one that raises refuses the change (see
+        the module docstring), and the listeners after it are not called."""
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+        self._listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return stop
+
+    def follow(
+        self, gateway: _Swappable, *, others: Iterable[Operation] = ()
+    ) -> Callable[[], None]:
+        """Swap ``gateway``'s registry on every change: to
+        ``gateway.registry.with_operations([*change.operations, *others])`` (the host's
+        own operations ``others`` kept beside the catalog's), through
+        ``gateway.swap``. A registry the swap refuses (a pinned operation gone, say)
+        refuses the change. Returns the function that stops following."""
+        kept = tuple(others)
+
+        def swap(change: Change) -> None:
+            gateway.swap(gateway.registry.with_operations([*change.operations, *kept]))
+
+        return self.on_change(swap)
+
+    async def _follow(self, settle: float) -> None:
+        """The catalog's task: one rebuild at a time, for the changes since the last."""
+        while True:
+            await self._wake.wait()
+            await anyio.sleep(settle)  # a burst of changes becomes one rebuild
+            self._wake = anyio.Event()  # a change from now on makes one rebuild more
+            try:
+                await self._rebuild()
+            except Exception as exc:  # a rebuild must never take the gateway down
+                self._refused = f"the rebuild failed ({type(exc).__name__})"
+                logger.error("catalog rebuild failed: %s", type(exc).__name__)
+
+    async def _rebuild(self) -> None:
+        """Build the operations again; offer them to the listeners if a definition
+        changed (see the module docstring)."""
+        operations, plans, report = self._build()
+        changed = tuple(
+            name for name in self.sessions if _plans_of(plans, name) != _plans_of(self.tools, name)
+        )
+        if not changed:
+            self._report = report  # the same definitions: the same operations serve
+            return
+        number = self._rebuilds + 1
+        shown = replace(
+            report,
+            upstreams=tuple(session.status() for session in self.sessions.values()),
+            rebuilds=number,
+        )
+        joined = tuple(name for name in changed if name not in self._present)
+        if self.lock is not None:
+            self.lock.save()  # what a late upstream listed: saved before it is served
+        change = Change(operations, changed, shown, number, joined)
+        for listener in tuple(self._listeners):
+            try:
+                result = listener(change)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                self._refused = bounded(
+                    f"change {change.number} ({', '.join(changed)}) was refused: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                logger.warning("catalog %s", self._refused)
+                return
+        self.operations, self.tools, self._report = operations, plans, report
+        self._present = _present(self.sessions)
+        self._rebuilds = number
+        self._refused = ""
 
     def _import(
         self,
@@ -243,6 +430,7 @@ class Catalog:
         operations: list[Operation],
         warnings: list[Issue],
         skipped: list[Issue],
+        plans: dict[str, ToolPlan],
     ) -> None:
         upstream = session.name
         tools = session.server.tools
@@ -343,7 +531,7 @@ class Catalog:
                 continue
             if renamed is not None:
                 warnings.append(renamed)
-            self.tools[plan.name] = plan
+            plans[plan.name] = plan
             operations.append(operation)
 
     def __len__(self) -> int:
@@ -375,6 +563,8 @@ async def open_catalog(
     hold_timeout: float | None = None,
     stderr: TextIO | None = None,
     lock: Lock | None = None,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    settle: float = DEFAULT_SETTLE,
 ) -> AsyncIterator[Catalog]:
     """Start every upstream of ``config`` and yield their ``Catalog`` (see the module
     docstring).
@@ -390,7 +580,13 @@ async def open_catalog(
     * ``stderr``: where stdio upstreams' stderr goes (default ``sys.stderr``; a stream
       without a file descriptor falls back to the process's own stderr);
     * ``lock``: a ``Lock``: tools whose definitions it has not accepted are withheld,
-      and what it accepted is written once the catalog is built (``_lock``).
+      and what it accepted is written once the catalog is built and before each
+      rebuild that changes it is offered (``_lock``);
+    * ``backoff``: how an upstream that is down is started again (``Backoff``);
+    * ``settle``: seconds a rebuild waits after a change for more to arrive.
+
+    The block's first report is of every upstream's first start; the catalog changes
+    after that as its upstreams do (see the module docstring).
 
     Raises ``TypeError`` or ``ValueError`` for bad arguments, and ``LockError`` when the
     lock cannot be saved (the upstreams are closed first); nothing an upstream does
@@ -399,6 +595,10 @@ async def open_catalog(
     if not isinstance(config, Config):
         raise TypeError("config must be an opgate.upstream.Config (see load_config)")
     timeouts = [("start_timeout", start_timeout), ("call_timeout", call_timeout)]
+    if not isinstance(backoff, Backoff):
+        raise TypeError("backoff must be an opgate.upstream.Backoff")
+    if isinstance(settle, bool) or not isinstance(settle, int | float) or not settle >= 0:
+        raise ValueError("settle must be a number of seconds, at least 0")
     if hold_timeout is not None:
         timeouts.append(("hold_timeout", hold_timeout))
     for what, seconds in timeouts:
@@ -415,6 +615,7 @@ async def open_catalog(
             call_timeout=call_timeout,
             stderr=stderr,
             max_message_bytes=max_message_bytes(limits or Limits()),
+            backoff=backoff,
         )
         for server in config
     ]
@@ -428,13 +629,15 @@ async def open_catalog(
             group.start_soon(session.run, name=f"opgate upstream {session.name}")
         for session in sessions:
             await session.started()
-        yield Catalog(
+        catalog = Catalog(
             sessions,
             disabled=config.disabled,
             limits=limits,
             hold_timeout=hold_timeout,
             lock=lock,
         )
+        group.start_soon(catalog._follow, settle, name="opgate upstream catalog")
+        yield catalog
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE):
             async with anyio.create_task_group() as closing:

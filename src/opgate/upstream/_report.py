@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
 __all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded"]
 
@@ -51,14 +52,20 @@ class Issue:
 
 @dataclass(frozen=True, slots=True)
 class UpstreamStatus:
-    """One upstream after start.
+    """One upstream now.
 
     * ``name``, ``transport`` (``"stdio"`` or ``"http"``);
-    * ``connected``: whether it started and listed its tools;
+    * ``connected``: whether it is started and its tools listed;
     * ``reason``: why not, ``""`` when connected;
     * ``protocol_version``: what was negotiated (``""`` when not connected);
     * ``server``: the name and version the upstream gave (``""`` if none);
-    * ``tools``: how many tools it listed.
+    * ``tools``: how many tools it listed;
+    * ``since``: when the current connection came up, or (not connected) when the last
+      start failed or the connection was lost; ``None`` before the first attempt ended;
+    * ``attempts``: starts that failed in a row since it was last up (the gateway keeps
+      retrying with a backoff: ``retrying``);
+    * ``restarts``: connections made after the first (a crash, a lost session);
+    * ``retrying``: whether the gateway is starting it again (``False`` once closed).
     """
 
     name: str
@@ -68,14 +75,22 @@ class UpstreamStatus:
     protocol_version: str = ""
     server: str = ""
     tools: int = 0
+    since: datetime | None = None
+    attempts: int = 0
+    restarts: int = 0
+    retrying: bool = False
 
     def __str__(self) -> str:
         if not self.connected:
-            return f"{self.name} ({self.transport}): not connected: {self.reason}"
+            tried = f" ({_counted(self.attempts, 'failed start')})" if self.attempts > 1 else ""
+            again = f"; retrying{tried}" if self.retrying else ""
+            return f"{self.name} ({self.transport}): not connected: {self.reason}{again}"
         server = f", {self.server}" if self.server else ""
+        restarted = f", restarted {_counted(self.restarts, 'time')}" if self.restarts else ""
+        since = f", up since {self.since:%Y-%m-%d %H:%M:%S} UTC" if self.restarts else ""
         return (
             f"{self.name} ({self.transport}{server}, {self.protocol_version}): "
-            f"{_counted(self.tools, 'tool')} listed"
+            f"{_counted(self.tools, 'tool')} listed{restarted}{since}"
         )
 
 
@@ -89,7 +104,11 @@ class Report:
       upstream's tools by name);
     * ``warnings``: imported with a stated difference, or a filter naming a tool the
       upstream does not list;
-    * ``skipped``: tools not imported, one ``Issue`` each.
+    * ``skipped``: tools not imported, one ``Issue`` each;
+    * ``rebuilds``: how many times the catalog changed since it was opened (an
+      upstream joined, relisted other tools, or came back with other tools);
+    * ``refused``: why the last rebuild was not applied (a listener refused it, and the
+      catalog kept its operations), ``""`` when it was.
     """
 
     upstreams: tuple[UpstreamStatus, ...] = ()
@@ -97,6 +116,8 @@ class Report:
     operations: tuple[str, ...] = ()
     warnings: tuple[Issue, ...] = ()
     skipped: tuple[Issue, ...] = ()
+    rebuilds: int = 0
+    refused: str = ""
 
     @property
     def failed(self) -> tuple[UpstreamStatus, ...]:
@@ -120,13 +141,15 @@ class Report:
     def lines(self) -> list[str]:
         """The whole report as lines of text: the summary, then ``upstream STATUS`` for
         each upstream, ``disabled NAME``, ``skipped ISSUE`` for each skipped tool and
-        ``warning ISSUE`` for each warning, each with its reason."""
+        ``warning ISSUE`` for each warning, each with its reason, and why the last
+        rebuild was refused, if it was."""
         return [
             self.summary(),
             *(f"upstream {status}" for status in self.upstreams),
             *(f"disabled {name}" for name in self.disabled),
             *(f"skipped {issue}" for issue in self.skipped),
             *(f"warning {issue}" for issue in self.warnings),
+            *([f"rebuild refused: {self.refused}"] if self.refused else []),
         ]
 
 

@@ -40,6 +40,32 @@ and may keep open in ``held`` while a person answers. Nothing on the wire links 
 flight only when it is the upstream's one call in flight; with none or several, it
 is refused with a JSON-RPC error and never shown to anyone.
 
+Restarts and changes
+--------------------
+``run()`` does not end when a connection does: a start that fails or does not finish
+within ``start_timeout``, and a connection that is lost (a stdio process that died,
+an HTTP session the upstream ended), are followed by another start after a wait of
+``Backoff``: ``first`` seconds, doubling (``factor``) up to ``cap``, less a random
+share of up to ``jitter`` so upstreams that fell together do not start again in
+step; a connection that stayed up ``stable`` seconds resets the wait (a shorter one
+counts as a failed start). While the upstream is down, a call
+fails at once saying it is not connected and is being restarted. A loss is found by
+the call that meets it (the connection answers ``CONNECTION_CLOSED``, which a ping
+confirms) or, between calls, by a ping every ``Backoff.heartbeat`` seconds. On a
+loss the calls of the old connection end: held calls are abandoned (their prompts'
+answers then fail saying the upstream no longer waits for them) and calls in flight
+fail saying the connection closed. Nothing of the SDK's client outlives the
+connection: each one is entered and left in ``run()``'s task.
+
+The tools are listed at every start, and again when the upstream says they changed:
+``notifications/tools/list_changed`` (2025-11-25) or a ``ToolsListChanged`` event on a
+``subscriptions/listen`` stream (2026-07-28, opened when the upstream serves it, and
+again after a ``Backoff`` wait if it ends while the connection lives; each opening is
+followed by one listing more, for a change made before the stream was open).
+Notifications that arrive while a listing runs make one listing more, not one each.
+``on_tools`` (the catalog's hook) is called whenever ``tools`` may differ from what
+it last saw: a connection came up, or a listing found other tools.
+
 Failures
 --------
 A start that fails or does not finish within ``start_timeout`` leaves the session
@@ -58,9 +84,12 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, TextIO
 
 import anyio
@@ -69,7 +98,10 @@ import mcp.types as types
 import pydantic
 from mcp import Client, MCPError, StdioServerParameters, UrlElicitationRequiredError
 from mcp.client.context import ClientRequestContext
+from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from opgate import Limits, __version__
@@ -81,11 +113,13 @@ from ._stdio import bounded_stdio_client
 
 __all__ = [
     "CLIENT_NAME",
+    "DEFAULT_BACKOFF",
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
     "MESSAGE_BUDGET_FACTOR",
     "MIN_MESSAGE_BYTES",
+    "Backoff",
     "URLElicitationRequired",
     "UpstreamError",
     "UpstreamSession",
@@ -172,6 +206,58 @@ class URLElicitationRequired(UpstreamError):
         self.elicitations = elicitations
 
 
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How an upstream that is down is started again (see the module docstring).
+
+    * ``first``: seconds before the first start again (after a loss, or a failed start);
+    * ``factor``: how much longer each further wait in a row is (at least 1);
+    * ``cap``: the longest wait, in seconds;
+    * ``jitter``: the share (0 to under 1) of a wait that may be taken off at random;
+    * ``heartbeat``: seconds between the pings that find a connection lost between calls;
+    * ``stable``: seconds a connection must have been up for its loss to start the waits
+      from ``first`` again; a shorter one counts as a failed start, so an upstream that
+      crashes as soon as it is up is not started again every ``first`` seconds.
+
+    The defaults (``DEFAULT_BACKOFF``): 0.5 s, doubling, at most 30 s, jitter 0.25, a
+    ping every 15 s, stable after 60 s. Tests pass small ones.
+    """
+
+    first: float = 0.5
+    factor: float = 2.0
+    cap: float = 30.0
+    jitter: float = 0.25
+    heartbeat: float = 15.0
+    stable: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("first", "factor", "cap", "heartbeat", "stable"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"Backoff.{name} must be a number")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"Backoff.{name} must be a positive, finite number")
+        if self.factor < 1:
+            raise ValueError("Backoff.factor must be at least 1")
+        if self.cap < self.first:
+            raise ValueError("Backoff.cap must be at least Backoff.first")
+        if not 0 <= self.jitter < 1:
+            raise ValueError("Backoff.jitter must be at least 0 and under 1")
+
+    def delay(self, attempt: int, draw: Callable[[], float] = random.random) -> float:
+        """Seconds to wait before start ``attempt`` (0 for the first again):
+        ``min(cap, first * factor**attempt)``, less up to ``jitter`` of it (``draw()``
+        is in [0, 1))."""
+        base = self.cap
+        if attempt < 64:  # beyond that the power overflows; the cap holds long before
+            base = min(self.cap, self.first * self.factor**attempt)
+        return base * (1 - self.jitter * draw())
+
+
+#: The ``Backoff`` of ``open_catalog`` unless it is given one.
+DEFAULT_BACKOFF: Final = Backoff()
+
+
 def child_environment(
     server: StdioServer, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -234,6 +320,8 @@ class UpstreamSession:
     * ``holds_calls``: whether calls go through ``start_call`` (a 2025-11-25
       connection) rather than ``call_tool``;
     * ``held``: the ``HeldCalls`` waiting for a person's answer;
+    * ``generation``: connections made so far; ``on_tools``: the hook called when
+      ``tools`` may have changed (see the module docstring);
     * ``status()``: an ``UpstreamStatus``.
     """
 
@@ -245,6 +333,7 @@ class UpstreamSession:
         call_timeout: float,
         stderr: TextIO | None = None,
         max_message_bytes: int = MIN_MESSAGE_BYTES,
+        backoff: Backoff = DEFAULT_BACKOFF,
     ) -> None:
         self.server = server
         self.name = server.name
@@ -263,6 +352,16 @@ class UpstreamSession:
         self._calls: anyio.abc.TaskGroup | None = None
         self._in_flight: set[HeldCall] = set()
         self.held = HeldCalls()
+        self._backoff = backoff
+        self._lost = anyio.Event()  # the current connection's end (see _lose)
+        self._starting: anyio.CancelScope | None = None  # the current connection's scope
+        self._relist = anyio.Event()  # the upstream said its tools changed
+        self._since: datetime | None = None
+        self._failures = 0  # starts that failed in a row
+        #: Connections made so far (the catalog tells a reconnection by it).
+        self.generation = 0
+        #: Called whenever ``tools`` may differ from what the caller last saw.
+        self.on_tools: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"UpstreamSession({self.name!r}, connected={self.client is not None})"
@@ -286,8 +385,18 @@ class UpstreamSession:
     def status(self) -> UpstreamStatus:
         """The upstream's state now."""
         client = self.client
+        restarts = max(0, self.generation - 1)
         if client is None:
-            return UpstreamStatus(self.name, self.transport, False, self._reason)
+            return UpstreamStatus(
+                self.name,
+                self.transport,
+                False,
+                self._reason,
+                since=self._since,
+                attempts=self._failures,
+                restarts=restarts,
+                retrying=not self._stop.is_set(),
+            )
         info = client.server_info
         server = ""
         if info is not None:
@@ -299,6 +408,8 @@ class UpstreamSession:
             protocol_version=client.protocol_version,
             server=server,
             tools=len(self.tools),
+            since=self._since,
+            restarts=restarts,
         )
 
     async def started(self) -> None:
@@ -310,6 +421,9 @@ class UpstreamSession:
         if self.client is not None:
             self._reason = "closed"
         self._stop.set()
+        starting = self._starting
+        if starting is not None and self.client is None:
+            starting.cancel()  # a start under way (or a retry's) need not finish
         await self._finished.wait()
 
     @asynccontextmanager
@@ -336,6 +450,7 @@ class UpstreamSession:
                 client_info=info,
                 cache=None,
                 elicitation_callback=self._on_elicit,
+                message_handler=self._on_message,
             ) as client:
                 yield client
             return
@@ -347,35 +462,29 @@ class UpstreamSession:
                 client_info=info,
                 cache=None,
                 elicitation_callback=self._on_elicit,
+                message_handler=self._on_message,
             ) as client:
                 yield client
 
     async def run(self) -> None:
-        """The owner task: start, list, serve calls until ``close()``; never raises
-        except for cancellation."""
-        # The start deadline is lifted once started; it is one scope around the whole
-        # connection because the SDK's scopes inside it must close in the same order.
-        deadline = anyio.CancelScope(deadline=anyio.current_time() + self._start_timeout)
+        """The owner task: start, list, serve calls, and start again after a failed
+        start or a lost connection (see the module docstring), until ``close()``; never
+        raises except for cancellation."""
         try:
-            with deadline:
-                async with self._connected() as client:
-                    self.tools, self.truncated = await _list_tools(client)
-                    deadline.deadline = math.inf
-                    async with anyio.create_task_group() as calls:
-                        self._calls = calls
-                        self.client = client
-                        self._started.set()
-                        await self._stop.wait()
-                        self.client = None
-                        self.held.abandon_all()
-                        calls.cancel_scope.cancel()
-            if deadline.cancelled_caught and not self._started.is_set():
-                self._reason = f"did not start within {self._start_timeout:g} s"
-        except Exception as exc:  # every failure of an upstream is the upstream's
-            if not self._started.is_set():
-                self._reason = _start_reason(self.server, exc)
-            else:
-                self._reason = "the connection ended"
+            streak = 0  # failed starts and short connections in a row
+            while not self._stop.is_set():
+                lasted = await self._connect()
+                up = lasted is not None
+                self._since = datetime.now(UTC)
+                self._failures = 0 if up else self._failures + 1
+                self._started.set()
+                if self._stop.is_set():
+                    break
+                stable = lasted is not None and lasted >= self._backoff.stable
+                streak = 0 if stable else streak + 1
+                wait = self._backoff.delay(max(0, streak - 1))
+                with anyio.move_on_after(wait):
+                    await self._stop.wait()
         finally:
             self.client = None
             self._calls = None
@@ -387,17 +496,137 @@ class UpstreamSession:
         connection is lost (the calls in flight fail on the closed stream)."""
         self._oversized = True
         client = self.client
-        reason = f"it sent a message over {self._max_message_bytes} bytes"
         if client is not None:
-            self._lose(client, reason)
-        elif not self._started.is_set():
-            self._reason = reason
+            self._lose(client, self._oversized_reason())
+
+    def _oversized_reason(self) -> str:
+        return f"it sent a message over {self._max_message_bytes} bytes"
+
+    async def _connect(self) -> float | None:
+        """One connection, from its start to its end: the seconds it was up, or
+        ``None`` when it did not come up."""
+        # The start deadline is lifted once started; it is one scope around the whole
+        # connection because the SDK's scopes inside it must close in the same order.
+        deadline = anyio.CancelScope(deadline=anyio.current_time() + self._start_timeout)
+        self._starting = deadline
+        lost = self._lost = anyio.Event()
+        self._oversized = False
+        up = False
+        began = 0.0
+        try:
+            with deadline:
+                async with self._connected() as client:
+                    self._relist = anyio.Event()
+                    tools, truncated = await _list_tools(client)
+                    deadline.deadline = math.inf
+                    async with anyio.create_task_group() as calls:
+                        self.tools, self.truncated = tools, truncated
+                        self._calls = calls
+                        self.client = client
+                        self.generation += 1
+                        self._since = datetime.now(UTC)
+                        up = True
+                        began = anyio.current_time()
+                        self._started.set()
+                        self._tools_changed()
+                        calls.start_soon(self._watch, client)
+                        await _either(self._stop, lost)
+                        self.client = None
+                        self.held.abandon_all()
+                        calls.cancel_scope.cancel()
+            if deadline.cancelled_caught and not up and not self._stop.is_set():
+                self._reason = f"did not start within {self._start_timeout:g} s"
+        except Exception as exc:  # every failure of an upstream is the upstream's
+            if not up:
+                self._reason = (
+                    self._oversized_reason() if self._oversized else _start_reason(self.server, exc)
+                )
+            elif not lost.is_set():
+                self._reason = "the connection ended"
+        finally:
+            self.client = None
+            self._calls = None
+            self._starting = None
+            self.held.abandon_all()
+        return anyio.current_time() - began if up else None
+
+    def _tools_changed(self) -> None:
+        hook = self.on_tools
+        if hook is not None:
+            hook()
+
+    async def _watch(self, client: Client) -> None:
+        """While ``client`` is connected: list the tools again when the upstream says
+        they changed, and ping it every ``heartbeat`` seconds."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._heartbeat, client)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                group.start_soon(self._listen, client)
+            while True:
+                await self._relist.wait()
+                self._relist = anyio.Event()  # notifications from now on: one listing more
+                try:
+                    with anyio.fail_after(self._call_timeout):
+                        tools, truncated = await _list_tools(client)
+                except Exception:  # the upstream's: keep the tools listed before
+                    if await _gone(client):
+                        self._lose(client, "the connection closed")
+                    continue
+                if (tools, truncated) != (self.tools, self.truncated):
+                    self.tools, self.truncated = tools, truncated
+                    self._tools_changed()
+
+    async def _heartbeat(self, client: Client) -> None:
+        while True:
+            await anyio.sleep(self._backoff.heartbeat)
+            if await _gone(client):
+                self._lose(client, "the connection closed")
+                return
+
+    async def _listen(self, client: Client) -> None:
+        """A 2026-07-28 upstream's tool-list changes, from ``subscriptions/listen``: an
+        upstream that does not serve it is only pinged; a stream that ends while the
+        connection lives is opened again after a ``Backoff`` wait."""
+        attempt = 0
+        while True:
+            try:
+                with anyio.fail_after(self._call_timeout) as opening:
+                    async with client.listen(tools_list_changed=True) as subscription:
+                        opening.deadline = math.inf
+                        attempt = 0
+                        # A change before the stream was open sent no event to anyone:
+                        # list once more now that every change is seen.
+                        self._relist.set()
+                        async for event in subscription:
+                            if isinstance(event, ToolsListChanged):
+                                self._relist.set()
+            except ListenNotSupportedError:
+                return
+            except MCPError as exc:
+                if exc.code == types.METHOD_NOT_FOUND:
+                    return  # the upstream serves no listen stream
+            except (SubscriptionLost, TimeoutError):
+                pass
+            if await _gone(client):
+                self._lose(client, "the connection closed")
+                return
+            await anyio.sleep(self._backoff.delay(attempt))
+            attempt += 1
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """The SDK's message handler: a 2025-11-25 ``notifications/tools/list_changed``."""
+        if isinstance(message, types.ToolListChangedNotification):
+            self._relist.set()
 
     def _connection(self) -> Client:
         client = self.client
         if client is None:
-            raise UpstreamError(f"upstream {self.name!r} is not connected ({self._reason})")
+            raise self._not_connected()
         return client
+
+    def _not_connected(self) -> UpstreamError:
+        again = "" if self._stop.is_set() else "; the gateway is restarting it, try again shortly"
+        return UpstreamError(f"upstream {self.name!r} is not connected ({self._reason}){again}")
 
     async def call_tool(
         self,
@@ -437,7 +666,7 @@ class UpstreamSession:
         client = self._connection()
         calls = self._calls
         if calls is None:  # pragma: no cover - set whenever client is
-            raise UpstreamError(f"upstream {self.name!r} is not connected ({self._reason})")
+            raise self._not_connected()
         call = HeldCall(self.name, call_timeout=self._call_timeout)
         self._in_flight.add(call)
         calls.start_soon(self._run_call, client, call, _request(tool, arguments, None, None))
@@ -507,6 +736,9 @@ class UpstreamSession:
             if exc.code == types.CONNECTION_CLOSED and await _closed(client):
                 self._lose(client, "the connection closed")
                 return UpstreamError(f"upstream {name!r} closed the connection during the call")
+            if exc.code == types.INVALID_REQUEST and exc.message == _SESSION_ENDED:
+                self._lose(client, "the upstream ended its session")
+                return UpstreamError(f"upstream {name!r} ended its session during the call")
             return UpstreamError(
                 f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
             )
@@ -519,11 +751,12 @@ class UpstreamSession:
 
     def _lose(self, client: Client, reason: str) -> None:
         """The connection of ``client`` is gone: no call is sent on it again, and the
-        owner task leaves the SDK's client (which stops a stdio upstream's process)."""
+        owner task leaves the SDK's client (which stops a stdio upstream's process) and
+        starts the upstream again."""
         if self.client is client:
             self.client = None
             self._reason = reason
-            self._stop.set()
+            self._lost.set()
 
 
 def _request(
@@ -548,6 +781,37 @@ def _url_elicitations(exc: MCPError) -> tuple[types.ElicitRequestURLParams, ...]
         return tuple(UrlElicitationRequiredError.from_error(error).elicitations)
     except (pydantic.ValidationError, ValueError, TypeError, AttributeError):
         return ()
+
+
+async def _either(first: anyio.Event, second: anyio.Event) -> None:
+    """Wait until either event is set."""
+    async with anyio.create_task_group() as group:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(wait, first)
+        group.start_soon(wait, second)
+
+
+#: What the SDK's HTTP client answers once the upstream has ended its session (404).
+_SESSION_ENDED: Final = "Session terminated"
+
+
+async def _gone(client: Client) -> bool:
+    """Whether ``client``'s connection is lost: closed (``_closed``), or an HTTP
+    session the upstream ended."""
+    with anyio.move_on_after(_PING_TIMEOUT):
+        try:
+            await client.session.send_ping()
+        except MCPError as exc:
+            return exc.code == types.CONNECTION_CLOSED or (
+                exc.code == types.INVALID_REQUEST and exc.message == _SESSION_ENDED
+            )
+        except Exception:  # a transport's own failure: the next ping tells
+            return False
+    return False
 
 
 async def _closed(client: Client) -> bool:
