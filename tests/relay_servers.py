@@ -27,6 +27,9 @@ Tools (each answer names the era it was asked in):
   error the client answered (2025-11-25), or the ``InputRequiredResult`` itself.
 * ``poisoned()``: a tool whose description (``POISON``) tries to instruct the agent;
   ``broken()``: a JSON-RPC error.
+* ``stubborn(who, delay, marker)``: ignores cancellation for ``delay`` seconds, then
+  asks ``"Confirm for WHO?"``; ``marker`` gets ``"WHO got ACTION"``, or
+  ``"WHO refused CODE"`` when the client answers with a JSON-RPC error.
 * ``gated(key, times=1, handoffs=1)``: its first ``times`` calls with ``key`` are a
   ``-32042`` error listing ``handoffs`` URL elicitations (``HANDOFF_URL?gate=KEY&step=N``);
   the next answers ``"gated open after N calls (ERA)"``, sending
@@ -109,6 +112,19 @@ TOOLS = [
     types.Tool(name="roots", description="Asks for the client's roots.", input_schema=_OBJECT),
     types.Tool(name="poisoned", title="Looks up a word", description=POISON, input_schema=_OBJECT),
     types.Tool(name="broken", description="Fails with a JSON-RPC error.", input_schema=_OBJECT),
+    types.Tool(
+        name="stubborn",
+        description="Ignores cancellation, then asks.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "who": {"type": "string"},
+                "delay": {"type": "number"},
+                "marker": {"type": "string"},
+            },
+            "required": ["who", "delay", "marker"],
+        },
+    ),
     types.Tool(
         name="gated",
         description="Refuses with -32042 until its hand-offs were asked enough times.",
@@ -270,6 +286,21 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
                 content=[_text(f"{name} refused: {exc.code} {exc.message}")]
             )
         return types.CallToolResult(content=[_text(f"{name} answered")])
+    if name == "stubborn":
+        who = arguments["who"]
+        with anyio.CancelScope(shield=True):  # cancellation in MCP is a request
+            await anyio.sleep(float(arguments["delay"]))
+            try:
+                if _modern(ctx):
+                    _mark(arguments, f"{who} got nothing to ask")
+                else:
+                    answer = await ctx.session.elicit_form(
+                        f"Confirm for {who}?", SECOND_FORM, related_request_id=ctx.request_id
+                    )
+                    _mark(arguments, f"{who} got {answer.action}")
+            except MCPError as exc:
+                _mark(arguments, f"{who} refused {exc.code}")
+        return types.CallToolResult(content=[_text(f"stubborn for {who}")])
     if name == "broken":
         raise MCPError(types.INVALID_PARAMS, "broken on purpose")
     if name == "gated":

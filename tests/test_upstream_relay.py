@@ -22,6 +22,7 @@ the answer to ``old``'s may not (its call is held by the replica that asked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,10 @@ async def settled(catalog: Catalog, up: str) -> None:
     with anyio.fail_after(30):
         while session.in_flight or len(session.held):
             await anyio.sleep(0.05)
+    # A call cancelled here leaves the upstream's questions refused for call_timeout
+    # (the session cannot know the upstream stopped): relay_servers does stop, so the
+    # next test may start without the wait.
+    session._quarantine_until = -math.inf
 
 
 async def marked(marker: Path) -> str:
@@ -455,3 +460,43 @@ async def test_a_2026_answer_may_reach_another_replica_a_2025_one_may_not(
         finally:
             for registry in replicas:
                 await registry.aclose()
+
+
+class _Principals:
+    """A policy whose principal is the context itself, and which allows everything."""
+
+    def scope_key(self, ctx: Any) -> Any:
+        return ctx
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("ending", ["timeout", "cancel"])
+async def test_a_late_question_of_a_call_given_up_reaches_nobody(
+    tmp_path: Path, ending: str
+) -> None:
+    # alice's call ends at the gateway (timed out, or her client cancels) while the
+    # upstream ignores the cancellation and asks later, when bob's call is the only
+    # one in flight: the question must not be bob's, and no answer of his alice's.
+    config = load_config({"mcpServers": {"old": entry("legacy")}})
+    async with open_catalog(config, start_timeout=60, call_timeout=2) as catalog:
+        registry = catalog.registry(_Principals())
+        session = catalog.sessions["old"]
+        marker = tmp_path / "alice"
+        delay = 2.6 if ending == "timeout" else 1.2  # when bob's call is in flight
+        arguments = {"who": "alice", "delay": delay, "marker": str(marker)}
+        if ending == "timeout":
+            gone = await registry.invoke("alice", "old.stubborn", arguments, input_support=BOTH)
+            assert isinstance(gone, Failed), gone
+            assert "did not answer within 2 s" in gone.failure.message
+        else:
+            with anyio.move_on_after(0.3):
+                await registry.invoke("alice", "old.stubborn", arguments, input_support=BOTH)
+        with anyio.fail_after(5):  # the gateway's task of the call ends on its own
+            while session.in_flight:
+                await anyio.sleep(0.05)
+        assert session.quarantined
+        bob = await registry.invoke("bob", "old.steps", {"count": 12}, input_support=BOTH)
+        assert isinstance(bob, Completed), bob  # never alice's question
+        assert await marked(marker) == "alice refused -32600"

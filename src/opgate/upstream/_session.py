@@ -40,6 +40,15 @@ and may keep open in ``held`` while a person answers. Nothing on the wire links 
 flight only when it is the upstream's one call in flight; with none or several, it
 is refused with a JSON-RPC error and never shown to anyone.
 
+A call the gateway stopped waiting for (its ``call_timeout`` passed, or its handler
+was cancelled) is cancelled upstream, but cancellation in MCP is a request the
+upstream may ignore: it may still ask its question later, and that question must
+not reach the caller of another call. So such a call leaves a *quarantine*: for
+``call_timeout`` seconds after it (``quarantined``), every ``elicitation/create`` of
+the upstream is refused, whatever is in flight. The SDK drops the upstream's late
+answer to a cancelled request without telling, so the quarantine ends by time only;
+it is one deadline, so any number of such calls keeps nothing but it.
+
 Failures
 --------
 A start that fails or does not finish within ``start_timeout`` leaves the session
@@ -262,6 +271,7 @@ class UpstreamSession:
         self._finished = anyio.Event()
         self._calls: anyio.abc.TaskGroup | None = None
         self._in_flight: set[HeldCall] = set()
+        self._quarantine_until = -math.inf
         self.held = HeldCalls()
 
     def __repr__(self) -> str:
@@ -277,6 +287,12 @@ class UpstreamSession:
     def in_flight(self) -> int:
         """Calls started with ``start_call`` that have not ended."""
         return len(self._in_flight)
+
+    @property
+    def quarantined(self) -> bool:
+        """Whether the upstream's questions are refused now because a call ended at the
+        gateway without the upstream's answer (see the module docstring)."""
+        return anyio.current_time() < self._quarantine_until
 
     @property
     def transport(self) -> str:
@@ -448,28 +464,47 @@ class UpstreamSession:
     ) -> None:
         """The task of one held call: send it, and end it with its answer or failure."""
         ended = Ended(error=UpstreamError(f"upstream {self.name!r} closed the connection"))
+        answered = False  # the upstream's answer (a result or its JSON-RPC error) arrived
         try:
             with call.scope:
                 answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=call.progress
                 )
                 ended = Ended(answer=answer)
+                answered = True
             if call.scope.cancelled_caught:
                 ended = Ended(error=self._timed_out())
         except Exception as exc:
+            answered = isinstance(exc, pydantic.ValidationError) or (
+                isinstance(exc, MCPError)
+                and exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT)
+            )
             try:
                 ended = Ended(error=await self._failure(client, exc))
             except Exception as again:  # the task must not take the connection down with it
                 kind = type(_leaf(again)).__name__
                 ended = Ended(error=UpstreamError(f"upstream {self.name!r} failed ({kind})"))
         finally:
+            if not answered:  # the upstream may still be running it, and may still ask
+                self._quarantine_until = max(
+                    self._quarantine_until, anyio.current_time() + self._call_timeout
+                )
             self._in_flight.discard(call)
             call.end(ended)
 
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """The SDK's elicitation callback: the question of the one call in flight."""
+        """The SDK's elicitation callback: the question of the one call in flight,
+        unless a call the gateway stopped waiting for may still be asking."""
+        if self.quarantined:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=(
+                    "the gateway relays no elicitation for a while after a call it stopped "
+                    "waiting for: it cannot tell whose it is"
+                ),
+            )
         calls = self._in_flight
         if len(calls) != 1:
             return types.ErrorData(
