@@ -4,8 +4,13 @@
 ``tools/call`` and maps the answer (``_results``); when the upstream asks a person
 for input during the call, the question becomes an opgate prompt
 (``await_input(FormInput(...))`` for a form, ``await_input(URLInput(...))`` for a
-URL hand-off) with the upstream's message, form schema or URL unchanged, and the
-registry's continuation token, replay and expiry as for any prompt. The resume
+URL hand-off) with the registry's continuation token, replay and expiry as for any
+prompt. The prompt's message is ``upstream 'NAME' asks: `` and the upstream's message
+on one line, and the form's field titles and descriptions are the upstream's, each
+with its line breaks, controls and format (bidi) characters written as escapes
+(``_report.visible``): the text is the upstream's and says so, and it cannot pass for
+the gateway's or another upstream's. The form's schema otherwise and the URL are
+the upstream's unchanged (``FormInput`` and ``URLInput`` check them). The resume
 (``inv.resume``) carries the person's answer back upstream as an ``ElicitResult``
 (``accept`` with the form's answers, or ``decline``/``cancel``), and the
 upstream's final result is the call's. Its progress reaches the caller through
@@ -99,7 +104,7 @@ from opgate import (
 from opgate.json import JSONError, JSONValue, canonical_bytes
 
 from ._held import DECLINE, Ended, HeldCall, ProgressForward, Question
-from ._report import bounded
+from ._report import bounded, visible
 from ._results import json_value, outcome, sdk_arguments
 from ._session import UpstreamError, UpstreamSession, URLElicitationRequired
 
@@ -168,6 +173,30 @@ def _results(done: dict[str, JSONValue]) -> dict[str, types.ElicitResult]:
     """The answers kept in a relay's state, as the SDK sends them (the gateway wrote
     them, and the ledger kept them unaltered)."""
     return {key: _RESULT.validate_python(sdk_arguments(value)) for key, value in done.items()}
+
+
+def _asked(upstream: str, message: str) -> str:
+    """The message of a relayed question as the person sees it: the upstream named
+    first, then its own message on the same line with every line break, control and
+    format character escaped (``visible``), so it cannot pass for the gateway's or
+    another upstream's."""
+    return f"upstream {upstream!r} asks: {visible(message, lines=False)}"
+
+
+def _shown(schema: JSONValue) -> JSONValue:
+    """An upstream's form schema with every ``title`` and ``description`` string (the
+    texts a client shows beside the fields) escaped as the message is; values
+    (``const``, ``enum``, ``default``) are the upstream's and are kept."""
+    if isinstance(schema, list):
+        return [_shown(member) for member in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: visible(member, lines=False)
+        if key in ("title", "description") and isinstance(member, str)
+        else _shown(member)
+        for key, member in schema.items()
+    }
 
 
 class _Refused(Exception):
@@ -496,15 +525,16 @@ class Relay:
         limits = self._limits
         url = isinstance(params, types.ElicitRequestURLParams)
         what = "a URL hand-off" if url else "a form"
+        message = _asked(upstream, params.message)
         try:
             if isinstance(params, types.ElicitRequestURLParams):
-                prompt: FormInput | URLInput = URLInput(params.message, params.url, state=state)
+                prompt: FormInput | URLInput = URLInput(message, params.url, state=state)
                 public = len(params.url.encode("utf-8"))
             else:
-                schema = json_value(params.requested_schema)
-                prompt = FormInput(params.message, schema, state)
+                schema = _shown(json_value(params.requested_schema))
+                prompt = FormInput(message, schema, state)
                 public = len(prompt.form())
-            public += len(canonical_bytes(params.message))
+            public += len(canonical_bytes(message))
         except (ConfigurationError, TypeError, JSONError) as exc:
             return (
                 f"upstream {upstream!r} asked for {what} that opgate cannot show "
