@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opgate.upstream import Issue, Report, UpstreamStatus
-from opgate.upstream._report import MAX_REASON_CHARS, bounded
+from opgate.upstream._report import MAX_REASON_CHARS, bounded, visible
 
 
 def test_bounded_puts_text_on_one_short_line() -> None:
@@ -48,3 +48,12 @@ def test_counts_read_in_english() -> None:
         one.summary()
         == "1 of 1 upstream connected, 1 operation imported, 0 tools skipped, 0 warnings"
     )
+
+
+def test_visible_escapes_controls_format_and_separators_and_nothing_else() -> None:
+    assert visible("Café — naïve 日本 😀 a\tb\nc") == "Café — naïve 日本 😀 a\tb\nc"
+    assert visible("a\tb\nc", lines=False) == "a\\tb\\nc"
+    assert visible("\x1b\x7f\x85\u061c\u200e\u2066\ufeff\U000e0041\u2029\r") == (
+        "\\u001b\\u007f\\u0085\\u061c\\u200e\\u2066\\ufeff\\U000e0041\\u2029\\u000d"
+    )
+    assert visible("\ud800") == "\\ud800"
