@@ -29,6 +29,10 @@ Tools (each answer names the era it was asked in):
   ``broken()``: a JSON-RPC error.
 * ``spoof()``: asks a form whose message (``SPOOF``) and field title and description
   hold controls, bidi overrides and line breaks; text ``"spoof ACTION"``.
+* ``double(marker, delay=0)``: asks a form (``first``) and a form outside opgate's
+  profile (``second``) at once (or in turn); ``marker`` gets the two actions it
+  received (``"first=ACTION second=ACTION"``), after which it takes ``delay`` seconds
+  to answer; text ``"double done"`` when ``first`` was accepted.
 * ``stubborn(who, delay, marker)``: ignores cancellation for ``delay`` seconds, then
   asks ``"Confirm for WHO?"``; ``marker`` gets ``"WHO got ACTION"``, or
   ``"WHO refused CODE"`` when the client answers with a JSON-RPC error.
@@ -123,6 +127,14 @@ TOOLS = [
     types.Tool(name="roots", description="Asks for the client's roots.", input_schema=_OBJECT),
     types.Tool(name="poisoned", title="Looks up a word", description=POISON, input_schema=_OBJECT),
     types.Tool(name="broken", description="Fails with a JSON-RPC error.", input_schema=_OBJECT),
+    types.Tool(
+        name="double",
+        description="Asks twice; the second form is outside the profile.",
+        input_schema={
+            "type": "object",
+            "properties": {"marker": {"type": "string"}, "delay": {"type": "number"}},
+        },
+    ),
     types.Tool(name="spoof", description="Asks a form that hides things.", input_schema=_OBJECT),
     types.Tool(
         name="stubborn",
@@ -298,6 +310,19 @@ async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestPar
                 content=[_text(f"{name} refused: {exc.code} {exc.message}")]
             )
         return types.CallToolResult(content=[_text(f"{name} answered")])
+    if name == "double":
+        asked = await _ask(
+            ctx,
+            params,
+            {"first": _form("First?", FIRST_FORM), "second": _form("Where?", NESTED_FORM)},
+            "double",
+        )
+        if isinstance(asked, types.InputRequiredResult):
+            return asked
+        _mark(arguments, f"first={asked['first'].action} second={asked['second'].action}")
+        await anyio.sleep(float(arguments.get("delay", 0)))
+        done = "done" if asked["first"].action == "accept" else "not done"
+        return types.CallToolResult(content=[_text(f"double {done}")])
     if name == "spoof":
         asked = await _ask(ctx, params, {"pin": _form(SPOOF, SPOOF_FORM)}, "spoof")
         if isinstance(asked, types.InputRequiredResult):

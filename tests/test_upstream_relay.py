@@ -139,6 +139,29 @@ async def test_a_form_is_answered_and_the_upstreams_result_returned(
     await settled(catalog, up)
 
 
+async def test_a_round_that_cannot_be_shown_declines_every_request_and_waits_little(
+    registry: Registry, catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2026-07-28: the first request was accepted, the second cannot be shown. Sending the
+    # accept with the decline would let the upstream act while the caller is told
+    # confirmation_required (and may call again); the upstream's slow answer to the
+    # declines is nobody's, so the caller does not wait for it.
+    from opgate.upstream import _relay
+
+    monkeypatch.setattr(_relay, "DECLINE_TIMEOUT", 0.5, raising=False)
+    marker = tmp_path / "double"
+    arguments = {"marker": str(marker), "delay": 20}
+    first = await call(registry, "new.double", arguments)
+    assert isinstance(first, Pending), first
+    start = anyio.current_time()
+    second = await call(registry, "new.double", arguments, (first, InputResponse.accept({"a": 1})))
+    assert anyio.current_time() - start < 5
+    assert isinstance(second, Failed), second
+    assert second.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    assert await marked(marker) == "first=decline second=decline"
+    await settled(catalog, "new")
+
+
 async def test_a_question_names_its_upstream_and_shows_its_hidden_characters(
     registry: Registry, catalog: Catalog, up: str
 ) -> None:

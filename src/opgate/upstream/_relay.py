@@ -66,7 +66,11 @@ What is not relayed
 
 After a decline of that kind, the upstream's answer is not waited for: a 2025-11-25
 call is abandoned (later questions declined, its result dropped); a 2026-07-28
-upstream gets the declines in one more ``tools/call`` whose answer is dropped.
+upstream gets one more ``tools/call`` that declines every request of the round, those
+the person already accepted too (an accept sent with the declines could let the
+upstream act while the caller is told ``confirmation_required`` and calls again). Its
+answer is dropped, and waited for ``DECLINE_TIMEOUT`` seconds at most before the
+request is cancelled.
 
 Recovery
 --------
@@ -108,11 +112,15 @@ from ._report import bounded, visible
 from ._results import json_value, outcome, sdk_arguments
 from ._session import UpstreamError, UpstreamSession, URLElicitationRequired
 
-__all__ = ["MAX_EMPTY_ROUNDS", "MAX_KEPT_OUTCOMES", "Relay"]
+__all__ = ["DECLINE_TIMEOUT", "MAX_EMPTY_ROUNDS", "MAX_KEPT_OUTCOMES", "Relay"]
 
 #: ``InputRequiredResult``s in a row that ask nothing: an upstream that only ever says
 #: "call again" must not keep one invoke busy forever (the SDK's own client stops at 10).
 MAX_EMPTY_ROUNDS: Final = 10
+
+#: Seconds the caller waits for a 2026-07-28 upstream's answer to the declines of a
+#: round it cannot show (the answer is dropped; past this the request is cancelled).
+DECLINE_TIMEOUT: Final = 5.0
 
 #: Outcomes of relayed answers kept for recoveries; each is bounded by the result budget.
 MAX_KEPT_OUTCOMES: Final = 64
@@ -421,10 +429,12 @@ class Relay:
             return fail(f"upstream {name!r} asked for input in a shape the gateway cannot read")
         prompt = self._prompt(name, request.params, state)
         if isinstance(prompt, str) or not inv.supports(prompt.mode):
-            declines = _results(done)
-            declines.update(dict.fromkeys(todo, DECLINE))
-            # The declines reach the upstream; what it answers to them is not the caller's.
-            with contextlib.suppress(UpstreamError):
+            # Every request is declined, the ones already accepted too: an accept sent
+            # with the declines could let the upstream act while the caller is told
+            # confirmation_required, and calls again. What the upstream answers is
+            # nobody's, so the caller waits for it DECLINE_TIMEOUT at most.
+            declines = dict.fromkeys([*done, *todo], DECLINE)
+            with anyio.move_on_after(DECLINE_TIMEOUT), contextlib.suppress(UpstreamError):
                 await session.call_tool(
                     tool, arguments, input_responses=declines, request_state=request_state
                 )
