@@ -411,8 +411,33 @@ async def test_a_question_while_another_call_is_in_flight_is_refused(
         group.cancel_scope.cancel()
     assert isinstance(outcome, Failed), outcome
     assert outcome.failure.code is FailureCode.OPERATION_FAILED
-    assert "relays an elicitation only while it has one call in flight" in outcome.failure.message
-    assert "(2 now)" in outcome.failure.message
+    assert outcome.failure.message == (
+        "upstream 'old' failed the call: error -32600: the gateway relays an elicitation "
+        "only while it has one call in flight to this server: it cannot tell whose it is"
+    )  # and not how many calls other callers have in flight
+    await settled(catalog, "old")
+
+
+async def test_one_held_call_serialises_the_upstreams_questions(
+    registry: Registry, catalog: Catalog
+) -> None:
+    # Nothing ties a 2025-11-25 question to its call, so while one waits for a person
+    # (its call is in flight) no other call of the upstream can ask, whoever calls.
+    session = catalog.sessions["old"]
+    held = await call(registry, "old.greet", {"topic": "tea"})
+    assert isinstance(held, Pending), held
+    refused = await call(registry, "old.greet", {"topic": "coffee"})
+    assert isinstance(refused, Failed), refused
+    assert "cannot tell whose it is" in refused.failure.message
+    assert "now" not in refused.failure.message
+    assert len(session.held) == 1
+    answer = InputResponse.accept({"name": "Ada"})
+    done = await call(registry, "old.greet", {"topic": "tea"}, (held, answer))
+    assert isinstance(done, Completed), done
+    await settled(catalog, "old")
+    again = await call(registry, "old.greet", {"topic": "coffee"})
+    assert isinstance(again, Pending), again  # the next question is relayed again
+    catalog.sessions["old"].held.abandon_all()
     await settled(catalog, "old")
 
 

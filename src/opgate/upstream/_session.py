@@ -35,10 +35,15 @@ and returns its answer, an ``InputRequiredResult`` included (``input_responses``
 and ``request_state`` answer one). On a 2025-11-25 connection the upstream may send
 ``elicitation/create`` in the middle of a call, so ``start_call`` runs the call in
 the session's own task group as a ``HeldCall`` (``_held``) that the relay follows
-and may keep open in ``held`` while a person answers. Nothing on the wire links an
-``elicitation/create`` to the call it belongs to, so a question goes to the call in
-flight only when it is the upstream's one call in flight; with none or several, it
-is refused with a JSON-RPC error and never shown to anyone.
+and may keep open in ``held`` while a person answers. Nothing the SDK's client
+passes on links an ``elicitation/create`` to the call it belongs to (stdio has no
+such link; over streamable HTTP the server should send it on the call's own response
+stream, but the SDK's transport does not say which stream a request came on), so a
+question goes to the call in flight only when it is the upstream's one call in
+flight; with none or several, it is refused with a JSON-RPC error (that does not say
+how many) and never shown to anyone. Relayed input is thus serialised per upstream:
+a held call is in flight, so while one waits for a person no other call of the
+upstream can ask, and at most one call is held at a time.
 
 A call the gateway stopped waiting for (its ``call_timeout`` passed, or its handler
 was cancelled) is cancelled upstream, but cancellation in MCP is a request the
@@ -506,12 +511,12 @@ class UpstreamSession:
                 ),
             )
         calls = self._in_flight
-        if len(calls) != 1:
+        if len(calls) != 1:  # how many are in flight is other callers' business
             return types.ErrorData(
                 code=types.INVALID_REQUEST,
                 message=(
                     "the gateway relays an elicitation only while it has one call in flight "
-                    f"to this server ({len(calls)} now): it cannot tell whose it is"
+                    "to this server: it cannot tell whose it is"
                 ),
             )
         (call,) = calls
