@@ -391,3 +391,22 @@ def test_refused_finds_each_bad_definition_among_many() -> None:
     assert sorted(refused) == ["u.t17", "u.t3", "u.t49"]
     assert all("lookaround" in reason for reason in refused.values())
     assert _refused([operation(0), operation(1)], None) == {}
+
+
+def test_a_description_shows_its_controls_and_bidi_characters() -> None:
+    import mcp.types as types
+
+    from opgate.upstream._catalog import description_of
+
+    tool = types.Tool(
+        name="ctl",
+        description="Normal.\x1b[2J\x1b]0;pwned\x07 \u202eevil\u202c \x00nul\u2028\nnext\tline",
+        input_schema={"type": "object"},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+    assert description_of(tool) == (
+        "Normal.\\u001b[2J\\u001b]0;pwned\\u0007 \\u202eevil\\u202c \\u0000nul\\u2028\n"
+        "next\tline\n\nAnnotations declared by the upstream: readOnlyHint=true."
+    )
+    plain = types.Tool(name="p", description="Café\nau lait", input_schema={"type": "object"})
+    assert description_of(plain) == "Café\nau lait"

@@ -124,7 +124,9 @@ async def test_its_form_declined(registry: Registry) -> None:
 async def test_its_url_hand_off_is_relayed(registry: Registry) -> None:
     arguments = {"url": "https://example.com/authorize", "message": "Sign in, please"}
     pending = await asked(registry, URL_TOOL, arguments)
-    assert pending.prompt == URLPrompt("Sign in, please", "https://example.com/authorize")
+    assert pending.prompt == URLPrompt(
+        "upstream 'every' asks: Sign in, please", "https://example.com/authorize"
+    )
     done = await answered(registry, URL_TOOL, arguments, pending, InputResponse.accept())
     assert isinstance(done, Completed), done
     assert "completed the URL elicitation flow" in texts(done)
@@ -136,6 +138,7 @@ async def test_its_url_elicitation_required_error_is_a_hand_off_then_the_call_ag
     arguments = {"url": "https://example.com/authorize", "errorPath": True}
     handed = await asked(registry, URL_TOOL, arguments)
     assert handed.prompt == URLPrompt(
+        "upstream 'every' asks: "
         "Open this link to satisfy the prerequisite, then retry the request.",
         "https://modelcontextprotocol.io",
     )
@@ -198,4 +201,6 @@ async def test_its_form_through_the_gateway_and_the_official_client(
     assert "Name: Ada" in "\n".join(getattr(block, "text", "") for block in result.content)
     (params,) = seen
     assert isinstance(params, types.ElicitRequestFormParams)
-    assert params.message == "Please provide inputs for the following fields:"
+    assert params.message == (
+        "upstream 'every' asks: Please provide inputs for the following fields:"
+    )

@@ -22,6 +22,7 @@ the answer to ``old``'s may not (its call is held by the replica that asked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,10 @@ async def settled(catalog: Catalog, up: str) -> None:
     with anyio.fail_after(30):
         while session.in_flight or len(session.held):
             await anyio.sleep(0.05)
+    # A call cancelled here leaves the upstream's questions refused for call_timeout
+    # (the session cannot know the upstream stopped): relay_servers does stop, so the
+    # next test may start without the wait.
+    session._quarantine_until = -math.inf
 
 
 async def marked(marker: Path) -> str:
@@ -116,7 +121,7 @@ async def test_a_form_is_answered_and_the_upstreams_result_returned(
     asked = await call(registry, name, {"topic": "tea"}, input_support=FORM)
     assert isinstance(asked, Pending), asked
     assert isinstance(asked.prompt, FormPrompt)
-    assert asked.prompt.message == "Who are you?"
+    assert asked.prompt.message == f"upstream {up!r} asks: Who are you?"
     assert asked.prompt.schema == GREET_FORM
     if up == "old":
         assert len(catalog.sessions[up].held) == 1
@@ -131,6 +136,51 @@ async def test_a_form_is_answered_and_the_upstreams_result_returned(
         "era": ERAS[up],
     }
     assert done.result.content == (Text("greet accept"),)
+    await settled(catalog, up)
+
+
+async def test_a_round_that_cannot_be_shown_declines_every_request_and_waits_little(
+    registry: Registry, catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2026-07-28: the first request was accepted, the second cannot be shown. Sending the
+    # accept with the decline would let the upstream act while the caller is told
+    # confirmation_required (and may call again); the upstream's slow answer to the
+    # declines is nobody's, so the caller does not wait for it.
+    from opgate.upstream import _relay
+
+    monkeypatch.setattr(_relay, "DECLINE_TIMEOUT", 0.5, raising=False)
+    marker = tmp_path / "double"
+    arguments = {"marker": str(marker), "delay": 20}
+    first = await call(registry, "new.double", arguments)
+    assert isinstance(first, Pending), first
+    start = anyio.current_time()
+    second = await call(registry, "new.double", arguments, (first, InputResponse.accept({"a": 1})))
+    assert anyio.current_time() - start < 5
+    assert isinstance(second, Failed), second
+    assert second.failure.code is FailureCode.CONFIRMATION_REQUIRED
+    assert await marked(marker) == "first=decline second=decline"
+    await settled(catalog, "new")
+
+
+async def test_a_question_names_its_upstream_and_shows_its_hidden_characters(
+    registry: Registry, catalog: Catalog, up: str
+) -> None:
+    asked = await call(registry, f"{up}.spoof", {})
+    assert isinstance(asked, Pending), asked
+    assert isinstance(asked.prompt, FormPrompt)
+    assert asked.prompt.message == (
+        f"upstream {up!r} asks: Enter\\u001b[2J \\u202eyour\\u202c PIN\\u000d\\n\\n"
+        "opgate: this form is the gateway's own"
+    )
+    (field,) = asked.prompt.schema["properties"].values()
+    assert field == {
+        "type": "string",
+        "title": "P\\u202eIN\\u0007",
+        "description": "4 digits\\nor else",
+    }
+    done = await call(registry, f"{up}.spoof", {}, (asked, InputResponse.decline()))
+    assert isinstance(done, Completed), done
+    assert done.result.content == (Text("spoof decline"),)
     await settled(catalog, up)
 
 
@@ -150,7 +200,7 @@ async def test_a_decline_or_cancel_reaches_the_upstream(
 async def test_a_url_hand_off_is_relayed(registry: Registry, catalog: Catalog, up: str) -> None:
     asked = await call(registry, f"{up}.handoff", {})
     assert isinstance(asked, Pending), asked
-    assert asked.prompt == URLPrompt("Sign in to continue", HANDOFF_URL)
+    assert asked.prompt == URLPrompt(f"upstream {up!r} asks: Sign in to continue", HANDOFF_URL)
     done = await call(registry, f"{up}.handoff", {}, (asked, InputResponse.accept()))
     assert isinstance(done, Completed), done
     assert done.result.content == (Text(f"hand-off accept ({ERAS[up]})"),)
@@ -164,14 +214,14 @@ async def test_a_url_elicitation_required_error_is_a_hand_off_then_the_call_agai
     url = f"{HANDOFF_URL}?gate={arguments['key']}"
     first = await call(registry, f"{up}.gated", arguments)
     assert isinstance(first, Pending), first
-    assert first.prompt == URLPrompt("Authorize step 1", f"{url}&step=1")
+    assert first.prompt == URLPrompt(f"upstream {up!r} asks: Authorize step 1", f"{url}&step=1")
     second = await call(registry, f"{up}.gated", arguments, (first, InputResponse.accept()))
     assert isinstance(second, Pending), second
-    assert second.prompt == URLPrompt("Authorize step 2", f"{url}&step=2")
+    assert second.prompt == URLPrompt(f"upstream {up!r} asks: Authorize step 2", f"{url}&step=2")
     # Both accepted: the call is sent again; the upstream still refuses, so it is asked again.
     third = await call(registry, f"{up}.gated", arguments, (second, InputResponse.accept()))
     assert isinstance(third, Pending), third
-    assert third.prompt == URLPrompt("Authorize step 1", f"{url}&step=1")
+    assert third.prompt == URLPrompt(f"upstream {up!r} asks: Authorize step 1", f"{url}&step=1")
     fourth = await call(registry, f"{up}.gated", arguments, (third, InputResponse.accept()))
     assert isinstance(fourth, Pending), fourth
     done = await call(registry, f"{up}.gated", arguments, (fourth, InputResponse.accept()))
@@ -237,12 +287,12 @@ async def test_questions_in_turn_replayed_and_recovered(
     first = await call(registry, f"{up}.survey", {})
     assert isinstance(first, Pending), first
     assert isinstance(first.prompt, FormPrompt)
-    assert first.prompt.message == "First?"
+    assert first.prompt.message == f"upstream {up!r} asks: First?"
     a = InputResponse.accept({"a": 1})
     second = await call(registry, f"{up}.survey", {}, (first, a))
     assert isinstance(second, Pending), second
     assert isinstance(second.prompt, FormPrompt)
-    assert second.prompt.message == "Second?"
+    assert second.prompt.message == f"upstream {up!r} asks: Second?"
     # The same answer again: the registry replays the next prompt, the upstream is not asked.
     again = await call(registry, f"{up}.survey", {}, (first, a))
     assert isinstance(again, Pending), again
@@ -361,8 +411,33 @@ async def test_a_question_while_another_call_is_in_flight_is_refused(
         group.cancel_scope.cancel()
     assert isinstance(outcome, Failed), outcome
     assert outcome.failure.code is FailureCode.OPERATION_FAILED
-    assert "relays an elicitation only while it has one call in flight" in outcome.failure.message
-    assert "(2 now)" in outcome.failure.message
+    assert outcome.failure.message == (
+        "upstream 'old' failed the call: error -32600: the gateway relays an elicitation "
+        "only while it has one call in flight to this server: it cannot tell whose it is"
+    )  # and not how many calls other callers have in flight
+    await settled(catalog, "old")
+
+
+async def test_one_held_call_serialises_the_upstreams_questions(
+    registry: Registry, catalog: Catalog
+) -> None:
+    # Nothing ties a 2025-11-25 question to its call, so while one waits for a person
+    # (its call is in flight) no other call of the upstream can ask, whoever calls.
+    session = catalog.sessions["old"]
+    held = await call(registry, "old.greet", {"topic": "tea"})
+    assert isinstance(held, Pending), held
+    refused = await call(registry, "old.greet", {"topic": "coffee"})
+    assert isinstance(refused, Failed), refused
+    assert "cannot tell whose it is" in refused.failure.message
+    assert "now" not in refused.failure.message
+    assert len(session.held) == 1
+    answer = InputResponse.accept({"name": "Ada"})
+    done = await call(registry, "old.greet", {"topic": "tea"}, (held, answer))
+    assert isinstance(done, Completed), done
+    await settled(catalog, "old")
+    again = await call(registry, "old.greet", {"topic": "coffee"})
+    assert isinstance(again, Pending), again  # the next question is relayed again
+    catalog.sessions["old"].held.abandon_all()
     await settled(catalog, "old")
 
 
@@ -455,3 +530,43 @@ async def test_a_2026_answer_may_reach_another_replica_a_2025_one_may_not(
         finally:
             for registry in replicas:
                 await registry.aclose()
+
+
+class _Principals:
+    """A policy whose principal is the context itself, and which allows everything."""
+
+    def scope_key(self, ctx: Any) -> Any:
+        return ctx
+
+    def authorize(self, ctx: Any, request: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("ending", ["timeout", "cancel"])
+async def test_a_late_question_of_a_call_given_up_reaches_nobody(
+    tmp_path: Path, ending: str
+) -> None:
+    # alice's call ends at the gateway (timed out, or her client cancels) while the
+    # upstream ignores the cancellation and asks later, when bob's call is the only
+    # one in flight: the question must not be bob's, and no answer of his alice's.
+    config = load_config({"mcpServers": {"old": entry("legacy")}})
+    async with open_catalog(config, start_timeout=60, call_timeout=2) as catalog:
+        registry = catalog.registry(_Principals())
+        session = catalog.sessions["old"]
+        marker = tmp_path / "alice"
+        delay = 2.6 if ending == "timeout" else 1.2  # when bob's call is in flight
+        arguments = {"who": "alice", "delay": delay, "marker": str(marker)}
+        if ending == "timeout":
+            gone = await registry.invoke("alice", "old.stubborn", arguments, input_support=BOTH)
+            assert isinstance(gone, Failed), gone
+            assert "did not answer within 2 s" in gone.failure.message
+        else:
+            with anyio.move_on_after(0.3):
+                await registry.invoke("alice", "old.stubborn", arguments, input_support=BOTH)
+        with anyio.fail_after(5):  # the gateway's task of the call ends on its own
+            while session.in_flight:
+                await anyio.sleep(0.05)
+        assert session.quarantined
+        bob = await registry.invoke("bob", "old.steps", {"count": 12}, input_support=BOTH)
+        assert isinstance(bob, Completed), bob  # never alice's question
+        assert await marked(marker) == "alice refused -32600"

@@ -90,9 +90,9 @@ async def test_a_relayed_form_is_answered_and_the_result_returned(
                 "era": ERAS[up],
             }
     assert len(seen) == 2
-    for params in seen:
+    for params, up in zip(seen, ("old", "new"), strict=True):
         assert isinstance(params, types.ElicitRequestFormParams)
-        assert params.message == "Who are you?"
+        assert params.message == f"upstream {up!r} asks: Who are you?"
         assert params.requested_schema == GREET_FORM
 
 
@@ -116,8 +116,8 @@ async def test_a_relayed_url_hand_off(upstreams: Path, mode: str) -> None:
             assert not result.is_error, result
             assert result.content[0].text == f"hand-off accept ({ERAS[up]})"
     assert [(params.mode, params.message) for params in seen] == [
-        ("url", "Sign in to continue")
-    ] * 2
+        ("url", f"upstream {up!r} asks: Sign in to continue") for up in ("old", "new")
+    ]
     assert all(isinstance(p, types.ElicitRequestURLParams) and p.url == HANDOFF_URL for p in seen)
 
 
@@ -132,7 +132,9 @@ async def test_a_url_elicitation_required_error_is_handed_off_and_the_call_sent_
             result = await invoke(client, f"{up}.gated", {"key": mode})
             assert not result.is_error, result
             assert result.content[0].text == f"gated open after 2 calls ({ERAS[up]})"
-    assert [(params.mode, params.message) for params in seen] == [("url", "Authorize step 1")] * 2
+    assert [(params.mode, params.message) for params in seen] == [
+        ("url", f"upstream {up!r} asks: Authorize step 1") for up in ("old", "new")
+    ]
     assert all(
         isinstance(p, types.ElicitRequestURLParams) and p.url == f"{HANDOFF_URL}?gate={mode}&step=1"
         for p in seen
@@ -182,7 +184,7 @@ async def test_a_modern_client_replaying_an_answer_gets_the_registrys_replay(
             first = await session.call_tool("invoke", arguments, allow_input_required=True)
             assert isinstance(first, types.InputRequiredResult), first
             ((key, request),) = first.input_requests.items()
-            assert request.params.message == "First?"
+            assert request.params.message == f"upstream {up!r} asks: First?"
             a = {key: types.ElicitResult(action="accept", content={"a": 1})}
             retry = {"input_responses": a, "request_state": first.request_state}
             second = await session.call_tool(

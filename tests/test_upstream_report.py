@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from opgate.upstream import Issue, Report, UpstreamStatus
-from opgate.upstream._report import MAX_REASON_CHARS, bounded
+from opgate.upstream._report import MAX_REASON_CHARS, bounded, visible
 
 
 def test_bounded_puts_text_on_one_short_line() -> None:
@@ -81,3 +81,12 @@ def test_a_refused_rebuild_is_a_line_of_its_own() -> None:
         report.lines()[-1] == "rebuild refused: change 3 (kit) was refused: ConfigurationError: x"
     )
     assert "rebuild refused" not in "\n".join(Report(rebuilds=2).lines())
+
+
+def test_visible_escapes_controls_format_and_separators_and_nothing_else() -> None:
+    assert visible("Café — naïve 日本 😀 a\tb\nc") == "Café — naïve 日本 😀 a\tb\nc"
+    assert visible("a\tb\nc", lines=False) == "a\\tb\\nc"
+    assert visible("\x1b\x7f\x85\u061c\u200e\u2066\ufeff\U000e0041\u2029\r") == (
+        "\\u001b\\u007f\\u0085\\u061c\\u200e\\u2066\\ufeff\\U000e0041\\u2029\\u000d"
+    )
+    assert visible("\ud800") == "\\ud800"

@@ -180,3 +180,12 @@ def test_sdk_arguments_turn_exact_numbers_into_json_numbers() -> None:
     assert type(converted["d"]) is int
     assert type(converted["l"][0]) is int
     assert type(converted["f"]) is float
+
+
+def test_is_error_text_shows_its_controls_and_bidi_characters() -> None:
+    hostile = "bad\n\x1b[31mred\x1b]0;title\x07 \u202eevil\u202c\u200b\ttab\r"
+    done = outcome("up", answer(content=[text(hostile)], isError=True))
+    assert done.kind == "fail"
+    assert done.message == (
+        "bad\n\\u001b[31mred\\u001b]0;title\\u0007 \\u202eevil\\u202c\\u200b\ttab\\u000d"
+    )

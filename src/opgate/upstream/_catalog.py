@@ -78,7 +78,7 @@ from ._config import Config
 from ._lock import Lock
 from ._naming import Namer
 from ._relay import Relay
-from ._report import Issue, Report, bounded
+from ._report import Issue, Report, bounded, visible
 from ._results import json_value
 from ._session import (
     DEFAULT_BACKOFF,
@@ -204,8 +204,10 @@ def _annotations(tool: types.Tool) -> JSONValue:
 
 
 def description_of(tool: types.Tool) -> str:
-    """The tool's description, then its declared hints on a line of their own."""
-    description = tool.description or ""
+    """The tool's description, then its declared hints on a line of their own; in the
+    description, every control but line feed and tab, and every format (bidi,
+    zero-width) character, is written as an escape (``visible``)."""
+    description = visible(tool.description or "")
     annotations = tool.annotations
     if annotations is None:
         return description

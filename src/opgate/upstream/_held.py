@@ -24,7 +24,9 @@ client is asked, so it runs apart from the handler that started it:
   unanswered is refused with a JSON-RPC error.
 
 ``HeldCalls`` holds at most ``MAX_HELD_CALLS`` calls; an expired or abandoned call
-leaves it at once, so nothing stays behind a call nobody resumes.
+leaves it at once, so nothing stays behind a call nobody resumes. (The session relays
+a question only while one call is in flight, so it holds one call at a time; the
+bound is the table's own, whatever its users.)
 """
 
 from __future__ import annotations

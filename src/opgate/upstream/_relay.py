@@ -4,8 +4,13 @@
 ``tools/call`` and maps the answer (``_results``); when the upstream asks a person
 for input during the call, the question becomes an opgate prompt
 (``await_input(FormInput(...))`` for a form, ``await_input(URLInput(...))`` for a
-URL hand-off) with the upstream's message, form schema or URL unchanged, and the
-registry's continuation token, replay and expiry as for any prompt. The resume
+URL hand-off) with the registry's continuation token, replay and expiry as for any
+prompt. The prompt's message is ``upstream 'NAME' asks: `` and the upstream's message
+on one line, and the form's field titles and descriptions are the upstream's, each
+with its line breaks, controls and format (bidi) characters written as escapes
+(``_report.visible``): the text is the upstream's and says so, and it cannot pass for
+the gateway's or another upstream's. The form's schema otherwise and the URL are
+the upstream's unchanged (``FormInput`` and ``URLInput`` check them). The resume
 (``inv.resume``) carries the person's answer back upstream as an ``ElicitResult``
 (``accept`` with the form's answers, or ``decline``/``cancel``), and the
 upstream's final result is the call's. Its progress reaches the caller through
@@ -61,7 +66,11 @@ What is not relayed
 
 After a decline of that kind, the upstream's answer is not waited for: a 2025-11-25
 call is abandoned (later questions declined, its result dropped); a 2026-07-28
-upstream gets the declines in one more ``tools/call`` whose answer is dropped.
+upstream gets one more ``tools/call`` that declines every request of the round, those
+the person already accepted too (an accept sent with the declines could let the
+upstream act while the caller is told ``confirmation_required`` and calls again). Its
+answer is dropped, and waited for ``DECLINE_TIMEOUT`` seconds at most before the
+request is cancelled.
 
 Recovery
 --------
@@ -99,15 +108,19 @@ from opgate import (
 from opgate.json import JSONError, JSONValue, canonical_bytes
 
 from ._held import DECLINE, Ended, HeldCall, ProgressForward, Question
-from ._report import bounded
+from ._report import bounded, visible
 from ._results import json_value, outcome, sdk_arguments
 from ._session import UpstreamError, UpstreamSession, URLElicitationRequired
 
-__all__ = ["MAX_EMPTY_ROUNDS", "MAX_KEPT_OUTCOMES", "Relay"]
+__all__ = ["DECLINE_TIMEOUT", "MAX_EMPTY_ROUNDS", "MAX_KEPT_OUTCOMES", "Relay"]
 
 #: ``InputRequiredResult``s in a row that ask nothing: an upstream that only ever says
 #: "call again" must not keep one invoke busy forever (the SDK's own client stops at 10).
 MAX_EMPTY_ROUNDS: Final = 10
+
+#: Seconds the caller waits for a 2026-07-28 upstream's answer to the declines of a
+#: round it cannot show (the answer is dropped; past this the request is cancelled).
+DECLINE_TIMEOUT: Final = 5.0
 
 #: Outcomes of relayed answers kept for recoveries; each is bounded by the result budget.
 MAX_KEPT_OUTCOMES: Final = 64
@@ -168,6 +181,30 @@ def _results(done: dict[str, JSONValue]) -> dict[str, types.ElicitResult]:
     """The answers kept in a relay's state, as the SDK sends them (the gateway wrote
     them, and the ledger kept them unaltered)."""
     return {key: _RESULT.validate_python(sdk_arguments(value)) for key, value in done.items()}
+
+
+def _asked(upstream: str, message: str) -> str:
+    """The message of a relayed question as the person sees it: the upstream named
+    first, then its own message on the same line with every line break, control and
+    format character escaped (``visible``), so it cannot pass for the gateway's or
+    another upstream's."""
+    return f"upstream {upstream!r} asks: {visible(message, lines=False)}"
+
+
+def _shown(schema: JSONValue) -> JSONValue:
+    """An upstream's form schema with every ``title`` and ``description`` string (the
+    texts a client shows beside the fields) escaped as the message is; values
+    (``const``, ``enum``, ``default``) are the upstream's and are kept."""
+    if isinstance(schema, list):
+        return [_shown(member) for member in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: visible(member, lines=False)
+        if key in ("title", "description") and isinstance(member, str)
+        else _shown(member)
+        for key, member in schema.items()
+    }
 
 
 class _Refused(Exception):
@@ -392,10 +429,12 @@ class Relay:
             return fail(f"upstream {name!r} asked for input in a shape the gateway cannot read")
         prompt = self._prompt(name, request.params, state)
         if isinstance(prompt, str) or not inv.supports(prompt.mode):
-            declines = _results(done)
-            declines.update(dict.fromkeys(todo, DECLINE))
-            # The declines reach the upstream; what it answers to them is not the caller's.
-            with contextlib.suppress(UpstreamError):
+            # Every request is declined, the ones already accepted too: an accept sent
+            # with the declines could let the upstream act while the caller is told
+            # confirmation_required, and calls again. What the upstream answers is
+            # nobody's, so the caller waits for it DECLINE_TIMEOUT at most.
+            declines = dict.fromkeys([*done, *todo], DECLINE)
+            with anyio.move_on_after(DECLINE_TIMEOUT), contextlib.suppress(UpstreamError):
                 await session.call_tool(
                     tool, arguments, input_responses=declines, request_state=request_state
                 )
@@ -496,15 +535,16 @@ class Relay:
         limits = self._limits
         url = isinstance(params, types.ElicitRequestURLParams)
         what = "a URL hand-off" if url else "a form"
+        message = _asked(upstream, params.message)
         try:
             if isinstance(params, types.ElicitRequestURLParams):
-                prompt: FormInput | URLInput = URLInput(params.message, params.url, state=state)
+                prompt: FormInput | URLInput = URLInput(message, params.url, state=state)
                 public = len(params.url.encode("utf-8"))
             else:
-                schema = json_value(params.requested_schema)
-                prompt = FormInput(params.message, schema, state)
+                schema = _shown(json_value(params.requested_schema))
+                prompt = FormInput(message, schema, state)
                 public = len(prompt.form())
-            public += len(canonical_bytes(params.message))
+            public += len(canonical_bytes(message))
         except (ConfigurationError, TypeError, JSONError) as exc:
             return (
                 f"upstream {upstream!r} asked for {what} that opgate cannot show "

@@ -7,15 +7,20 @@ fails to start (or does not finish within its timeout) is an ``UpstreamStatus`` 
 upstream does not list, is an ``Issue`` in ``warnings``. Reasons are for the
 operator: they may quote the upstream's own texts (bounded, on one line), never a
 resolved credential.
+
+Two helpers make an upstream's text safe to show: ``bounded`` (one line, cut) for
+reasons, ``visible`` (every invisible or terminal-controlling character written as an
+escape, nothing cut) for what reaches the agent or a person at length.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded"]
+__all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded", "visible"]
 
 #: Longest reason kept: reasons may quote what an upstream sent, which may be anything.
 MAX_REASON_CHARS = 300
@@ -28,6 +33,35 @@ def bounded(text: str, limit: int = MAX_REASON_CHARS) -> str:
     if len(text) > limit:
         return text[: limit - 1] + "…"
     return text
+
+
+#: Categories ``visible`` escapes: C0/C1 controls, format characters (bidi controls,
+#: zero-width characters, the BOM), line and paragraph separators, lone surrogates.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def visible(text: str, *, lines: bool = True) -> str:
+    """``text`` with each C0/C1 control, Unicode format character (bidi overrides and
+    isolates, zero-width characters), line or paragraph separator and lone surrogate
+    written as an escape (``\\u202e``, ``\\x1b`` written ``\\u001b``), so that what an
+    upstream wrote cannot reorder, hide or restyle what is shown around it. Line feeds and
+    tabs are kept when ``lines`` is true, escaped (``\\n``, ``\\t``) otherwise."""
+    if text.isprintable():
+        return text
+    kept = "\n\t" if lines else ""
+    out = []
+    for char in text:
+        if char in kept or unicodedata.category(char) not in _INVISIBLE:
+            out.append(char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) > 0xFFFF:
+            out.append(f"\\U{ord(char):08x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

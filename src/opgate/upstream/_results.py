@@ -12,8 +12,9 @@
   ``EmbeddedResource`` (text or decoded blob); ``structuredContent``, when present
   (JSON ``null`` included), is the structured result. Content annotations and the
   upstream's ``_meta`` are not carried. With ``isError`` it becomes ``fail(message,
-  structuredContent)``: the message is the result's text blocks joined by newlines
-  (cut at ``MAX_ERROR_CHARS``). Anything opgate's values refuse (data that is not
+  structuredContent)``: the message is the result's text blocks joined by newlines,
+  controls and format (bidi) characters escaped (``_report.visible``; line feeds and
+  tabs kept), cut at ``MAX_ERROR_CHARS``. Anything opgate's values refuse (data that is not
   base64, a MIME type or URI outside their rules, structured content outside the
   JSON profile, such as nesting deeper than 128) fails the call naming the block,
   never quoting the data. The registry then checks the result as for any
@@ -48,6 +49,8 @@ from opgate import (
     finish,
 )
 from opgate.json import JSONValue, canonical_bytes, parse
+
+from ._report import visible
 
 __all__ = ["MAX_ERROR_CHARS", "json_value", "outcome", "sdk_arguments"]
 
@@ -126,7 +129,7 @@ def _block(block: object, index: int) -> Any:
 
 def _error_text(result: types.CallToolResult) -> str:
     texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
-    message = "\n".join(texts).strip()
+    message = visible("\n".join(texts)).strip()
     if len(message) > MAX_ERROR_CHARS:
         message = message[: MAX_ERROR_CHARS - 1] + "…"
     return message

@@ -35,10 +35,24 @@ and returns its answer, an ``InputRequiredResult`` included (``input_responses``
 and ``request_state`` answer one). On a 2025-11-25 connection the upstream may send
 ``elicitation/create`` in the middle of a call, so ``start_call`` runs the call in
 the session's own task group as a ``HeldCall`` (``_held``) that the relay follows
-and may keep open in ``held`` while a person answers. Nothing on the wire links an
-``elicitation/create`` to the call it belongs to, so a question goes to the call in
-flight only when it is the upstream's one call in flight; with none or several, it
-is refused with a JSON-RPC error and never shown to anyone.
+and may keep open in ``held`` while a person answers. Nothing the SDK's client
+passes on links an ``elicitation/create`` to the call it belongs to (stdio has no
+such link; over streamable HTTP the server should send it on the call's own response
+stream, but the SDK's transport does not say which stream a request came on), so a
+question goes to the call in flight only when it is the upstream's one call in
+flight; with none or several, it is refused with a JSON-RPC error (that does not say
+how many) and never shown to anyone. Relayed input is thus serialised per upstream:
+a held call is in flight, so while one waits for a person no other call of the
+upstream can ask, and at most one call is held at a time.
+
+A call the gateway stopped waiting for (its ``call_timeout`` passed, or its handler
+was cancelled) is cancelled upstream, but cancellation in MCP is a request the
+upstream may ignore: it may still ask its question later, and that question must
+not reach the caller of another call. So such a call leaves a *quarantine*: for
+``call_timeout`` seconds after it (``quarantined``), every ``elicitation/create`` of
+the upstream is refused, whatever is in flight. The SDK drops the upstream's late
+answer to a cancelled request without telling, so the quarantine ends by time only;
+it is one deadline, so any number of such calls keeps nothing but it.
 
 Restarts and changes
 --------------------
@@ -351,6 +365,7 @@ class UpstreamSession:
         self._finished = anyio.Event()
         self._calls: anyio.abc.TaskGroup | None = None
         self._in_flight: set[HeldCall] = set()
+        self._quarantine_until = -math.inf
         self.held = HeldCalls()
         self._backoff = backoff
         self._lost = anyio.Event()  # the current connection's end (see _lose)
@@ -376,6 +391,12 @@ class UpstreamSession:
     def in_flight(self) -> int:
         """Calls started with ``start_call`` that have not ended."""
         return len(self._in_flight)
+
+    @property
+    def quarantined(self) -> bool:
+        """Whether the upstream's questions are refused now because a call ended at the
+        gateway without the upstream's answer (see the module docstring)."""
+        return anyio.current_time() < self._quarantine_until
 
     @property
     def transport(self) -> str:
@@ -523,6 +544,7 @@ class UpstreamSession:
                         self.tools, self.truncated = tools, truncated
                         self._calls = calls
                         self.client = client
+                        self._quarantine_until = -math.inf  # no call given up on this one
                         self.generation += 1
                         self._since = datetime.now(UTC)
                         up = True
@@ -677,35 +699,56 @@ class UpstreamSession:
     ) -> None:
         """The task of one held call: send it, and end it with its answer or failure."""
         ended = Ended(error=UpstreamError(f"upstream {self.name!r} closed the connection"))
+        answered = False  # the upstream's answer (a result or its JSON-RPC error) arrived
         try:
             with call.scope:
                 answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=call.progress
                 )
                 ended = Ended(answer=answer)
+                answered = True
             if call.scope.cancelled_caught:
                 ended = Ended(error=self._timed_out())
         except Exception as exc:
+            answered = isinstance(exc, pydantic.ValidationError) or (
+                isinstance(exc, MCPError)
+                and exc.code not in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT)
+            )
             try:
                 ended = Ended(error=await self._failure(client, exc))
             except Exception as again:  # the task must not take the connection down with it
                 kind = type(_leaf(again)).__name__
                 ended = Ended(error=UpstreamError(f"upstream {self.name!r} failed ({kind})"))
         finally:
+            # The upstream may still be running it, and may still ask on this connection
+            # (a closed one asks nothing more; a new one starts with no such call).
+            if not answered and self.client is client:
+                self._quarantine_until = max(
+                    self._quarantine_until, anyio.current_time() + self._call_timeout
+                )
             self._in_flight.discard(call)
             call.end(ended)
 
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """The SDK's elicitation callback: the question of the one call in flight."""
+        """The SDK's elicitation callback: the question of the one call in flight,
+        unless a call the gateway stopped waiting for may still be asking."""
+        if self.quarantined:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=(
+                    "the gateway relays no elicitation for a while after a call it stopped "
+                    "waiting for: it cannot tell whose it is"
+                ),
+            )
         calls = self._in_flight
-        if len(calls) != 1:
+        if len(calls) != 1:  # how many are in flight is other callers' business
             return types.ErrorData(
                 code=types.INVALID_REQUEST,
                 message=(
                     "the gateway relays an elicitation only while it has one call in flight "
-                    f"to this server ({len(calls)} now): it cannot tell whose it is"
+                    "to this server: it cannot tell whose it is"
                 ),
             )
         (call,) = calls
