@@ -465,6 +465,8 @@ async def _serve_and_measure(
         try:
             client = await stack.enter_async_context(connected(gateway.command(setup.config), mode))
         except Exception as exc:  # a comparison that cannot serve the catalog
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
             return f"did not start: {type(exc).__name__}: {exc}"
         listed = len((await client.list_tools()).tools)
         protocol = str(client.protocol_version)
