@@ -76,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
             bench_gateway.run(
                 10,
                 40,
-                runs=100,
-                invoke_runs=300,
+                runs=60,
+                invoke_runs=200,
                 start_servers=5,
                 repeats=1,
                 compare=compare,
                 slow=False,
-                profile_calls=200,
+                profile_calls=100,
             ),
         )
     else:
