@@ -4,7 +4,9 @@ Directly: ``.venv/bin/python benchmarks/run_all.py [--quick] [--no-compare] [--o
 The full run (10,000 and 100,000 synthetic operations, comparisons included, then the
 real botocore catalog at 20,000 and 100,000 operations: ``bench_real.py``, which needs
 ``botocore`` from the ``bench`` extra) takes several minutes on two cores; ``--quick``
-measures 10,000 synthetic operations only, with fewer runs.
+measures 10,000 synthetic operations only, with fewer runs. The gateway benchmark
+(``bench_gateway.py``: 50 stdio upstreams of botocore tools behind opgate serve,
+FastMCP's proxy and fastmcp-gateway) runs 10 upstreams with ``--quick``.
 MCP round trips are always measured at 10,000 operations (FastMCP's round trips
 take about a second each, so they get few runs).
 ``--output`` also writes the tables to a file. Results depend on the machine and on
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_adversarial_json
 import bench_construction
+import bench_gateway
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -68,6 +71,20 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         )
         section("OpenAPI", bench_openapi.run(runs=3))
         section("Adversarial JSON", bench_adversarial_json.run(runs=20))
+        section(
+            "Gateway over stdio upstreams",
+            bench_gateway.run(
+                10,
+                40,
+                runs=60,
+                invoke_runs=200,
+                start_servers=5,
+                repeats=1,
+                compare=compare,
+                slow=False,
+                profile_calls=100,
+            ),
+        )
     else:
         section("Registry", bench_registry.run((10_000, 100_000), runs=300, compare=compare))
         section("Invoke", bench_invoke.run(runs=20_000, compare=compare))
@@ -84,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         section("Adversarial JSON", bench_adversarial_json.run(runs=100))
         section("Real catalog (botocore)", bench_real.run((1, 5), queries=400, repeat=3))
         section("Real catalog construction (botocore)", bench_construction.run((1, 5)))
+        section("Gateway over stdio upstreams", bench_gateway.run(compare=compare))
     elapsed = time.perf_counter() - began
     print(f"Total time: {elapsed:.0f} s", flush=True)
     if args.output is not None:

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_adversarial_json
 import bench_chart
 import bench_construction
+import bench_gateway
 import bench_interaction
 import bench_invoke
 import bench_mcp
@@ -341,6 +342,64 @@ def test_mcp_http_benchmark_against_opgate_serve_tiny() -> None:
     (row,) = collector.rows
     assert row["frozen objects"] > 10_000  # opgate serve froze its heap
     assert row["tracked objects"] < row["frozen objects"]
+
+
+def test_gateway_benchmark_tiny() -> None:
+    # opgate serve --upstreams over two synthetic stdio upstreams (botocore not needed).
+    search, invoke, start, profile = bench_gateway.run(
+        2,
+        5,
+        runs=5,
+        invoke_runs=10,
+        start_servers=1,
+        repeats=1,
+        compare=False,
+        profile_calls=5,
+        source="synthetic",
+    )
+    (row,) = search.rows
+    assert row["gateway"] == "opgate"
+    assert row["tools/list"] == 3  # search, inspect, invoke
+    assert row["runs"] == 5
+    assert 0 <= row["items"] <= 5
+    assert 0 < row["median ms"] <= row["p99 ms"] <= row["max ms"] < 60_000
+    assert [r["path"] for r in invoke.rows] == ["direct", "through gateway"]
+    through = invoke.rows[1]
+    assert through["overhead median ms"] == pytest.approx(
+        through["median ms"] - invoke.rows[0]["median ms"]
+    )
+    assert through["target ms"] == bench_gateway.TARGET_OVERHEAD_MS
+    assert isinstance(through["ok"], bool)
+    (first,) = start.rows
+    assert 0 < first["first list median s"] <= first["first search median s"] < 60
+    packages = _column(profile.rows, "package")
+    assert packages[-1] == "total"
+    assert len(set(packages)) == len(bench_gateway._GROUPS) + 2
+    total = profile.rows[-1]
+    assert total["invoke ms"] > 0
+    assert total["search ms"] > 0
+
+
+def test_gateway_catalog_inlines_references_and_names_tools_in_snake_case() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"tag": {"$ref": "#/$defs/Tag"}},
+        "$defs": {"Tag": {"type": "string", "maxLength": 8}},
+    }
+    assert bench_gateway.inline_schema(schema) == {
+        "type": "object",
+        "properties": {"tag": {"type": "string", "maxLength": 8}},
+    }
+    looped = {
+        "$ref": "#/$defs/Node",
+        "$defs": {"Node": {"properties": {"n": {"$ref": "#/$defs/Node"}}}},
+    }
+    assert bench_gateway.inline_schema(looped) is None
+    assert bench_gateway.snake_case("ListTagsForResource") == "list_tags_for_resource"
+    assert bench_gateway.snake_case("GetACLPolicy") == "get_acl_policy"
+    catalog = bench_gateway.gateway_catalog(3, 4, "synthetic")
+    assert list(catalog) == ["s0", "s1", "s2"]
+    assert all(len(tools) == 4 for tools in catalog.values())
 
 
 def test_mcp_floor_benchmark_tiny() -> None:
