@@ -38,10 +38,12 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import anyio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from ._pipes import PipeReader, PipeWriter, in_loop, serving_in_loop
 
 __all__ = [
     "Answers",
@@ -238,6 +240,16 @@ def restore(data: bytes) -> bytes:
 # -- stdio ----------------------------------------------------------------------
 
 
+class _Reader(Protocol):
+    async def readline(self) -> bytes: ...
+
+
+class _Writer(Protocol):
+    async def write(self, data: bytes) -> Any: ...
+
+    async def flush(self) -> None: ...
+
+
 class _Lines:
     """The wire's stdin as the SDK's stdio transport reads it: one ``str`` per line.
 
@@ -247,15 +259,15 @@ class _Lines:
     its handler.
     """
 
-    def __init__(self, stream: BinaryIO, answers: Answers) -> None:
-        self._file = anyio.wrap_file(stream)
+    def __init__(self, reader: _Reader, answers: Answers) -> None:
+        self._reader = reader
         self._answers = answers
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._file.readline()
+        line = await self._reader.readline()
         if not line:
             raise StopAsyncIteration
         self._answers.offer(line, None)
@@ -266,14 +278,14 @@ class _Lines:
 class _Sink:
     """The wire's stdout as the SDK's stdio transport writes it, placeholders restored."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._file = anyio.wrap_file(stream)
+    def __init__(self, writer: _Writer) -> None:
+        self._writer = writer
 
     async def write(self, text: str) -> None:
-        await self._file.write(restore(text.encode("utf-8")))
+        await self._writer.write(restore(text.encode("utf-8")))
 
     async def flush(self) -> None:
-        await self._file.flush()
+        await self._writer.flush()
 
 
 @asynccontextmanager
@@ -282,18 +294,39 @@ async def stdio_streams(answers: Answers) -> AsyncIterator[tuple[Any, Any]]:
 
     While it runs, descriptors 0 and 1 point at the null device and at stderr, so
     handlers that read stdin or print miss the wire (as in the SDK's own claim); the
-    wire is served from private duplicates, restored on exit.
+    wire is served from private duplicates, restored on exit. A wire that is a pipe or
+    a socket is read and written in the event loop (``_pipes``), anything else through
+    worker threads, as the SDK does.
     """
     from mcp.server.stdio import stdio_server
 
     wire_in, wire_out, release = _claim_standard_streams()
     try:
-        lines = _Lines(wire_in, answers)
-        sink = _Sink(wire_out)
-        async with stdio_server(lines, sink) as streams:  # type: ignore[arg-type]
-            yield streams
+        with _wire(wire_in, wire_out) as (reader, writer):
+            async with stdio_server(_Lines(reader, answers), _Sink(writer)) as streams:  # type: ignore[arg-type]
+                yield streams
     finally:
         release()
+
+
+@contextmanager
+def _wire(wire_in: BinaryIO, wire_out: BinaryIO) -> Iterator[tuple[_Reader, _Writer]]:
+    """The reader and writer of the wire: in the event loop where it can be, else
+    through worker threads."""
+    fd_in, fd_out = _loop_descriptor(wire_in), _loop_descriptor(wire_out)
+    with serving_in_loop(*(fd for fd in (fd_in, fd_out) if fd is not None)):
+        reader: _Reader = anyio.wrap_file(wire_in) if fd_in is None else PipeReader(fd_in)
+        writer: _Writer = anyio.wrap_file(wire_out) if fd_out is None else PipeWriter(fd_out)
+        yield reader, writer
+
+
+def _loop_descriptor(stream: BinaryIO) -> int | None:
+    """``stream``'s descriptor if it can be served in the event loop, else ``None``."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fd if in_loop(fd) else None
 
 
 def _claim_standard_streams() -> tuple[BinaryIO, BinaryIO, Callable[[], None]]:
