@@ -11,8 +11,13 @@ the upstream.
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from opgate import Completed, LocalPolicy, Registry, ScopePolicy
 from opgate.mcp import GatewayServer, uvicorn_config
 from opgate.upstream import (
+    DUMPABLE_ENV,
     INHERITED_ENV,
     Catalog,
     StdioServer,
@@ -37,6 +43,9 @@ from conftest import free_port
 from upstream_servers import serve_kit_http, stdio_entry
 
 pytestmark = pytest.mark.anyio
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+TESTS = Path(__file__).resolve().parent
 
 
 async def invoke(registry: Registry, name: str, arguments: dict[str, Any]) -> Any:
@@ -155,3 +164,86 @@ async def catalog_http(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Catalog
         config = load_config({"mcpServers": {"web": entry}})
         async with open_catalog(config, start_timeout=60) as catalog:
             yield catalog
+
+
+_PEEKING_GATEWAY = """
+import sys, anyio
+from opgate import LocalPolicy
+from opgate.upstream import load_config, open_catalog
+from upstream_servers import stdio_entry
+
+async def main():
+    config = load_config({"mcpServers": {"kit": stdio_entry("kit")}})
+    async with open_catalog(config, start_timeout=60) as catalog:
+        outcome = await catalog.registry(LocalPolicy()).invoke(
+            None, "kit.parent_environment", {}
+        )
+        print(repr(outcome))
+
+anyio.run(main)
+"""
+
+
+def _as_another_user() -> dict[str, Any]:
+    """Run as ``nobody`` when the tests run as root: root's ``CAP_SYS_PTRACE`` reads
+    any process's ``/proc`` files, dumpable or not, so only a same-user reader that is
+    not root shows the protection."""
+    if os.geteuid() != 0:
+        return {}
+    nobody = pwd.getpwnam("nobody")
+    return {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+@pytest.mark.parametrize("dumpable", [False, True])
+def test_a_stdio_upstream_cannot_read_the_gateways_proc_environ(dumpable: bool) -> None:
+    # The gateway is a subprocess so that its dumpable flag, and its user, are its own.
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": "/",
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]),
+        "OPGATE_GATEWAY_SECRET": "must-not-leak",
+    }
+    if dumpable:
+        env[DUMPABLE_ENV] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _PEEKING_GATEWAY],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        **_as_another_user(),
+    )
+    assert done.returncode == 0, done.stderr
+    if dumpable:  # the control: without the protection, the upstream reads it all
+        assert "OPGATE_GATEWAY_SECRET" in done.stdout, done.stdout
+    else:
+        assert "OPGATE_GATEWAY_SECRET" not in done.stdout, done.stdout
+        assert "refused: Permission denied" in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_protect_gateway_makes_the_process_non_dumpable_unless_opted_out() -> None:
+    script = (
+        "import ctypes, json, os\n"
+        "from opgate.upstream import protect_gateway\n"
+        "libc = ctypes.CDLL(None)\n"
+        "before = libc.prctl(3, 0, 0, 0, 0)\n"
+        "kept = protect_gateway({'OPGATE_DUMPABLE': '1'})\n"
+        "middle = libc.prctl(3, 0, 0, 0, 0)\n"
+        "done = protect_gateway({})\n"
+        "after = libc.prctl(3, 0, 0, 0, 0)\n"
+        "owner = os.stat(f'/proc/{os.getpid()}/environ').st_uid\n"
+        "print(json.dumps([before, kept, middle, done, after, owner]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == [1, False, 1, True, 0, 0]

@@ -19,7 +19,9 @@ function would produce).
 * ``slow(seconds, marker)``: sleeps, then answers ``"done"`` (cancelled first, it writes
   ``cancelled`` to the file ``marker``); ``crash()``: the process exits
   mid-call; ``pixel()``: a one-pixel PNG image;
-* ``request_headers()``: the HTTP headers of the request (``{}`` on stdio).
+* ``request_headers()``: the HTTP headers of the request (``{}`` on stdio);
+* ``parent_environment()``: the variable names of the gateway's (its parent's)
+  ``/proc/PPID/environ``, or an ``isError`` result when reading it is refused.
 
 ``RAW``'s tools (see ``RAW_TOOLS``): one whose input schema has a lookbehind pattern
 (outside opgate's compiler profile), names with characters outside opgate's rule,
@@ -120,6 +122,16 @@ def pixel() -> Image:
 def request_headers(ctx: Context) -> dict[str, str]:
     """The HTTP headers of this request (empty over stdio)."""
     return dict(ctx.headers or {})
+
+
+@KIT.tool()
+def parent_environment() -> list[str]:
+    """The names of the variables in the parent process's ``/proc/PPID/environ``."""
+    try:
+        raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
+    except OSError as exc:
+        raise ToolError(f"refused: {exc.strerror}") from None
+    return sorted(item.partition(b"=")[0].decode() for item in raw.split(b"\0") if item)
 
 
 _OBJECT: dict[str, Any] = {"type": "object"}

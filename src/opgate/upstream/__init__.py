@@ -37,11 +37,19 @@ from ._config import (
     load_config,
 )
 from ._report import Issue, Report, UpstreamStatus
-from ._session import INHERITED_ENV, UpstreamError, UpstreamSession, child_environment
+from ._session import (
+    DUMPABLE_ENV,
+    INHERITED_ENV,
+    UpstreamError,
+    UpstreamSession,
+    child_environment,
+    protect_gateway,
+)
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
+    "DUMPABLE_ENV",
     "INHERITED_ENV",
     "MAX_UPSTREAM_NAME",
     "Catalog",
@@ -60,4 +68,5 @@ __all__ = [
     "child_environment",
     "load_config",
     "open_catalog",
+    "protect_gateway",
 ]

@@ -17,6 +17,12 @@ What an upstream gets
   user, shell, terminal, locale and temporary directory). The SDK's
   ``stdio_client`` adds its own ``get_default_environment()``, which on POSIX is a
   subset of that list. The upstream's stderr goes to the gateway's stderr.
+* Before the first stdio upstream is started, ``protect_gateway()`` makes the
+  gateway's process non-dumpable on Linux, so that a process of the same user (the
+  upstream) cannot read the gateway's whole environment or memory through
+  ``/proc/PID/environ`` or ``/proc/PID/mem``, or ptrace it. The filter above keeps
+  secrets from leaking by accident; this keeps a hostile upstream from taking them
+  (a root upstream, or one that can read the files the gateway reads, still can).
 * An HTTP upstream gets the entry's headers and nothing else: the HTTP client is
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
@@ -51,6 +57,7 @@ text and never an exception of the gateway's.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import sys
@@ -75,12 +82,14 @@ from ._report import UpstreamStatus, bounded
 
 __all__ = [
     "CLIENT_NAME",
+    "DUMPABLE_ENV",
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
+    "protect_gateway",
 ]
 
 #: Variables of the gateway's environment a stdio upstream inherits: what a process
@@ -128,6 +137,11 @@ _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 #: Seconds the ping that tells a closed connection from an upstream's own error may take.
 _PING_TIMEOUT: Final = 5.0
 
+#: Set to ``1`` in the gateway's environment to keep the process dumpable (core dumps,
+#: a debugger or ``py-spy`` of the same user), at the cost ``protect_gateway`` names.
+DUMPABLE_ENV: Final = "OPGATE_DUMPABLE"
+_PR_SET_DUMPABLE: Final = 4
+
 _CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputRequiredResult)
 
 
@@ -149,6 +163,29 @@ def child_environment(
     }
     env.update(server.env)
     return env
+
+
+def protect_gateway(environ: Mapping[str, str] | None = None) -> bool:
+    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``) and say
+    whether it now is.
+
+    A non-dumpable process's ``/proc/PID`` files are owned by root, so a process of
+    the same user without ``CAP_SYS_PTRACE`` (a stdio upstream) cannot read its
+    ``environ`` or ``mem`` or attach to it. Side effects, for the whole process: no
+    core dumps, and no debugger or profiler (``gdb``, ``py-spy``) of the same user can
+    attach. Does nothing, and returns ``False``, off Linux, when the call fails, or
+    when ``environ`` (default ``os.environ``) sets ``DUMPABLE_ENV`` to ``1``. The
+    setting is the process's own: an upstream it starts is dumpable again once it
+    runs its program.
+    """
+    environ = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or environ.get(DUMPABLE_ENV) == "1":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_DUMPABLE, ctypes.c_ulong(0), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _errlog(stream: TextIO | None) -> TextIO:
@@ -278,6 +315,7 @@ class UpstreamSession:
         server = self.server
         info = types.Implementation(name=CLIENT_NAME, version=__version__)
         if isinstance(server, StdioServer):
+            protect_gateway()
             parameters = StdioServerParameters(
                 command=server.command,
                 args=list(server.args),
