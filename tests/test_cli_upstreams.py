@@ -93,8 +93,8 @@ async def test_serve_over_http_with_a_token_verifier(tmp_path: Path) -> None:
     finally:
         stop_process(process)
     written = log.read_text().splitlines()
-    assert written[0].startswith("opgate: 1 of 1 upstream connected, 9 operations imported")
-    assert written[-1] == f"opgate: serving 9 operations at http://127.0.0.1:{port}/mcp"
+    assert written[0].startswith("opgate: 1 of 1 upstream connected, 10 operations imported")
+    assert written[-1] == f"opgate: serving 10 operations at http://127.0.0.1:{port}/mcp"
 
 
 def test_check_prints_the_report_and_exits(

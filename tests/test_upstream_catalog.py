@@ -84,7 +84,7 @@ async def failed(registry: Registry, name: str, arguments: dict[str, Any]) -> Fa
 
 async def test_both_upstreams_connect_and_report(catalog: Catalog) -> None:
     kit, raw = catalog.report.upstreams
-    assert (kit.name, kit.transport, kit.connected, kit.tools) == ("kit", "stdio", True, 9)
+    assert (kit.name, kit.transport, kit.connected, kit.tools) == ("kit", "stdio", True, 10)
     assert (raw.name, raw.connected) == ("raw", True)
     assert kit.server == "kit 1.0"
     assert kit.protocol_version
@@ -351,7 +351,7 @@ async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() ->
         assert all(name.startswith("kit.") for name in catalog.tools)
         registry = catalog.registry(LocalPolicy())
         assert isinstance(await registry.invoke(None, "kit.echo", {"text": "x"}), Completed)
-        assert repr(catalog) == "Catalog(9 operations from 1 of 5 upstreams)"
+        assert repr(catalog) == "Catalog(10 operations from 1 of 5 upstreams)"
     kit = catalog.sessions["kit"].status()
     assert (kit.connected, kit.reason) == (False, "closed")
 
