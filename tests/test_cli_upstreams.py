@@ -46,7 +46,7 @@ async def test_serve_over_stdio(tmp_path: Path) -> None:
             page = await client.call_tool("search", {"query": "read_file"})
             assert page.structured_content is not None
             found = [item["name"] for item in page.structured_content["items"]]
-            assert found == ["raw.read_file", "raw.read_file_2"]
+            assert found == ["raw.read_file", "raw.read_file_2", "raw.read_file_3"]
             echoed = await client.call_tool(
                 "invoke", {"name": "kit.echo", "arguments": {"text": "through the gateway"}}
             )

@@ -173,14 +173,19 @@ async def test_renamed_tools_are_reported_and_reach_their_own_tool(
     assert renamed["read file"] == (
         "offered as 'raw.read_file' (characters outside [A-Za-z0-9_.-] replaced)"
     )
-    assert "'raw.read_file_2'" in renamed["read?file"]
+    # ' ' and '?' sort before '_', yet the unchanged "read_file_2" keeps its own name:
+    # a renamed newcomer never takes it (and the pins and policy on it)
+    assert "'raw.read_file_3'" in renamed["read?file"]
     assert "number added" in renamed["read?file"]
+    assert "read_file_2" not in renamed
     long = next(name for name in catalog.tools if name.startswith("raw.ttt"))
     assert len(long) == 128
     first = await completed(registry, "raw.read_file", {})
-    second = await completed(registry, "raw.read_file_2", {})
+    second = await completed(registry, "raw.read_file_3", {})
+    plain = await completed(registry, "raw.read_file_2", {})
     assert first.result.content == (Text("called read file"),)
     assert second.result.content == (Text("called read?file"),)
+    assert plain.result.content == (Text("called read_file_2"),)
     assert (await completed(registry, long, {})).result.content == (Text(f"called {'t' * 200}"),)
 
 

@@ -147,6 +147,11 @@ RAW_TOOLS = [
     ),
     types.Tool(name="read file", description="A name with a space.", input_schema=_OBJECT),
     types.Tool(name="read?file", description="Cleans to the same name.", input_schema=_OBJECT),
+    types.Tool(
+        name="read_file_2",
+        description="A plain name a renamed one could take.",
+        input_schema=_OBJECT,
+    ),
     types.Tool(name="t" * 200, description="A very long name.", input_schema=_OBJECT),
     types.Tool(name="twice", description="Listed two times.", input_schema=_OBJECT),
     types.Tool(name="twice", description="Listed two times (again).", input_schema=_OBJECT),
