@@ -148,6 +148,10 @@ class Redactor:
         #: Characters one encoded secret may span at most.
         self.tail = _PER_CHARACTER * max((len(s) for s in ordered), default=0)
 
+    def __bool__(self) -> bool:
+        """Whether there is any secret to look for."""
+        return bool(self._forms)
+
     def _pattern(self, probe: str) -> re.Pattern[str] | None:
         """One pattern for the secrets whose anchor occurs in ``probe`` (longest first)."""
         live = [pattern for anchor, pattern in self._forms if anchor in probe]

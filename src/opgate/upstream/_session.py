@@ -27,6 +27,15 @@ What an upstream gets
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
   endpoint's origin.
+* What comes back is redacted (``_results.redacted``) of the upstream's own
+  credentials, ``redactor_for(server)``: an upstream that echoes its request headers
+  or its environment cannot hand the agent the gateway's credential for it. The
+  secrets are an HTTP entry's header values (but those of ``PLAIN_HEADERS``), its
+  URL's password and query values of at least ``MIN_ENV_SECRET`` characters, and a
+  stdio entry's ``env`` values of at least ``MIN_ENV_SECRET`` characters that are not
+  a path (``/…``, ``~…``, ``./…``, ``C:\\…``) nor a variable of ``INHERITED_ENV``.
+  Answers (content, structured content, ``isError`` text), questions and the
+  upstream's error messages in ``UpstreamError`` are all redacted.
 * The client declares elicitation (forms and URL hand-offs) and nothing else: an
   upstream's ``sampling/createMessage`` or ``roots/list`` is refused by the SDK's
   default callbacks with a JSON-RPC error.
@@ -60,10 +69,12 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import httpx2
@@ -75,10 +86,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from opgate import __version__
+from opgate.redact import Redactor
 
 from ._config import ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._report import UpstreamStatus, bounded
+from ._results import redacted
 
 __all__ = [
     "CLIENT_NAME",
@@ -86,10 +99,13 @@ __all__ = [
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
+    "MIN_ENV_SECRET",
+    "PLAIN_HEADERS",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
     "protect_gateway",
+    "redactor_for",
 ]
 
 #: Variables of the gateway's environment a stdio upstream inherits: what a process
@@ -124,6 +140,16 @@ INHERITED_ENV: Final[tuple[str, ...]] = (
         "USER",
     )
 )
+
+#: Shortest value of a stdio entry's ``env`` redacted from what the upstream answers:
+#: shorter values (``UTC``, ``true``, ``debug``) are settings, not secrets, and would
+#: redact ordinary words.
+MIN_ENV_SECRET: Final = 8
+#: Header names (lower case) whose values are not credentials, and not redacted.
+PLAIN_HEADERS: Final = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
+)
+_PATH = re.compile(r"(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
 
 #: The name the gateway gives itself in the handshake.
 CLIENT_NAME: Final = "opgate"
@@ -163,6 +189,22 @@ def child_environment(
     }
     env.update(server.env)
     return env
+
+
+def redactor_for(server: ServerConfig) -> Redactor:
+    """The ``Redactor`` of ``server``'s own credentials (see the module docstring)."""
+    if isinstance(server, StdioServer):
+        secrets = [
+            value
+            for key, value in server.env.items()
+            if key not in INHERITED_ENV and len(value) >= MIN_ENV_SECRET and not _PATH.match(value)
+        ]
+    else:
+        secrets = [v for k, v in server.headers.items() if k.lower() not in PLAIN_HEADERS]
+        parts = urlsplit(server.url)
+        secrets.extend(filter(None, [parts.password]))
+        secrets.extend(v for _, v in parse_qsl(parts.query) if len(v) >= MIN_ENV_SECRET)
+    return Redactor(secrets)
 
 
 def protect_gateway(environ: Mapping[str, str] | None = None) -> bool:
@@ -253,6 +295,7 @@ class UpstreamSession:
         self._start_timeout = start_timeout
         self._call_timeout = call_timeout
         self._stderr = stderr
+        self._redactor = redactor_for(server)
         self._reason = "not started"
         self._started = anyio.Event()
         self._stop = anyio.Event()
@@ -402,9 +445,10 @@ class UpstreamSession:
         request = _request(tool, arguments, input_responses, request_state)
         try:
             with anyio.fail_after(self._call_timeout):
-                return await client.session.send_request(
+                answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=progress
                 )
+            return redacted(answer, self._redactor)
         except TimeoutError:
             raise self._timed_out() from None
         except Exception as exc:
@@ -435,7 +479,7 @@ class UpstreamSession:
                 answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=call.progress
                 )
-                ended = Ended(answer=answer)
+                ended = Ended(answer=redacted(answer, self._redactor))
             if call.scope.cancelled_caught:
                 ended = Ended(error=self._timed_out())
         except Exception as exc:
@@ -462,6 +506,14 @@ class UpstreamSession:
                 ),
             )
         (call,) = calls
+        try:
+            params = redacted(params, self._redactor)
+        except pydantic.ValidationError:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="the gateway cannot relay this question without the upstream's "
+                "credentials in it",
+            )
         return await call.ask(params)
 
     def _timed_out(self) -> UpstreamError:
@@ -477,7 +529,8 @@ class UpstreamSession:
                 self._lose(client, "the connection closed")
                 return UpstreamError(f"upstream {name!r} closed the connection during the call")
             return UpstreamError(
-                f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
+                f"upstream {name!r} failed the call: error {exc.code}: "
+                f"{bounded(self._redactor.text(exc.message))}"
             )
         if isinstance(exc, pydantic.ValidationError):
             return UpstreamError(
