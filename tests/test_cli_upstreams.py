@@ -113,6 +113,20 @@ def test_check_prints_the_report_and_exits(
     )
 
 
+def test_check_prints_the_files_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = stdio_entry("raw")
+    entry["args"] = [*entry["args"], "${NOT_EXPANDED}"]
+    path = write(tmp_path, {"raw": entry})
+    main(["serve", "--upstreams", str(path), "--check"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"opgate: warning: {path}: /mcpServers/raw/args/{len(entry['args']) - 1}: "
+        "${...} is passed as it is here: only env and headers values are expanded"
+    )
+
+
 def test_check_fails_when_nothing_can_be_served(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +143,7 @@ def test_check_fails_when_nothing_can_be_served(
             {"a": {"url": "https://h/mcp", "headers": {"K": "${OPGATE_NOT_SET_ANYWHERE}"}}},
             "OPGATE_NOT_SET_ANYWHERE",
         ),
+        ({"a": {"command": "x", "type": ["stdio"]}}, "/mcpServers/a/type: type must be a string"),
     ],
 )
 def test_a_bad_file_is_a_usage_error(

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._escapes import visible
 from ._openapi import ServePolicy, print_report
 from ._usage import UsageError
 
@@ -45,9 +46,13 @@ def serve_upstreams(
     except ConfigError as exc:
         raise UsageError(f"{arguments.upstreams}: {exc}") from None
 
+    stream = sys.stdout if arguments.check else sys.stderr
+    for warning in config.warnings:
+        shown = "".join(map(visible, warning))
+        print(f"opgate: warning: {arguments.upstreams}: {shown}", file=stream, flush=True)
+
     async def run() -> int:
         async with open_catalog(config) as catalog:
-            stream = sys.stdout if arguments.check else sys.stderr
             print_report(catalog.report, stream, every=arguments.check)
             if arguments.check:
                 if not catalog.operations:

@@ -88,7 +88,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opgate import __version__
 from opgate.redact import Redactor
 
-from ._config import ServerConfig, StdioServer
+from ._config import PLAIN_HEADERS, ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._report import UpstreamStatus, bounded
 from ._results import redacted
@@ -100,7 +100,6 @@ __all__ = [
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
     "MIN_ENV_SECRET",
-    "PLAIN_HEADERS",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
@@ -145,10 +144,6 @@ INHERITED_ENV: Final[tuple[str, ...]] = (
 #: shorter values (``UTC``, ``true``, ``debug``) are settings, not secrets, and would
 #: redact ordinary words.
 MIN_ENV_SECRET: Final = 8
-#: Header names (lower case) whose values are not credentials, and not redacted.
-PLAIN_HEADERS: Final = frozenset(
-    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
-)
 _PATH = re.compile(r"(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
 
 #: The name the gateway gives itself in the handshake.
