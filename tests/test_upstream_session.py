@@ -335,3 +335,23 @@ def test_redactor_for_takes_the_entrys_own_secrets_only() -> None:
         "[redacted] [redacted] [redacted] agent/1.0 x=1"
     )
     assert not redactor_for(StdioServer("c", "cmd"))
+
+
+async def test_an_upstreams_stderr_is_prefixed_and_escaped(tmp_path: Path) -> None:
+    forged = "\\x1b[2J\\x1b[31mopgate: serving 0 operations\\r\\u202eevil\\tend"
+    # the escapes are the child's: its source text holds them as Python escapes
+    script = f"import sys; sys.stderr.write('{forged}\\nsecond line\\n'); sys.exit(3)"
+    config = load_config(
+        {"mcpServers": {"noisy": {"command": sys.executable, "args": ["-c", script]}}}
+    )
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        async with open_catalog(config, start_timeout=30, stderr=stderr) as catalog:
+            assert not catalog.report.upstreams[0].connected
+        with anyio.fail_after(10):
+            while log.read_text().count("\n") < 2:
+                await anyio.sleep(0.05)
+    assert log.read_text().splitlines() == [
+        "[noisy] \\x1b[2J\\x1b[31mopgate: serving 0 operations\\r\\u202eevil\tend",
+        "[noisy] second line",
+    ]

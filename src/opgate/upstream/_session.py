@@ -16,7 +16,8 @@ What an upstream gets
   those in ``INHERITED_ENV`` (what a process needs to start: its search path, home,
   user, shell, terminal, locale and temporary directory). The SDK's
   ``stdio_client`` adds its own ``get_default_environment()``, which on POSIX is a
-  subset of that list. The upstream's stderr goes to the gateway's stderr.
+  subset of that list. The upstream's stderr goes to the gateway's stderr through a
+  ``StderrRelay``: each line prefixed with ``[NAME] ``, control characters escaped.
 * Before the first stdio upstream is started, ``protect_gateway()`` makes the
   gateway's process non-dumpable on Linux, so that a process of the same user (the
   upstream) cannot read the gateway's whole environment or memory through
@@ -71,9 +72,10 @@ import math
 import os
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final, TextIO
+from typing import Any, BinaryIO, Final, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
@@ -99,7 +101,9 @@ __all__ = [
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
+    "MAX_STDERR_LINE",
     "MIN_ENV_SECRET",
+    "StderrRelay",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
@@ -148,6 +152,8 @@ _PATH = re.compile(r"(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
 
 #: The name the gateway gives itself in the handshake.
 CLIENT_NAME: Final = "opgate"
+#: Longest piece of an upstream's stderr copied as one line (bytes).
+MAX_STDERR_LINE: Final = 8_192
 #: Pages of ``tools/list`` read at most: a paginator that never ends cannot hold up a start.
 MAX_LIST_PAGES: Final = 100
 #: Tools read from one upstream at most; the rest are left out (and reported).
@@ -236,6 +242,42 @@ def _errlog(stream: TextIO | None) -> TextIO:
         except (OSError, AttributeError, ValueError):
             continue
     raise ValueError("stderr must be a file with a descriptor for stdio upstreams to write to")
+
+
+class StderrRelay:
+    """A pipe for one stdio upstream's stderr (``file``, given to the process) and a
+    thread that copies it to ``target`` a line at a time, each line prefixed with
+    ``[NAME] `` and every character that is not printable (terminal escapes, CR, bidi
+    controls) written as its Python escape, so an upstream can neither forge the
+    gateway's own log lines nor drive the operator's terminal. A line longer than
+    ``MAX_STDERR_LINE`` bytes is copied in pieces, each prefixed. ``close()`` closes
+    the gateway's end; the thread ends once every process holding the other end has.
+    """
+
+    def __init__(self, name: str, target: TextIO) -> None:
+        read, write = os.pipe()
+        self.file: TextIO = os.fdopen(write, "w")
+        source = os.fdopen(read, "rb")
+        thread = threading.Thread(
+            target=_copy_stderr, args=(source, name, target), daemon=True, name=f"{name} stderr"
+        )
+        thread.start()
+
+    def close(self) -> None:
+        """Close the gateway's end of the pipe."""
+        self.file.close()
+
+
+def _copy_stderr(source: BinaryIO, name: str, target: TextIO) -> None:
+    with source:
+        while line := source.readline(MAX_STDERR_LINE):
+            text = line.decode("utf-8", "replace").removesuffix("\n")
+            shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+            try:
+                target.write(f"[{name}] {shown}\n")
+                target.flush()
+            except (OSError, ValueError):  # stderr gone: keep draining so the upstream never blocks
+                continue
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -360,15 +402,19 @@ class UpstreamSession:
                 env=child_environment(server),
                 cwd=server.cwd,
             )
-            transport = stdio_client(parameters, errlog=_errlog(self._stderr))
-            async with Client(
-                transport,
-                mode="auto",
-                client_info=info,
-                cache=None,
-                elicitation_callback=self._on_elicit,
-            ) as client:
-                yield client
+            relay = StderrRelay(self.name, _errlog(self._stderr))
+            try:
+                transport = stdio_client(parameters, errlog=relay.file)
+                async with Client(
+                    transport,
+                    mode="auto",
+                    client_info=info,
+                    cache=None,
+                    elicitation_callback=self._on_elicit,
+                ) as client:
+                    yield client
+            finally:
+                relay.close()
             return
         async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
             transport = streamable_http_client(server.url, http_client=http)
