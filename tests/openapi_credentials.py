@@ -1,6 +1,6 @@
 """The host credentials of the openapi upstream tests, and every way software that
 echoes a credential could write it (``encodings``), for ``test_openapi_upstream.py``
-and ``test_openapi_redact.py``.
+and ``test_redact.py``.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ async def test_serve_over_stdio(tmp_path: Path) -> None:
             page = await client.call_tool("search", {"query": "read_file"})
             assert page.structured_content is not None
             found = [item["name"] for item in page.structured_content["items"]]
-            assert found == ["raw.read_file", "raw.read_file_2"]
+            assert found == ["raw.read_file", "raw.read_file_2", "raw.read_file_3"]
             echoed = await client.call_tool(
                 "invoke", {"name": "kit.echo", "arguments": {"text": "through the gateway"}}
             )
@@ -128,8 +128,8 @@ async def test_serve_over_http_with_a_token_verifier(tmp_path: Path) -> None:
         stop_process(process)
     # The upstream's stderr is the gateway's: keep the gateway's own lines.
     written = [line for line in log.read_text().splitlines() if line.startswith("opgate: ")]
-    assert written[0].startswith("opgate: 1 of 1 upstream connected, 9 operations imported")
-    assert written[-1] == f"opgate: serving 9 operations at http://127.0.0.1:{port}/mcp"
+    assert written[0].startswith("opgate: 1 of 1 upstream connected, 10 operations imported")
+    assert written[-1] == f"opgate: serving 10 operations at http://127.0.0.1:{port}/mcp"
 
 
 def test_check_prints_the_report_and_exits(
@@ -145,6 +145,20 @@ def test_check_prints_the_report_and_exits(
     assert any(line.startswith("  skipped raw/lookbehind: ") for line in out)
     assert any(
         line.startswith("  warning raw/read file: offered as 'raw.read_file'") for line in out
+    )
+
+
+def test_check_prints_the_files_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = stdio_entry("raw")
+    entry["args"] = [*entry["args"], "${NOT_EXPANDED}"]
+    path = write(tmp_path, {"raw": entry})
+    main(["serve", "--upstreams", str(path), "--check"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"opgate: warning: {path}: /mcpServers/raw/args/{len(entry['args']) - 1}: "
+        "${...} is passed as it is here: only env and headers values are expanded"
     )
 
 
@@ -164,6 +178,7 @@ def test_check_fails_when_nothing_can_be_served(
             {"a": {"url": "https://h/mcp", "headers": {"K": "${OPGATE_NOT_SET_ANYWHERE}"}}},
             "OPGATE_NOT_SET_ANYWHERE",
         ),
+        ({"a": {"command": "x", "type": ["stdio"]}}, "/mcpServers/a/type: type must be a string"),
     ],
 )
 def test_a_bad_file_is_a_usage_error(

@@ -84,7 +84,7 @@ async def failed(registry: Registry, name: str, arguments: dict[str, Any]) -> Fa
 
 async def test_both_upstreams_connect_and_report(catalog: Catalog) -> None:
     kit, raw = catalog.report.upstreams
-    assert (kit.name, kit.transport, kit.connected, kit.tools) == ("kit", "stdio", True, 9)
+    assert (kit.name, kit.transport, kit.connected, kit.tools) == ("kit", "stdio", True, 10)
     assert (raw.name, raw.connected) == ("raw", True)
     assert kit.server == "kit 1.0"
     assert kit.protocol_version
@@ -173,14 +173,19 @@ async def test_renamed_tools_are_reported_and_reach_their_own_tool(
     assert renamed["read file"] == (
         "offered as 'raw.read_file' (characters outside [A-Za-z0-9_.-] replaced)"
     )
-    assert "'raw.read_file_2'" in renamed["read?file"]
+    # ' ' and '?' sort before '_', yet the unchanged "read_file_2" keeps its own name:
+    # a renamed newcomer never takes it (and the pins and policy on it)
+    assert "'raw.read_file_3'" in renamed["read?file"]
     assert "number added" in renamed["read?file"]
+    assert "read_file_2" not in renamed
     long = next(name for name in catalog.tools if name.startswith("raw.ttt"))
     assert len(long) == 128
     first = await completed(registry, "raw.read_file", {})
-    second = await completed(registry, "raw.read_file_2", {})
+    second = await completed(registry, "raw.read_file_3", {})
+    plain = await completed(registry, "raw.read_file_2", {})
     assert first.result.content == (Text("called read file"),)
     assert second.result.content == (Text("called read?file"),)
+    assert plain.result.content == (Text("called read_file_2"),)
     assert (await completed(registry, long, {})).result.content == (Text(f"called {'t' * 200}"),)
 
 
@@ -373,7 +378,7 @@ async def test_upstreams_that_fail_to_start_are_reported_and_the_rest_serve() ->
         assert all(name.startswith("kit.") for name in catalog.tools)
         registry = catalog.registry(LocalPolicy())
         assert isinstance(await registry.invoke(None, "kit.echo", {"text": "x"}), Completed)
-        assert repr(catalog) == "Catalog(9 operations from 1 of 5 upstreams)"
+        assert repr(catalog) == "Catalog(10 operations from 1 of 5 upstreams)"
     kit = catalog.sessions["kit"].status()
     assert (kit.connected, kit.reason) == (False, "closed")
 

@@ -121,11 +121,73 @@ def test_a_missing_variable_names_the_upstream_the_variable_and_the_path() -> No
     assert str(problem).startswith("/mcpServers/github/headers/Authorization: ")
 
 
-def test_variables_elsewhere_are_not_expanded() -> None:
-    (server,) = config({"a": {"command": "${TOKEN}", "args": ["${TOKEN}"]}}).servers
+def test_variables_elsewhere_are_not_expanded_and_are_warned_about() -> None:
+    loaded = config(
+        {
+            "a": {"command": "${TOKEN}", "args": ["-v", "${TOKEN}"], "cwd": "/${X}"},
+            "b": {"url": "https://h/${TOKEN}/mcp"},
+            "c": {"command": "x", "args": ["$TOKEN"]},
+        }
+    )
+    server = loaded.servers[0]
     assert isinstance(server, StdioServer)
     assert server.command == "${TOKEN}"
-    assert server.args == ("${TOKEN}",)
+    assert server.args == ("-v", "${TOKEN}")
+    assert [w.partition(": ")[0] for w in loaded.warnings] == [
+        "/mcpServers/a/command",
+        "/mcpServers/a/cwd",
+        "/mcpServers/a/args/1",
+        "/mcpServers/b/url",
+    ]
+    assert "only env and headers values are expanded" in loaded.warnings[0]
+
+
+@pytest.mark.parametrize("kind", [[], {}, ["stdio"], 1, True])
+def test_a_type_that_is_not_a_string_is_an_error(kind: object) -> None:
+    problem = error({"a": {"command": "x", "type": kind}})
+    assert problem.pointer == "/mcpServers/a/type"
+    assert "must be a string" in str(problem)
+
+
+def test_a_nested_reference_in_a_default_is_an_error() -> None:
+    problem = error({"a": {"url": "https://h/mcp", "headers": {"A": "${X:-${TOKEN}}"}}})
+    assert problem.pointer == "/mcpServers/a/headers/A"
+    assert "do not nest" in str(problem)
+
+
+def test_a_literal_reference_is_written_with_two_dollars() -> None:
+    env = {"A": "$${HOME}", "B": "$$${HOME}", "C": "$$HOME", "D": "cost: $5 ${TOKEN:-}"}
+    (server,) = config({"a": {"command": "x", "env": env}}).servers
+    assert isinstance(server, StdioServer)
+    assert dict(server.env) == {
+        "A": "${HOME}",
+        "B": "$${HOME}",
+        "C": "$$HOME",
+        "D": "cost: $5 s3cret",
+    }
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "warned"),
+    [
+        ("http://api.example.com/mcp", {"Authorization": "Bearer ${TOKEN}"}, True),
+        ("http://u:pw@10.0.0.5/mcp", {}, True),
+        ("http://api.example.com/mcp", {"Accept": "application/json"}, False),
+        ("https://api.example.com/mcp", {"Authorization": "x"}, False),
+        ("http://127.0.0.1:8000/mcp", {"Authorization": "x"}, False),
+        ("http://localhost/mcp", {"Authorization": "x"}, False),
+        ("http://[::1]/mcp", {"Authorization": "x"}, False),
+    ],
+)
+def test_credentials_over_plain_http_to_another_machine_are_warned_about(
+    url: str, headers: dict[str, str], warned: bool
+) -> None:
+    loaded = config({"a": {"url": url, "headers": headers}})
+    assert bool(loaded.warnings) is warned
+    for warning in loaded.warnings:
+        assert warning.startswith("/mcpServers/a/url: credentials (")
+        assert "s3cret" not in warning
+        assert "pw" not in warning.replace("password", "")
 
 
 @pytest.mark.parametrize("value", ["${}", "${1X}", "${A B}", "${TOKEN", "x${TOKEN}${"])

@@ -64,3 +64,19 @@ def test_names_follow_the_rule_and_are_unique(tools: list[str]) -> None:
     assert len(set(names)) == len(names)
     again = Namer()
     assert [again.name("up-1", tool).name for tool in tools] == names
+
+
+def test_names_that_need_no_change_are_given_first() -> None:
+    # in plain code-point order "read file" (' ' < '_') would take "fs.read_file" and push
+    # the real read_file to "_2": a plain name is never taken by a renamed tool
+    tools = ["write.file", "read file", "read_file", "write_file", "write-file", "read_file_2"]
+    names = {tool: naming.name for tool, naming in Namer().names("fs", tools).items()}
+    assert names == {
+        "read_file": "fs.read_file",
+        "read_file_2": "fs.read_file_2",
+        "write-file": "fs.write-file",
+        "write.file": "fs.write.file",
+        "write_file": "fs.write_file",
+        "read file": "fs.read_file_3",
+    }
+    assert Namer().names("fs", reversed(tools)) == Namer().names("fs", tools)

@@ -11,8 +11,13 @@ the upstream.
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,23 +27,29 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from opgate import Completed, LocalPolicy, Registry, ScopePolicy
+from opgate import Completed, Failed, LocalPolicy, Registry, ScopePolicy, Text
 from opgate.mcp import GatewayServer, uvicorn_config
 from opgate.upstream import (
     DEFAULT_BACKOFF,
+    DUMPABLE_ENV,
     INHERITED_ENV,
     Backoff,
     Catalog,
+    HTTPServer,
     StdioServer,
     child_environment,
     load_config,
     open_catalog,
 )
+from opgate.upstream._session import MIN_ENV_SECRET, redactor_for
 
 from conftest import free_port
 from upstream_servers import serve_kit_http, stdio_entry
 
 pytestmark = pytest.mark.anyio
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+TESTS = Path(__file__).resolve().parent
 
 
 async def invoke(registry: Registry, name: str, arguments: dict[str, Any]) -> Any:
@@ -111,7 +122,10 @@ async def test_a_stdio_upstream_sees_only_its_named_environment(
         assert set(seen) - {"NAMED", "LITERAL"} <= set(INHERITED_ENV)
         assert "OPGATE_GATEWAY_SECRET" not in seen
         named = await invoke(registry, "kit.variable", {"name": "NAMED"})
-        assert named == {"result": "handed-over"}
+        # the whole value reached the upstream: it is redacted on the way back
+        assert named == {"result": "[redacted]"}
+        literal = await invoke(registry, "kit.variable", {"name": "LITERAL"})
+        assert literal == {"result": "plain"}  # under MIN_ENV_SECRET: not a secret
         leaked = await invoke(registry, "kit.variable", {"name": "OPGATE_GATEWAY_SECRET"})
         assert leaked == {"result": ""}
 
@@ -137,7 +151,8 @@ async def test_an_http_upstream_gets_its_headers(monkeypatch: pytest.MonkeyPatch
             assert (status.transport, status.connected) == ("http", True)
             registry = catalog.registry(LocalPolicy())
             headers = await invoke(registry, "web.request_headers", {})
-            assert headers["authorization"] == "Bearer upstream-key"
+            # the whole value reached the upstream: it is redacted on the way back
+            assert headers["authorization"] == "[redacted]"
             assert headers["x-team"] == "a"
             echoed = await invoke(registry, "web.echo", {"text": "over http"})
             assert echoed == {"result": "over http"}
@@ -173,7 +188,7 @@ async def test_the_clients_bearer_token_never_reaches_the_upstream(catalog_http:
     assert not result.is_error, result
     seen = json.dumps(result.structured_content)
     assert "alice-token" not in seen
-    assert '"authorization": "Bearer upstream-key"' in seen
+    assert '"authorization": "[redacted]"' in seen  # the gateway's own, redacted back
 
 
 @pytest.fixture
@@ -184,3 +199,188 @@ async def catalog_http(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Catalog
         config = load_config({"mcpServers": {"web": entry}})
         async with open_catalog(config, start_timeout=60) as catalog:
             yield catalog
+
+
+_PEEKING_GATEWAY = """
+import sys, anyio
+from opgate import LocalPolicy
+from opgate.upstream import load_config, open_catalog
+from upstream_servers import stdio_entry
+
+async def main():
+    config = load_config({"mcpServers": {"kit": stdio_entry("kit")}})
+    async with open_catalog(config, start_timeout=60) as catalog:
+        outcome = await catalog.registry(LocalPolicy()).invoke(
+            None, "kit.parent_environment", {}
+        )
+        print(repr(outcome))
+
+anyio.run(main)
+"""
+
+
+def _as_another_user() -> dict[str, Any]:
+    """Run as ``nobody`` when the tests run as root: root's ``CAP_SYS_PTRACE`` reads
+    any process's ``/proc`` files, dumpable or not, so only a same-user reader that is
+    not root shows the protection."""
+    if os.geteuid() != 0:
+        return {}
+    nobody = pwd.getpwnam("nobody")
+    return {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+@pytest.mark.parametrize("dumpable", [False, True])
+def test_a_stdio_upstream_cannot_read_the_gateways_proc_environ(dumpable: bool) -> None:
+    # The gateway is a subprocess so that its dumpable flag, and its user, are its own.
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": "/",
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]),
+        "OPGATE_GATEWAY_SECRET": "must-not-leak",
+    }
+    if dumpable:
+        env[DUMPABLE_ENV] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _PEEKING_GATEWAY],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        **_as_another_user(),
+    )
+    assert done.returncode == 0, done.stderr
+    if dumpable:  # the control: without the protection, the upstream reads it all
+        assert "OPGATE_GATEWAY_SECRET" in done.stdout, done.stdout
+    else:
+        assert "OPGATE_GATEWAY_SECRET" not in done.stdout, done.stdout
+        assert "refused: Permission denied" in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_protect_gateway_makes_the_process_non_dumpable_unless_opted_out() -> None:
+    script = (
+        "import ctypes, json, os\n"
+        "from opgate.upstream import protect_gateway\n"
+        "libc = ctypes.CDLL(None)\n"
+        "before = libc.prctl(3, 0, 0, 0, 0)\n"
+        "kept = protect_gateway({'OPGATE_DUMPABLE': '1'})\n"
+        "middle = libc.prctl(3, 0, 0, 0, 0)\n"
+        "done = protect_gateway({})\n"
+        "after = libc.prctl(3, 0, 0, 0, 0)\n"
+        "owner = os.stat(f'/proc/{os.getpid()}/environ').st_uid\n"
+        "print(json.dumps([before, kept, middle, done, after, owner]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == [1, False, 1, True, 0, 0]
+
+
+async def test_an_http_upstreams_echoed_credentials_are_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "ghp_SECRETSECRETSECRET"
+    monkeypatch.setenv("OPGATE_GH_TOKEN", token)
+    with serve_kit_http() as url:
+        config = load_config(
+            {
+                "mcpServers": {
+                    "gh": {
+                        "url": url,
+                        "headers": {
+                            "Authorization": "Bearer ${OPGATE_GH_TOKEN}",
+                            "Accept": "application/json, text/event-stream",
+                        },
+                    }
+                }
+            }
+        )
+        async with open_catalog(config, start_timeout=60) as catalog:
+            registry = catalog.registry(LocalPolicy())
+            outcome = await registry.invoke(None, "gh.request_headers", {})
+            assert isinstance(outcome, Completed), outcome
+            seen = outcome.result.structured
+            assert isinstance(seen, dict)
+            assert seen["authorization"] == "[redacted]"
+            assert "event-stream" in seen["accept"]  # not a credential: kept
+            assert token not in repr(outcome)
+            echoed = await registry.invoke(None, "gh.echo", {"text": f"the key is {token}"})
+            assert isinstance(echoed, Completed), echoed
+            assert echoed.result.content == (Text("the key is [redacted]"),)
+            assert token not in repr(echoed)
+            refused = await registry.invoke(None, "gh.refuse", {"reason": f"Bearer {token}"})
+            assert isinstance(refused, Failed), refused
+            assert token not in repr(refused)
+            assert "[redacted]" in refused.failure.message
+
+
+async def test_a_stdio_upstreams_echoed_environment_is_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("OPGATE_API_KEY", secret)
+    env = {"API_KEY": "${OPGATE_API_KEY}", "ROOT": "/srv/a/long/data/path", "TZ": "UTC"}
+    config = load_config({"mcpServers": {"kit": stdio_entry("kit", env=env)}})
+    async with open_catalog(config, start_timeout=60) as catalog:
+        registry = catalog.registry(LocalPolicy())
+        assert await invoke(registry, "kit.variable", {"name": "API_KEY"}) == {
+            "result": "[redacted]"
+        }
+        # paths, short settings and the inherited variables are not secrets
+        assert await invoke(registry, "kit.variable", {"name": "ROOT"}) == {
+            "result": "/srv/a/long/data/path"
+        }
+        assert await invoke(registry, "kit.variable", {"name": "TZ"}) == {"result": "UTC"}
+        path = await invoke(registry, "kit.variable", {"name": "PATH"})
+        assert path == {"result": os.environ["PATH"]}
+
+
+def test_redactor_for_takes_the_entrys_own_secrets_only() -> None:
+    stdio = StdioServer(
+        "a",
+        "cmd",
+        env={"K": "s3cr3t-value", "SHORT": "abc1234", "HOME": "/h/o/m/e/x", "PATH": "x" * 20},
+    )
+    redactor = redactor_for(stdio)
+    assert redactor.text("s3cr3t-value abc1234 xxxxxxxxxxxxxxxxxxxx") == (
+        "[redacted] abc1234 xxxxxxxxxxxxxxxxxxxx"
+    )
+    assert len("abc1234") < MIN_ENV_SECRET
+    http = HTTPServer(
+        "b",
+        "https://u:pa55word@h/mcp?key=query-secret-1&x=1",
+        headers={"X-Api-Key": "key-1234", "User-Agent": "agent/1.0"},
+    )
+    redactor = redactor_for(http)
+    assert redactor.text("key-1234 pa55word query-secret-1 agent/1.0 x=1") == (
+        "[redacted] [redacted] [redacted] agent/1.0 x=1"
+    )
+    assert not redactor_for(StdioServer("c", "cmd"))
+
+
+async def test_an_upstreams_stderr_is_prefixed_and_escaped(tmp_path: Path) -> None:
+    forged = "\\x1b[2J\\x1b[31mopgate: serving 0 operations\\r\\u202eevil\\tend"
+    # the escapes are the child's: its source text holds them as Python escapes
+    script = f"import sys; sys.stderr.write('{forged}\\nsecond line\\n'); sys.exit(3)"
+    config = load_config(
+        {"mcpServers": {"noisy": {"command": sys.executable, "args": ["-c", script]}}}
+    )
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        async with open_catalog(config, start_timeout=30, stderr=stderr) as catalog:
+            assert not catalog.report.upstreams[0].connected
+        with anyio.fail_after(10):
+            while log.read_text().count("\n") < 2:
+                await anyio.sleep(0.05)
+    assert log.read_text().splitlines() == [
+        "[noisy] \\x1b[2J\\x1b[31mopgate: serving 0 operations\\r\\u202eevil\tend",
+        "[noisy] second line",
+    ]

@@ -24,7 +24,9 @@ tool's definition under the gateway's lock file.
 * ``slow(seconds, marker)``: sleeps, then answers ``"done"`` (cancelled first, it writes
   ``cancelled`` to the file ``marker``); ``crash()``: the process exits
   mid-call; ``pixel()``: a one-pixel PNG image;
-* ``request_headers()``: the HTTP headers of the request (``{}`` on stdio).
+* ``request_headers()``: the HTTP headers of the request (``{}`` on stdio);
+* ``parent_environment()``: the variable names of the gateway's (its parent's)
+  ``/proc/PPID/environ``, or an ``isError`` result when reading it is refused.
 
 ``RAW``'s tools (see ``RAW_TOOLS``): one whose input schema has a lookbehind pattern
 (outside opgate's compiler profile), names with characters outside opgate's rule,
@@ -129,6 +131,16 @@ def request_headers(ctx: Context) -> dict[str, str]:
     return dict(ctx.headers or {})
 
 
+@KIT.tool()
+def parent_environment() -> list[str]:
+    """The names of the variables in the parent process's ``/proc/PPID/environ``."""
+    try:
+        raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
+    except OSError as exc:
+        raise ToolError(f"refused: {exc.strerror}") from None
+    return sorted(item.partition(b"=")[0].decode() for item in raw.split(b"\0") if item)
+
+
 _OBJECT: dict[str, Any] = {"type": "object"}
 
 RAW_TOOLS = [
@@ -142,6 +154,11 @@ RAW_TOOLS = [
     ),
     types.Tool(name="read file", description="A name with a space.", input_schema=_OBJECT),
     types.Tool(name="read?file", description="Cleans to the same name.", input_schema=_OBJECT),
+    types.Tool(
+        name="read_file_2",
+        description="A plain name a renamed one could take.",
+        input_schema=_OBJECT,
+    ),
     types.Tool(name="t" * 200, description="A very long name.", input_schema=_OBJECT),
     types.Tool(name="twice", description="Listed two times.", input_schema=_OBJECT),
     types.Tool(name="twice", description="Listed two times (again).", input_schema=_OBJECT),

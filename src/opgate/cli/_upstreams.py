@@ -124,6 +124,11 @@ def serve_upstreams(
         except LockError as exc:
             raise UsageError(str(exc)) from None
 
+    stream = sys.stdout if arguments.check else sys.stderr
+    for warning in config.warnings:
+        shown = "".join(map(visible, warning))
+        print(f"opgate: warning: {arguments.upstreams}: {shown}", file=stream, flush=True)
+
     async def run() -> int:
         async with open_catalog(
             config,

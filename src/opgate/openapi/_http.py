@@ -47,7 +47,7 @@ Responses
 Every host header value, and every default header, cookie and query parameter
 value of a client the host passed in (and their words, and Basic credentials
 decoded), is redacted
-from everything a response becomes, in any encoding ``_redact`` recognises, before
+from everything a response becomes, in any encoding ``opgate.redact`` recognises, before
 it is serialised: parsed JSON is redacted value by value and its text copy made
 from the redacted value; texts, failure messages, the status reason and link
 addresses are redacted as text. JSON is read with opgate's strict parser (no
@@ -92,8 +92,8 @@ import httpx2
 
 from opgate import Image, ResourceLink, Result, Text, fail, finish
 from opgate.json import JSONError, parse
+from opgate.redact import Redactor
 
-from ._redact import Redactor
 from ._request import PreparedRequest, json_bytes
 
 __all__ = [

@@ -44,11 +44,13 @@ from ._lock import LOCK_VERSION, Lock, LockError, Verdict, definition, digest
 from ._report import Issue, Report, UpstreamStatus
 from ._session import (
     DEFAULT_BACKOFF,
+    DUMPABLE_ENV,
     INHERITED_ENV,
     Backoff,
     UpstreamError,
     UpstreamSession,
     child_environment,
+    protect_gateway,
 )
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_SETTLE",
     "DEFAULT_START_TIMEOUT",
+    "DUMPABLE_ENV",
     "INHERITED_ENV",
     "LOCK_VERSION",
     "MAX_UPSTREAM_NAME",
@@ -83,4 +86,5 @@ __all__ = [
     "digest",
     "load_config",
     "open_catalog",
+    "protect_gateway",
 ]

@@ -468,6 +468,7 @@ class Catalog:
                 )
             )
         seen: set[str] = set()
+        names = namer.names(upstream, (t.name for t in session.tools if tools.admits(t.name)))
         candidates: list[tuple[Operation, ToolPlan, str, Issue | None]] = []
         for tool in sorted(session.tools, key=lambda tool: tool.name):
             shown = bounded(tool.name, 128)
@@ -481,7 +482,7 @@ class Catalog:
                 kind = "allow list" if tools.allow is not None else "deny list"
                 skipped.append(Issue(upstream, shown, "filtered", f"left out by the {kind}"))
                 continue
-            naming = namer.name(upstream, tool.name)
+            naming = names[tool.name]
             withheld = None if self.lock is None else self.lock.check(upstream, tool)
             if withheld is not None:
                 skipped.append(withheld)

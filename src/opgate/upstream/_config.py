@@ -30,8 +30,15 @@
 * ``${VAR}`` in an ``env`` or ``headers`` value is replaced by the gateway's
   environment variable ``VAR``; ``${VAR:-default}`` uses ``default`` when ``VAR`` is
   unset or empty. A variable that is not set (and has no default) is an error naming
-  the upstream and the variable. ``$`` not followed by ``{`` is kept as it is. No
-  other member is expanded.
+  the upstream and the variable. A default holding another reference
+  (``${X:-${Y}}``) is an error: references do not nest (as in Claude Code's
+  ``.mcp.json``; VS Code and Cursor use their own ``${env:VAR}``). ``$${`` writes a
+  literal ``${``; any other ``$`` is kept as it is. No other member is expanded: a
+  ``${`` in ``command``, ``args``, ``cwd`` or ``url`` is passed as it is, with a
+  warning in ``Config.warnings``.
+* Also in ``Config.warnings``: an HTTP entry that sends credentials (a header other
+  than ``PLAIN_HEADERS``, or a password in the URL) over plain ``http://`` to a host
+  that is not the loopback.
 
 Every error is a ``ConfigError`` whose message starts with the RFC 6901 pointer of
 the offending member (``/mcpServers/github/headers/Authorization``); the pointer is
@@ -42,6 +49,7 @@ left out of it.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -55,6 +63,7 @@ from opgate.json import JSONError, parse
 
 __all__ = [
     "MAX_UPSTREAM_NAME",
+    "PLAIN_HEADERS",
     "Config",
     "ConfigError",
     "HTTPServer",
@@ -68,8 +77,13 @@ __all__ = [
 #: it leaves at least 63 characters for the tool's own name.
 MAX_UPSTREAM_NAME = 64
 
+#: Header names (lower case) whose values are not credentials: not redacted from
+#: answers, and not warned about over plain HTTP.
+PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
+)
+
 _NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_UPSTREAM_NAME}}}")
-_REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _VARIABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
 # RFC 9110 field names (tokens); values may not hold CR, LF or NUL.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -166,11 +180,14 @@ class Config:
     """The upstreams of one file, in the file's order.
 
     * ``servers``: the enabled entries (``StdioServer`` or ``HTTPServer``);
-    * ``disabled``: the names of entries marked ``"disabled": true``.
+    * ``disabled``: the names of entries marked ``"disabled": true``;
+    * ``warnings``: what is usable but likely a mistake, each message starting with
+      the member's pointer as a ``ConfigError``'s does (see the module docstring).
     """
 
     servers: tuple[ServerConfig, ...] = ()
     disabled: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[ServerConfig]:
         return iter(self.servers)
@@ -204,34 +221,98 @@ def _object(value: object, pointer: str, what: str) -> Mapping[str, Any]:
 
 
 def _expand(value: str, pointer: str, upstream: str, environ: Mapping[str, str]) -> str:
-    """``value`` with every ``${VAR}`` and ``${VAR:-default}`` replaced."""
-
-    def replace(match: re.Match[str]) -> str:
-        reference = _VARIABLE.fullmatch(match.group(1))
+    """``value`` with every ``${VAR}`` and ``${VAR:-default}`` replaced, ``$${`` as ``${``."""
+    parts: list[str] = []
+    at = 0
+    while (dollar := value.find("$", at)) >= 0:
+        parts.append(value[at:dollar])
+        if value.startswith("$${", dollar):
+            parts.append("${")
+            at = dollar + 3
+            continue
+        if not value.startswith("${", dollar):
+            parts.append("$")
+            at = dollar + 1
+            continue
+        end = value.find("}", dollar + 2)
+        if end < 0:
+            raise ConfigError(
+                pointer, "an unterminated ${ (write ${NAME}, or $${ for a literal ${)"
+            )
+        written = value[dollar : end + 1]
+        reference = _VARIABLE.fullmatch(value[dollar + 2 : end])
         if reference is None:
             raise ConfigError(
                 pointer,
-                f"{match.group(0)!r} is not a variable reference: write ${{NAME}} or "
+                f"{written!r} is not a variable reference: write ${{NAME}} or "
                 "${NAME:-default}, NAME from [A-Za-z_][A-Za-z0-9_]*",
             )
         name, default = reference.group(1), reference.group(2)
+        if default is not None and "${" in default:
+            raise ConfigError(
+                pointer, "a ${NAME:-default} default cannot hold another ${...}: they do not nest"
+            )
         found = environ.get(name)
         if default is not None:
-            return found if found else default
-        if found is None:
+            parts.append(found if found else default)
+        elif found is None:
             raise ConfigError(
                 pointer,
                 f"upstream {upstream!r} needs the environment variable {name}, "
                 "which is not set in the gateway's environment",
             )
-        return found
-
-    expanded = _REFERENCE.sub(replace, value)
-    if "${" in _REFERENCE.sub("", value):
-        raise ConfigError(pointer, "an unterminated ${ (write ${NAME})")
+        else:
+            parts.append(found)
+        at = end + 1
+    parts.append(value[at:])
+    expanded = "".join(parts)
     if "\0" in expanded:
         raise ConfigError(pointer, "the expanded value contains a NUL character")
     return expanded
+
+
+def _literal_warnings(entry: Mapping[str, Any], pointer: str) -> list[str]:
+    """A warning for each ``${`` in a member that is not expanded."""
+    found: list[str] = []
+    for key in ("command", "cwd", "url"):
+        if isinstance(entry.get(key), str) and "${" in entry[key]:
+            found.append(_child(pointer, key))
+    args = entry.get("args")
+    if isinstance(args, list | tuple):
+        found.extend(
+            f"{_child(pointer, 'args')}/{index}"
+            for index, item in enumerate(args)
+            if isinstance(item, str) and "${" in item
+        )
+    return [
+        f"{where}: ${{...}} is passed as it is here: only env and headers values are expanded"
+        for where in found
+    ]
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _clear_text_warnings(server: HTTPServer, pointer: str) -> list[str]:
+    """A warning when ``server`` sends credentials over ``http://`` to another machine."""
+    parts = urlsplit(server.url)
+    if parts.scheme != "http" or _is_loopback(parts.hostname or ""):
+        return []
+    credentials = [k for k in server.headers if k.lower() not in PLAIN_HEADERS]
+    if parts.password:
+        credentials.append("the URL's password")
+    if not credentials:
+        return []
+    return [
+        f"{_child(pointer, 'url')}: credentials ({', '.join(credentials)}) travel in clear "
+        "over http:// to another machine: use https://"
+    ]
 
 
 def _strings(value: object, pointer: str, what: str) -> tuple[str, ...]:
@@ -326,6 +407,11 @@ def _server(
     name: str, entry: Mapping[str, Any], pointer: str, environ: Mapping[str, str]
 ) -> ServerConfig:
     kind = entry.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError(
+            _child(pointer, "type"),
+            'type must be a string: "stdio" or "http" ("streamable-http", "streamableHttp")',
+        )
     if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
         if kind == "sse":
             raise ConfigError(
@@ -395,6 +481,7 @@ def load_config(source: object, *, environ: Mapping[str, str] | None = None) -> 
     entries = _object(top["mcpServers"], "/mcpServers", "mcpServers")
     servers: list[ServerConfig] = []
     disabled: list[str] = []
+    warnings: list[str] = []
     for name, entry in entries.items():
         pointer = _child("/mcpServers", name)
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -410,5 +497,9 @@ def load_config(source: object, *, environ: Mapping[str, str] | None = None) -> 
         if flag:  # not read further: a disabled entry needs none of its variables
             disabled.append(name)
         else:
-            servers.append(_server(name, members, pointer, environ))
-    return Config(tuple(servers), tuple(disabled))
+            server = _server(name, members, pointer, environ)
+            servers.append(server)
+            warnings.extend(_literal_warnings(members, pointer))
+            if isinstance(server, HTTPServer):
+                warnings.extend(_clear_text_warnings(server, pointer))
+    return Config(tuple(servers), tuple(disabled), tuple(warnings))

@@ -19,6 +19,13 @@
   JSON profile, such as nesting deeper than 128) fails the call naming the block,
   never quoting the data. The registry then checks the result as for any
   operation: the output schema, and the result and inline-media budgets.
+* ``redacted``: an SDK message from an upstream (a ``tools/call`` answer, a
+  question) with every credential of the upstream's entry (``_session.redactor_for``)
+  replaced by ``[redacted]`` in any of its strings: texts, structured values and
+  member names, URIs, titles, base64 data (``opgate.redact`` finds each in any
+  encoding it recognises). It runs before ``outcome``, so an ``isError`` text and the
+  structured result are redacted too; a message the redaction leaves invalid (a URI
+  broken by it) fails the call as a malformed answer.
 * ``json_value``: what pydantic parsed from an upstream (a tool's schemas, an
   elicitation's form) as an exact JSON value, a ``float`` by its shortest repr.
 
@@ -30,10 +37,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import mcp.types as types
+import pydantic
 
 from opgate import (
     NO_STRUCTURED,
@@ -49,14 +58,31 @@ from opgate import (
     finish,
 )
 from opgate.json import JSONValue, canonical_bytes, parse
+from opgate.redact import Redactor
 
 from ._report import visible
 
-__all__ = ["MAX_ERROR_CHARS", "json_value", "outcome", "sdk_arguments"]
+__all__ = ["MAX_ERROR_CHARS", "json_value", "outcome", "redacted", "sdk_arguments"]
 
 #: Longest failure message taken from an upstream's ``isError`` text (it is the tool's
 #: own output, shown to the agent; a whole page of it adds nothing the start does not).
 MAX_ERROR_CHARS: Final = 8_000
+
+
+_Message = TypeVar("_Message", bound=pydantic.BaseModel)
+
+
+def redacted(message: _Message, redactor: Redactor) -> _Message:
+    """``message`` with every secret ``redactor`` knows redacted from its strings, or
+    ``message`` itself when it holds none; raises ``pydantic.ValidationError`` when the
+    redacted message is no longer valid."""
+    if not redactor:
+        return message
+    data = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    probe = json.dumps(data, ensure_ascii=False)
+    if not redactor.found(probe):
+        return message
+    return type(message).model_validate(redactor.value(data, probe))
 
 
 def json_value(value: Any) -> JSONValue:

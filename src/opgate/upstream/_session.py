@@ -16,14 +16,30 @@ What an upstream gets
   those in ``INHERITED_ENV`` (what a process needs to start: its search path, home,
   user, shell, terminal, locale and temporary directory). The SDK's
   ``stdio_client`` adds its own ``get_default_environment()``, which on POSIX is a
-  subset of that list. The upstream's stderr goes to the gateway's stderr. Its
-  stdout is read by ``_stdio`` (the SDK's transport with lines bounded by
+  subset of that list. The upstream's stderr goes to the gateway's stderr through a
+  ``StderrRelay``: each line prefixed with ``[NAME] ``, control characters escaped.
+  Its stdout is read by ``_stdio`` (the SDK's transport with lines bounded by
   ``max_message_bytes``); a longer line loses the connection, and a call in flight
   fails naming the bound.
+* Before the first stdio upstream is started, ``protect_gateway()`` makes the
+  gateway's process non-dumpable on Linux, so that a process of the same user (the
+  upstream) cannot read the gateway's whole environment or memory through
+  ``/proc/PID/environ`` or ``/proc/PID/mem``, or ptrace it. The filter above keeps
+  secrets from leaking by accident; this keeps a hostile upstream from taking them
+  (a root upstream, or one that can read the files the gateway reads, still can).
 * An HTTP upstream gets the entry's headers and nothing else: the HTTP client is
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
   endpoint's origin.
+* What comes back is redacted (``_results.redacted``) of the upstream's own
+  credentials, ``redactor_for(server)``: an upstream that echoes its request headers
+  or its environment cannot hand the agent the gateway's credential for it. The
+  secrets are an HTTP entry's header values (but those of ``PLAIN_HEADERS``), its
+  URL's password and query values of at least ``MIN_ENV_SECRET`` characters, and a
+  stdio entry's ``env`` values of at least ``MIN_ENV_SECRET`` characters that are not
+  a path (``/…``, ``~…``, ``./…``, ``C:\\…``) nor a variable of ``INHERITED_ENV``.
+  Answers (content, structured content, ``isError`` text), questions and the
+  upstream's error messages in ``UpstreamError`` are all redacted.
 * The client declares elicitation (forms and URL hand-offs) and nothing else: an
   upstream's ``sampling/createMessage`` or ``roots/list`` is refused by the SDK's
   default callbacks with a JSON-RPC error.
@@ -96,15 +112,19 @@ carrying them, for the relay to hand off.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import random
+import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, TextIO
+from typing import Any, BinaryIO, Final, TextIO
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import httpx2
@@ -119,26 +139,34 @@ from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from opgate import Limits, __version__
+from opgate.redact import Redactor
 
-from ._config import ServerConfig, StdioServer
+from ._config import PLAIN_HEADERS, ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._report import UpstreamStatus, bounded
+from ._results import redacted
 from ._stdio import bounded_stdio_client
 
 __all__ = [
     "CLIENT_NAME",
     "DEFAULT_BACKOFF",
+    "DUMPABLE_ENV",
     "INHERITED_ENV",
     "MAX_LISTED_TOOLS",
     "MAX_LIST_PAGES",
+    "MAX_STDERR_LINE",
     "MESSAGE_BUDGET_FACTOR",
+    "MIN_ENV_SECRET",
     "MIN_MESSAGE_BYTES",
     "Backoff",
+    "StderrRelay",
     "URLElicitationRequired",
     "UpstreamError",
     "UpstreamSession",
     "child_environment",
     "max_message_bytes",
+    "protect_gateway",
+    "redactor_for",
 ]
 
 #: Variables of the gateway's environment a stdio upstream inherits: what a process
@@ -174,8 +202,16 @@ INHERITED_ENV: Final[tuple[str, ...]] = (
     )
 )
 
+#: Shortest value of a stdio entry's ``env`` redacted from what the upstream answers:
+#: shorter values (``UTC``, ``true``, ``debug``) are settings, not secrets, and would
+#: redact ordinary words.
+MIN_ENV_SECRET: Final = 8
+_PATH = re.compile(r"(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])")
+
 #: The name the gateway gives itself in the handshake.
 CLIENT_NAME: Final = "opgate"
+#: Longest piece of an upstream's stderr copied as one line (bytes).
+MAX_STDERR_LINE: Final = 8_192
 #: Pages of ``tools/list`` read at most: a paginator that never ends cannot hold up a start.
 MAX_LIST_PAGES: Final = 100
 #: Tools read from one upstream at most; the rest are left out (and reported).
@@ -200,6 +236,11 @@ _HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
 #: Seconds the ping that tells a closed connection from an upstream's own error may take.
 _PING_TIMEOUT: Final = 5.0
+
+#: Set to ``1`` in the gateway's environment to keep the process dumpable (core dumps,
+#: a debugger or ``py-spy`` of the same user), at the cost ``protect_gateway`` names.
+DUMPABLE_ENV: Final = "OPGATE_DUMPABLE"
+_PR_SET_DUMPABLE: Final = 4
 
 _CALL_RESULT: Final = pydantic.TypeAdapter(types.CallToolResult | types.InputRequiredResult)
 
@@ -288,6 +329,45 @@ def child_environment(
     return env
 
 
+def redactor_for(server: ServerConfig) -> Redactor:
+    """The ``Redactor`` of ``server``'s own credentials (see the module docstring)."""
+    if isinstance(server, StdioServer):
+        secrets = [
+            value
+            for key, value in server.env.items()
+            if key not in INHERITED_ENV and len(value) >= MIN_ENV_SECRET and not _PATH.match(value)
+        ]
+    else:
+        secrets = [v for k, v in server.headers.items() if k.lower() not in PLAIN_HEADERS]
+        parts = urlsplit(server.url)
+        secrets.extend(filter(None, [parts.password]))
+        secrets.extend(v for _, v in parse_qsl(parts.query) if len(v) >= MIN_ENV_SECRET)
+    return Redactor(secrets)
+
+
+def protect_gateway(environ: Mapping[str, str] | None = None) -> bool:
+    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``) and say
+    whether it now is.
+
+    A non-dumpable process's ``/proc/PID`` files are owned by root, so a process of
+    the same user without ``CAP_SYS_PTRACE`` (a stdio upstream) cannot read its
+    ``environ`` or ``mem`` or attach to it. Side effects, for the whole process: no
+    core dumps, and no debugger or profiler (``gdb``, ``py-spy``) of the same user can
+    attach. Does nothing, and returns ``False``, off Linux, when the call fails, or
+    when ``environ`` (default ``os.environ``) sets ``DUMPABLE_ENV`` to ``1``. The
+    setting is the process's own: an upstream it starts is dumpable again once it
+    runs its program.
+    """
+    environ = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or environ.get(DUMPABLE_ENV) == "1":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_DUMPABLE, ctypes.c_ulong(0), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _errlog(stream: TextIO | None) -> TextIO:
     """Where a stdio upstream's stderr goes: ``stream`` (default ``sys.stderr``) when it
     is a file, else the process's own stderr (a replaced ``sys.stderr``, such as a
@@ -299,6 +379,42 @@ def _errlog(stream: TextIO | None) -> TextIO:
         except (OSError, AttributeError, ValueError):
             continue
     raise ValueError("stderr must be a file with a descriptor for stdio upstreams to write to")
+
+
+class StderrRelay:
+    """A pipe for one stdio upstream's stderr (``file``, given to the process) and a
+    thread that copies it to ``target`` a line at a time, each line prefixed with
+    ``[NAME] `` and every character that is not printable (terminal escapes, CR, bidi
+    controls) written as its Python escape, so an upstream can neither forge the
+    gateway's own log lines nor drive the operator's terminal. A line longer than
+    ``MAX_STDERR_LINE`` bytes is copied in pieces, each prefixed. ``close()`` closes
+    the gateway's end; the thread ends once every process holding the other end has.
+    """
+
+    def __init__(self, name: str, target: TextIO) -> None:
+        read, write = os.pipe()
+        self.file: TextIO = os.fdopen(write, "w")
+        source = os.fdopen(read, "rb")
+        thread = threading.Thread(
+            target=_copy_stderr, args=(source, name, target), daemon=True, name=f"{name} stderr"
+        )
+        thread.start()
+
+    def close(self) -> None:
+        """Close the gateway's end of the pipe."""
+        self.file.close()
+
+
+def _copy_stderr(source: BinaryIO, name: str, target: TextIO) -> None:
+    with source:
+        while line := source.readline(MAX_STDERR_LINE):
+            text = line.decode("utf-8", "replace").removesuffix("\n")
+            shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+            try:
+                target.write(f"[{name}] {shown}\n")
+                target.flush()
+            except (OSError, ValueError):  # stderr gone: keep draining so the upstream never blocks
+                continue
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -359,6 +475,7 @@ class UpstreamSession:
         self._stderr = stderr
         self._max_message_bytes = max_message_bytes
         self._oversized = False
+        self._redactor = redactor_for(server)
         self._reason = "not started"
         self._started = anyio.Event()
         self._stop = anyio.Event()
@@ -453,27 +570,32 @@ class UpstreamSession:
         server = self.server
         info = types.Implementation(name=CLIENT_NAME, version=__version__)
         if isinstance(server, StdioServer):
+            protect_gateway()
             parameters = StdioServerParameters(
                 command=server.command,
                 args=list(server.args),
                 env=child_environment(server),
                 cwd=server.cwd,
             )
-            transport = bounded_stdio_client(
-                parameters,
-                errlog=_errlog(self._stderr),
-                max_line_bytes=self._max_message_bytes,
-                on_oversized=self._on_oversized,
-            )
-            async with Client(
-                transport,
-                mode="auto",
-                client_info=info,
-                cache=None,
-                elicitation_callback=self._on_elicit,
-                message_handler=self._on_message,
-            ) as client:
-                yield client
+            relay = StderrRelay(self.name, _errlog(self._stderr))
+            try:
+                transport = bounded_stdio_client(
+                    parameters,
+                    errlog=relay.file,
+                    max_line_bytes=self._max_message_bytes,
+                    on_oversized=self._on_oversized,
+                )
+                async with Client(
+                    transport,
+                    mode="auto",
+                    client_info=info,
+                    cache=None,
+                    elicitation_callback=self._on_elicit,
+                    message_handler=self._on_message,
+                ) as client:
+                    yield client
+            finally:
+                relay.close()
             return
         async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
             transport = streamable_http_client(server.url, http_client=http)
@@ -671,9 +793,10 @@ class UpstreamSession:
         request = _request(tool, arguments, input_responses, request_state)
         try:
             with anyio.fail_after(self._call_timeout):
-                return await client.session.send_request(
+                answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=progress
                 )
+            return redacted(answer, self._redactor)
         except TimeoutError:
             raise self._timed_out() from None
         except Exception as exc:
@@ -705,7 +828,7 @@ class UpstreamSession:
                 answer = await client.session.send_request(
                     request, _CALL_RESULT, progress_callback=call.progress
                 )
-                ended = Ended(answer=answer)
+                ended = Ended(answer=redacted(answer, self._redactor))
                 answered = True
             if call.scope.cancelled_caught:
                 ended = Ended(error=self._timed_out())
@@ -752,6 +875,14 @@ class UpstreamSession:
                 ),
             )
         (call,) = calls
+        try:
+            params = redacted(params, self._redactor)
+        except pydantic.ValidationError:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="the gateway cannot relay this question without the upstream's "
+                "credentials in it",
+            )
         return await call.ask(params)
 
     def _timed_out(self) -> UpstreamError:
@@ -783,7 +914,8 @@ class UpstreamSession:
                 self._lose(client, "the upstream ended its session")
                 return UpstreamError(f"upstream {name!r} ended its session during the call")
             return UpstreamError(
-                f"upstream {name!r} failed the call: error {exc.code}: {bounded(exc.message)}"
+                f"upstream {name!r} failed the call: error {exc.code}: "
+                f"{bounded(self._redactor.text(exc.message))}"
             )
         if isinstance(exc, pydantic.ValidationError):
             return UpstreamError(

@@ -1,9 +1,10 @@
-"""Keeping the host's credentials out of what an upstream answer hands the agent.
+"""Keeping credentials out of what an upstream's answer hands the agent: a seam for adapters.
 
-An API that echoes its request (a debugging endpoint, an error page quoting the
-headers, a WAF's block page) would otherwise give the agent the host's
-``Authorization`` or ``X-Api-Key``. ``Redactor(credentials)`` (the host's header
-mapping, or the credential values themselves) knows the secrets of one call:
+An API or MCP server that echoes its request (a debugging endpoint, an error page
+quoting the headers, a WAF's block page) would otherwise give the agent the host's or
+the gateway's ``Authorization`` or ``X-Api-Key``. ``Redactor(credentials)`` (a header
+mapping, or the credential values themselves) knows the secrets of one upstream or
+call; ``opgate.openapi`` and ``opgate.upstream`` both use it:
 
 * every credential value of at least ``MIN_SECRET`` characters;
 * each word of one (split at whitespace, ``,`` and ``;``) of at least ``MIN_PART``
@@ -146,6 +147,10 @@ class Redactor:
         self._forms = tuple((_anchor(s), "".join(_character(c) for c in s)) for s in ordered)
         #: Characters one encoded secret may span at most.
         self.tail = _PER_CHARACTER * max((len(s) for s in ordered), default=0)
+
+    def __bool__(self) -> bool:
+        """Whether there is any secret to look for."""
+        return bool(self._forms)
 
     def _pattern(self, probe: str) -> re.Pattern[str] | None:
         """One pattern for the secrets whose anchor occurs in ``probe`` (longest first)."""

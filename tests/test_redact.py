@@ -1,4 +1,4 @@
-"""``opgate.openapi._redact``: the host's credentials found in any encoding and redacted.
+"""``opgate.redact``: the host's credentials found in any encoding and redacted.
 
 Against an upstream that echoes them (headers, error pages, the status line, JSON
 numbers) in ``test_openapi_upstream.py``.
@@ -10,7 +10,7 @@ import base64
 import json
 from decimal import Decimal
 
-from opgate.openapi._redact import MIN_PART, MIN_PASSWORD, MIN_SECRET, REDACTED, Redactor
+from opgate.redact import MIN_PART, MIN_PASSWORD, MIN_SECRET, REDACTED, Redactor
 
 from openapi_credentials import API_KEY, HEADERS, TOKEN, encodings
 
