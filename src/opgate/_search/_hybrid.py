@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from .._failures import ConfigurationError
 
-__all__ = ["DEPTH", "RRF_K", "Embedder", "Hybrid"]
+__all__ = ["BATCH", "DEPTH", "RRF_K", "Embedder", "Hybrid"]
 
 #: Reciprocal-rank fusion's constant (Cormack, Clarke and Büttcher, "Reciprocal Rank
 #: Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009): an
