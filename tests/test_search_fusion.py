@@ -5,7 +5,8 @@ each side alone brings (a vector match no word shares); ``depth``; the policy, g
 filter and discovery scope on every page; cursors that never repeat or skip across
 pages of every size and the byte budget; determinism across registries; and an
 embedder failing at query time (the lexical fallback on a first page, a failed search
-on a later page of a fused chain).
+on a later page of a fused chain); searches from several threads sharing the bounded
+query cache.
 """
 
 from __future__ import annotations
@@ -244,3 +245,24 @@ def _binding(reg: Registry, query: str) -> Any:
         group="",
         scope_hash=reg._scope_hashes.of("everyone"),
     )
+
+
+def test_searches_from_many_threads_agree_with_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the query cache is shared and bounded: threads evicting each other's vectors
+    # still get the one fused order
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from opgate._search import _vectors
+
+    monkeypatch.setattr(_vectors, "QUERY_CACHE", 2)
+    reg = Registry(catalog(120), AllowAll(), ranking=Hybrid(HashedWords()))
+    queries = ["alpha report", "beta", "gamma user", "delta instances", "user", "report beta"]
+    expected = {q: asyncio.run(all_pages(reg, q, limit=5)) for q in queries}
+
+    def run(query: str) -> tuple[list[str], int]:
+        return asyncio.run(all_pages(reg, query, limit=5))
+
+    with ThreadPoolExecutor(4) as pool:
+        for query, found in zip(queries * 5, pool.map(run, queries * 5), strict=True):
+            assert found == expected[query]
