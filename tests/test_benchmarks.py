@@ -83,7 +83,12 @@ def test_relevance_benchmark_harness_tiny() -> None:
     scores = {row["ranking"]: row for row in quality.rows}
     assert scores["rule (seed)"]["recall@1"] == "50.0 % (1/2)"
     assert scores["relevance"]["recall@1"] == "100.0 % (2/2)"
-    assert {row["ranking"] for row in timing.rows} == {"rule (seed)", "relevance"}
+    assert {row["ranking"] for row in timing.rows} == {
+        "rule (seed)",
+        "relevance",
+        "hybrid (toy embedder)",
+    }
+    assert scores["hybrid (toy embedder)"]["recall@1"] == "100.0 % (2/2)"
     assert build.rows[0]["relevance index CPU s"] >= 0
     assert scores["relevance"]["gold in 10"] == 1.0
     root = Path(bench_relevance.__file__).parent

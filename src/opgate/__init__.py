@@ -40,7 +40,7 @@ from ._results import (
     Result,
     Text,
 )
-from ._search import Candidate, Ranking, Scorer
+from ._search import Candidate, Embedder, Hybrid, Ranking, Scorer
 from ._version import __version__ as __version__
 from .ledger import Lifetime
 
@@ -54,12 +54,14 @@ __all__ = [
     "Discover",
     "DiscoveryScope",
     "EmbeddedResource",
+    "Embedder",
     "Execute",
     "Failed",
     "Failure",
     "FailureCode",
     "FormInput",
     "FormPrompt",
+    "Hybrid",
     "Image",
     "InputAction",
     "InputMode",

@@ -43,6 +43,7 @@ from ._search import (
     CursorError,
     CursorSealer,
     GroupMembers,
+    Hybrid,
     Ranker,
     Ranking,
     Scorer,
@@ -104,9 +105,11 @@ class Registry:
 
     ``ranking`` orders search results: ``Ranking.RULE`` (the default: every term
     matches as a substring, name matches first, ties by name), ``Ranking.RELEVANCE``
-    (field-weighted BM25 over stemmed words, best first) or a host's ``Scorer``; see
-    ``docs/search.md``. Exact names, browsing, group filters, policy, page budgets and
-    cursors work the same under every ranking; a cursor is bound to its ranking.
+    (field-weighted BM25 over stemmed words, best first), a host's ``Scorer``, or a
+    ``Hybrid`` (relevance and a host ``Embedder``'s vectors, fused by rank; a bad
+    embedder is a ``ConfigurationError`` here); see ``docs/search.md``. Exact names,
+    browsing, group filters, policy, page budgets and cursors work the same under every
+    ranking; a cursor is bound to its ranking.
 
     The registry is safe to share between asyncio tasks and threads. Search,
     inspect and invoke return a ``Failed`` for every request-level problem.
@@ -123,7 +126,7 @@ class Registry:
         regex_backtrack_limit: int | None = None,
         secret: bytes | None = None,
         ledger: LedgerFactory | None = None,
-        ranking: Ranking | Scorer = Ranking.RULE,
+        ranking: Ranking | Scorer | Hybrid = Ranking.RULE,
     ) -> None:
         if limits is None:
             limits = DEFAULT_LIMITS
@@ -230,7 +233,7 @@ class Registry:
         *,
         secret: bytes | _Keep | None = KEEP,
         ledger: LedgerFactory | _Keep | None = KEEP,
-        ranking: Ranking | Scorer | _Keep = KEEP,
+        ranking: Ranking | Scorer | Hybrid | _Keep = KEEP,
     ) -> Registry:
         """A registry serving this one's compiled catalog (the same operations, policy,
         limits and clocks, nothing compiled again) with another ``secret``, ``ledger``
@@ -298,7 +301,7 @@ class Registry:
         return self._policy
 
     @property
-    def ranking(self) -> Ranking | Scorer:
+    def ranking(self) -> Ranking | Scorer | Hybrid:
         """How search orders its results: the ``ranking`` given (``Ranking.RULE`` by
         default)."""
         return self._ranking
@@ -507,7 +510,7 @@ class _Compiled:
 class _Order:
     """How search orders results: the ``ranking`` given, its ranker, the cursor's method."""
 
-    ranking: Ranking | Scorer
+    ranking: Ranking | Scorer | Hybrid
     ranker: Ranker
     method: str
 
@@ -524,7 +527,7 @@ class _State:
     invoker: Invoker
 
 
-def _order(compiled: _Compiled, ranking: Ranking | Scorer) -> _Order:
+def _order(compiled: _Compiled, ranking: Ranking | Scorer | Hybrid) -> _Order:
     """The search order for ``ranking`` (see _search._ranking): the rule's index itself
     by default."""
     ranker, method = build_ranker(ranking, compiled.index, compiled.entries)

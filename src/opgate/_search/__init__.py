@@ -18,7 +18,10 @@ The modules, in the order a request meets them:
   ranking, imported only when a registry asks for it: numpy and pystemmer are the
   ``relevance`` extra;
 * ``_scorer``: a host's own ``Scorer``, what it sees (``Candidate``) and the
-  ``ScorerRanker`` that adapts it to ``Ranker``.
+  ``ScorerRanker`` that adapts it to ``Ranker``;
+* ``_hybrid`` (with ``_vectors`` and ``_fusion``): the hybrid ranking, a host
+  ``Embedder``'s vectors beside the relevance ranking, fused by rank; ``_vectors`` and
+  ``_fusion`` are imported only when a registry asks for it (numpy).
 
 Only what the rest of the core uses is exported here.
 """
@@ -33,6 +36,7 @@ from ._discovery import (
     operation_spec,
     ranked_page,
 )
+from ._hybrid import Embedder, Hybrid
 from ._index import SearchIndex, fold_group, normalize_query
 from ._ranking import Ranker, Ranking, build_ranker, search_index
 from ._request import search_problem
@@ -43,7 +47,9 @@ __all__ = [
     "CursorBinding",
     "CursorError",
     "CursorSealer",
+    "Embedder",
     "GroupMembers",
+    "Hybrid",
     "Ranker",
     "Ranking",
     "Scorer",

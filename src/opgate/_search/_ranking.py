@@ -7,7 +7,9 @@
 * ``Ranking.RELEVANCE``: field-weighted BM25 over stemmed words (``_relevance``), so
   the operation an agent means comes first even when a query word is missing from it;
 * a ``Scorer``: the host's own scores (embeddings from a model the host provides, for
-  example), called with the query and the candidates (``_scorer``).
+  example), called with the query and the candidates (``_scorer``);
+* a ``Hybrid``: the relevance ranking and the cosine similarity of a host
+  ``Embedder``'s vectors, fused by rank (``_hybrid``, ``_vectors``, ``_fusion``).
 
 Whatever the ranking, the registry keeps the rest of search as it is: the exact
 operation name returns that operation alone, an empty query browses by name, the
@@ -32,6 +34,7 @@ import enum
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ._hybrid import Hybrid
 from ._index import IndexEntry, Scope, SearchIndex
 from ._scorer import Candidate, Scorer, ScorerRanker
 
@@ -136,7 +139,8 @@ def build_ranker(
 ) -> tuple[Ranker, str]:
     """The ranker for ``ranking`` over ``entries`` (in ``index``'s order) and the
     cursor method it binds: ``"search"`` for the rule (cursors as before),
-    ``"search/relevance"``, or ``"search/scorer/" + scorer.name``."""
+    ``"search/relevance"``, ``"search/scorer/" + scorer.name``, or a ``Hybrid``'s
+    ``method``."""
     if ranking is Ranking.RULE:
         return index, "search"
     if ranking is Ranking.RELEVANCE:
@@ -151,12 +155,38 @@ def build_ranker(
             Candidate(e.name, e.group, e.summary, e.description, e.examples) for e in entries
         )
         return ScorerRanker(ranking, candidates, index), "search/scorer/" + name
-    raise TypeError("ranking must be an opgate.Ranking or an opgate.Scorer")
+    if isinstance(ranking, Hybrid):
+        return _hybrid_ranker(ranking, index, entries), ranking.method
+    raise TypeError("ranking must be an opgate.Ranking, an opgate.Scorer or an opgate.Hybrid")
+
+
+def _hybrid_ranker(hybrid: Hybrid, index: SearchIndex, entries: Sequence[Described]) -> Ranker:
+    """The fused ranker of ``hybrid``: the relevance index, and the vector index built
+    by calling the embedder over every operation's text (``_vectors``)."""
+    try:
+        from ._fusion import HybridRanker
+        from ._relevance import RelevanceEntry, RelevanceIndex
+        from ._vectors import VectorIndex, document_text
+    except ImportError as exc:
+        raise ImportError(HYBRID_EXTRA, name=exc.name) from exc
+    lexical = RelevanceIndex(list(map(RelevanceEntry, index_entries(entries))), index)
+    texts = [document_text(e.name, e.summary, e.description, e.examples) for e in entries]
+    vectors = VectorIndex(hybrid.embedder, texts, hybrid.batch)
+    return HybridRanker(
+        hybrid, lexical, vectors, index, [e.name for e in entries], [e.group for e in entries]
+    )
 
 
 #: What a registry built with ``Ranking.RELEVANCE`` without the extra raises.
 RELEVANCE_EXTRA = (
     "Ranking.RELEVANCE needs the optional relevance extra (pystemmer, numpy): "
+    "pip install 'opgate[relevance]'"
+)
+
+
+#: What a registry built with a ``Hybrid`` without the extra raises.
+HYBRID_EXTRA = (
+    "a Hybrid ranking needs the optional relevance extra (pystemmer, numpy): "
     "pip install 'opgate[relevance]'"
 )
 
