@@ -568,7 +568,6 @@ class UpstreamSession:
     async def _connected(self) -> AsyncIterator[Client]:
         """The SDK client for the entry, entered (the handshake done)."""
         server = self.server
-        info = types.Implementation(name=CLIENT_NAME, version=__version__)
         if isinstance(server, StdioServer):
             protect_gateway()
             parameters = StdioServerParameters(
@@ -585,29 +584,27 @@ class UpstreamSession:
                     max_line_bytes=self._max_message_bytes,
                     on_oversized=self._on_oversized,
                 )
-                async with Client(
-                    transport,
-                    mode="auto",
-                    client_info=info,
-                    cache=None,
-                    elicitation_callback=self._on_elicit,
-                    message_handler=self._on_message,
-                ) as client:
+                async with self._client(transport) as client:
                     yield client
             finally:
                 relay.close()
             return
         async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
             transport = streamable_http_client(server.url, http_client=http)
-            async with Client(
-                transport,
-                mode="auto",
-                client_info=info,
-                cache=None,
-                elicitation_callback=self._on_elicit,
-                message_handler=self._on_message,
-            ) as client:
+            async with self._client(transport) as client:
                 yield client
+
+    def _client(self, transport: Any) -> Client:
+        """The SDK client over ``transport``: either era, no cache, this session's
+        elicitation callback and message handler."""
+        return Client(
+            transport,
+            mode="auto",
+            client_info=types.Implementation(name=CLIENT_NAME, version=__version__),
+            cache=None,
+            elicitation_callback=self._on_elicit,
+            message_handler=self._on_message,
+        )
 
     async def run(self) -> None:
         """The owner task: start, list, serve calls, and start again after a failed
