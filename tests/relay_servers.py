@@ -1,16 +1,23 @@
-"""A small upstream that asks for input, on the official SDK's low-level ``Server``.
+"""Two small upstreams on the official SDK's low-level ``Server``: one that asks for
+input (``ASKER``) and one whose tools change (``changing(TOOLS)``).
 
 ``python tests/relay_servers.py legacy`` serves ``ASKER`` over stdio in the 2025-11-25
 era only (the SDK's handshake loop: ``server/discover`` is unknown, so a client in
 ``auto`` mode falls back to ``initialize``); ``... modern`` serves both eras (the SDK's
-``Server.run``), which an ``auto`` client speaks as 2026-07-28. Each tool asks in the
-era's way: ``elicitation/create`` inside the call (2025-11-25), or an
-``InputRequiredResult`` whose ``request_state`` the retry must echo (2026-07-28; a
-retry with another state is a JSON-RPC error).
+``Server.run``), which an ``auto`` client speaks as 2026-07-28 (with
+``subscriptions/listen`` served where the server has a handler for it).
+``... ERA TOOLS [GATE]`` serves ``changing(TOOLS)`` instead: ``TOOLS`` is a JSON file
+holding a list of tool names, read at every ``tools/list``, so a test changes the
+tools by writing it. With ``GATE``, a file that does not exist yet, the process exits
+at once (a start that fails until the test creates it: an upstream that comes late).
 
-``entry(era, **members)`` is the ``mcpServers`` entry that runs it.
+``entry(era, **members)`` is the ``mcpServers`` entry that runs ``ASKER``;
+``changing_entry(era, tools, gate=None)`` the one that runs ``changing(tools)``.
 
-Tools (each answer names the era it was asked in):
+``ASKER``'s tools ask in the era's way: ``elicitation/create`` inside the call
+(2025-11-25), or an ``InputRequiredResult`` whose ``request_state`` the retry must echo
+(2026-07-28; a retry with another state is a JSON-RPC error). Each answer names the era
+it was asked in:
 
 * ``greet(topic, marker="")``: asks a form (``name`` required, ``color`` a titled
   choice); structured ``{"action", "name", "color", "topic"}``. With ``marker``, the
@@ -40,10 +47,21 @@ Tools (each answer names the era it was asked in):
   ``-32042`` error listing ``handoffs`` URL elicitations (``HANDOFF_URL?gate=KEY&step=N``);
   the next answers ``"gated open after N calls (ERA)"``, sending
   ``notifications/elicitation/complete`` for ``KEY-1`` first in the 2025-11-25 era.
+
+``changing``'s tools, beside one per name in ``TOOLS`` (each answers ``"NAME called"``):
+
+* ``announce(count)``: says ``count`` times that the tools changed
+  (``notifications/tools/list_changed``, or ``ToolsListChanged`` on the listen streams);
+* ``wait(seconds)``: sleeps, then answers ``"waited"``;
+* ``pid()``: the process id (a test kills the process with it);
+* ``ask()``: asks a form with ``elicitation/create`` (2025-11-25 only), then answers
+  ``"asked ACTION"``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,6 +72,7 @@ from mcp import MCPError, UrlElicitationRequiredError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 #: This file, run as the upstream's program.
@@ -371,15 +390,77 @@ async def _list(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsR
 
 ASKER = Server("asker", version="1.0", on_list_tools=_list, on_call_tool=_call)
 
+CHANGING_TOOLS = [
+    types.Tool(
+        name="announce",
+        description="Says that the tools changed, count times.",
+        input_schema={"type": "object", "properties": {"count": {"type": "integer"}}},
+    ),
+    types.Tool(
+        name="wait",
+        description="Sleeps, then answers.",
+        input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}},
+    ),
+    types.Tool(name="pid", description="The process id.", input_schema=_OBJECT),
+    types.Tool(name="ask", description="Asks a form (2025-11-25).", input_schema=_OBJECT),
+]
 
-async def _serve(era: str) -> None:
+BUS = InMemorySubscriptionBus()
+
+
+async def _changing_call(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> Any:
+    arguments = params.arguments or {}
+    if params.name == "announce":
+        for _ in range(int(arguments.get("count", 1))):
+            if _modern(ctx):
+                await BUS.publish(ToolsListChanged())
+            else:
+                await ctx.session.send_tool_list_changed()
+        return types.CallToolResult(content=[_text("announced")])
+    if params.name == "wait":
+        await anyio.sleep(float(arguments.get("seconds", 1)))
+        return types.CallToolResult(content=[_text("waited")])
+    if params.name == "pid":
+        return types.CallToolResult(content=[_text(str(os.getpid()))])
+    if params.name == "ask":
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        answer = await ctx.session.elicit_form(
+            "Which one?", schema, related_request_id=ctx.request_id
+        )
+        return types.CallToolResult(content=[_text(f"asked {answer.action}")])
+    return types.CallToolResult(content=[_text(f"{params.name} called")])
+
+
+def changing(names: Path) -> Server[Any]:
+    """The upstream whose tools change: ``CHANGING_TOOLS`` and one per name in the JSON
+    file ``names``, read at every ``tools/list``."""
+
+    async def listed(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        named = [
+            types.Tool(name=name, description=f"Tool {name}.", input_schema=_OBJECT)
+            for name in json.loads(names.read_text("utf-8"))
+        ]
+        return types.ListToolsResult(tools=[*CHANGING_TOOLS, *named])
+
+    return Server(
+        "shifty",
+        version="1.0",
+        on_list_tools=listed,
+        on_call_tool=_changing_call,
+        on_subscriptions_listen=ListenHandler(BUS),
+    )
+
+
+async def _serve(server: Server[Any], era: str) -> None:
     async with stdio_server() as (read, write):
-        options = ASKER.create_initialization_options()
+        options = server.create_initialization_options()
         if era == "modern":
-            await ASKER.run(read, write, options)
+            await server.run(read, write, options)
             return
-        async with ASKER.lifespan(ASKER) as state:
-            await serve_loop(ASKER, read, write, lifespan_state=state, init_options=options)
+        async with server.lifespan(server) as state:
+            await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
 
 def entry(era: str, **members: Any) -> dict[str, Any]:
@@ -387,5 +468,22 @@ def entry(era: str, **members: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(HERE), era], **members}
 
 
+def changing_entry(era: str, tools: Path, gate: Path | None = None) -> dict[str, Any]:
+    """The ``mcpServers`` entry that runs ``changing(tools)`` in ``era`` with the tool names of
+    the file ``tools`` (and, with ``gate``, only once that file exists)."""
+    args = [str(HERE), era, str(tools), *([] if gate is None else [str(gate)])]
+    return {"command": sys.executable, "args": args}
+
+
+def main(argv: list[str]) -> None:
+    era = argv[1] if len(argv) > 1 else "legacy"
+    if len(argv) <= 2:
+        anyio.run(_serve, ASKER, era)
+        return
+    if len(argv) > 3 and not Path(argv[3]).exists():
+        sys.exit(1)
+    anyio.run(_serve, changing(Path(argv[2])), era)
+
+
 if __name__ == "__main__":
-    anyio.run(_serve, sys.argv[1] if len(sys.argv) > 1 else "legacy")
+    main(sys.argv)

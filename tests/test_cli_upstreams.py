@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from opgate.cli import main
 
-from changing_upstream import entry
 from conftest import ROOT, await_port, free_port, run_main, serve_environment, stop_process
+from relay_servers import changing_entry
 from upstream_servers import stdio_entry
 
 
@@ -61,7 +61,7 @@ async def test_serve_over_stdio(tmp_path: Path) -> None:
 async def test_a_served_gateway_swaps_in_what_list_changed_announces(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(["first"]), "utf-8")
-    path = write(tmp_path, {"shifty": entry("legacy", tools)})
+    path = write(tmp_path, {"shifty": changing_entry("legacy", tools)})
     parameters = StdioServerParameters(
         command=sys.executable,
         args=["-m", "opgate", "serve", "--upstreams", str(path)],

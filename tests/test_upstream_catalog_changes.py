@@ -1,14 +1,14 @@
 """``opgate.upstream.open_catalog`` keeping the catalog true: restarts, late joins, rebuilds.
 
-Against ``tests/changing_upstream.py`` (the SDK's low-level ``Server`` over stdio, whose
-tools a test changes by writing a file) in both eras, served by a ``GatewayServer``
-that ``catalog.follow`` swaps, and driven by the official client connected across the
-swap: a ``list_changed`` rebuild seen by search and inspect (and an old cursor failing
-cleanly), a storm of notifications coalesced, an upstream killed mid-call (that call
-fails, the next after the restart succeeds, and the other tools it came back with are
-offered), an HTTP upstream that went away reconnected when it is back, a call held for
-a person abandoned by the restart (its answer fails cleanly),
-an upstream that starts late joining, and a rebuild the swap refuses.
+Against ``tests/relay_servers.py``'s ``changing`` upstream (the SDK's low-level
+``Server`` over stdio, whose tools a test changes by writing a file) in both eras,
+served by a ``GatewayServer`` that ``catalog.follow`` swaps, and driven by the official
+client connected across the swap: a ``list_changed`` rebuild seen by search and inspect
+(and an old cursor failing cleanly), a storm of notifications coalesced, an upstream
+killed mid-call (that call fails, the next after the restart succeeds, and the other
+tools it came back with are offered), an HTTP upstream that went away reconnected when
+it is back, a call held for a person abandoned by the restart (its answer fails
+cleanly), an upstream that starts late joining, and a rebuild the swap refuses.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from opgate import (
 from opgate.mcp import GatewayServer
 from opgate.upstream import Backoff, Catalog, Change, load_config, open_catalog
 
-from changing_upstream import entry
 from conftest import await_port, free_port, stop_process
 from mcp_client import connect, error_of
+from relay_servers import changing_entry
 from upstream_servers import HERE
 
 pytestmark = pytest.mark.anyio
@@ -106,7 +106,7 @@ async def connected(catalog: Catalog, name: str, seconds: float = 60) -> None:
 
 async def test_list_changed_swaps_the_served_registry(tmp_path: Path, era: str) -> None:
     path = tools_file(tmp_path, ["first"])
-    async with opened({"shifty": entry(era, path)}) as catalog:
+    async with opened({"shifty": changing_entry(era, path)}) as catalog:
         changes = Changes(catalog)
         gateway = GatewayServer(catalog.registry(LocalPolicy()))
         catalog.follow(gateway)
@@ -147,7 +147,7 @@ async def test_list_changed_swaps_the_served_registry(tmp_path: Path, era: str) 
 
 async def test_a_storm_of_list_changed_is_coalesced(tmp_path: Path, era: str) -> None:
     path = tools_file(tmp_path, ["first"])
-    async with opened({"shifty": entry(era, path)}) as catalog:
+    async with opened({"shifty": changing_entry(era, path)}) as catalog:
         changes = Changes(catalog)
         registry = catalog.registry(LocalPolicy())
         await invoke(registry, "shifty.announce", {"count": 40})
@@ -165,7 +165,7 @@ async def test_an_upstream_killed_mid_call_is_restarted_with_its_new_tools(
     tmp_path: Path,
 ) -> None:
     path = tools_file(tmp_path, ["first"])
-    async with opened({"shifty": entry("modern", path)}) as catalog:
+    async with opened({"shifty": changing_entry("modern", path)}) as catalog:
         changes = Changes(catalog)
         gateway = GatewayServer(catalog.registry(LocalPolicy()))
         catalog.follow(gateway)
@@ -238,7 +238,7 @@ async def test_an_http_upstream_that_went_away_is_reconnected() -> None:
 
 async def test_a_restart_abandons_the_held_calls_of_the_old_connection(tmp_path: Path) -> None:
     path = tools_file(tmp_path, [])
-    async with opened({"shifty": entry("legacy", path)}) as catalog:
+    async with opened({"shifty": changing_entry("legacy", path)}) as catalog:
         registry = catalog.registry(LocalPolicy())
         pid = int((await invoke(registry, "shifty.pid", {})).result.content[0].text)
         form = {InputMode.FORM}
@@ -280,7 +280,7 @@ async def test_a_process_that_dies_between_calls_is_found_and_restarted(
     tmp_path: Path,
 ) -> None:
     path = tools_file(tmp_path, ["first"])
-    async with opened({"shifty": entry("legacy", path)}) as catalog:
+    async with opened({"shifty": changing_entry("legacy", path)}) as catalog:
         registry = catalog.registry(LocalPolicy())
         pid = int((await invoke(registry, "shifty.pid", {})).result.content[0].text)
         os.kill(pid, signal.SIGKILL)
@@ -295,7 +295,10 @@ async def test_a_process_that_dies_between_calls_is_found_and_restarted(
 async def test_an_upstream_that_starts_late_joins(tmp_path: Path) -> None:
     path = tools_file(tmp_path, ["first"])
     gate = tmp_path / "gate"
-    servers = {"early": entry("modern", path), "late": entry("legacy", path, gate)}
+    servers = {
+        "early": changing_entry("modern", path),
+        "late": changing_entry("legacy", path, gate),
+    }
     async with opened(servers) as catalog:
         report = catalog.report
         late = {status.name: status for status in report.upstreams}["late"]
@@ -326,7 +329,7 @@ async def test_an_upstream_that_starts_late_joins(tmp_path: Path) -> None:
 
 async def test_a_rebuild_the_swap_refuses_keeps_the_served_registry(tmp_path: Path) -> None:
     path = tools_file(tmp_path, ["first"])
-    async with opened({"shifty": entry("modern", path)}) as catalog:
+    async with opened({"shifty": changing_entry("modern", path)}) as catalog:
         gateway = GatewayServer(catalog.registry(LocalPolicy()), pinned=["shifty.first"])
         catalog.follow(gateway)
         changes = Changes(catalog)  # after follow: called only for changes it accepts

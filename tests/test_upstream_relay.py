@@ -46,6 +46,7 @@ from opgate import (
     URLPrompt,
 )
 from opgate.upstream import Catalog, load_config, open_catalog
+
 from relay_servers import GREET_FORM, HANDOFF_URL, entry
 
 pytestmark = pytest.mark.anyio

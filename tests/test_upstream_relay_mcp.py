@@ -27,9 +27,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
-from relay_servers import GREET_FORM, HANDOFF_URL, entry
-
 from conftest import ROOT, serve_environment
+from relay_servers import GREET_FORM, HANDOFF_URL, entry
 
 pytestmark = pytest.mark.anyio
 

@@ -18,9 +18,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from relay_servers import POISON, entry
-
 from conftest import ROOT, serve_environment
+from relay_servers import POISON, entry
 
 
 @pytest.mark.anyio
