@@ -68,7 +68,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import Table, Timing, format_table, machine_info, summarize
+from common import (
+    OTHER_GROUP,
+    Table,
+    Timing,
+    format_table,
+    machine_info,
+    own_time_by_group,
+    summarize,
+)
 
 __all__ = [
     "HERE",
@@ -526,33 +534,7 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("opentelemetry (SDK spans)", ("/opentelemetry/",)),
     ("anyio, asyncio (tasks, streams, threads, event loop)", ("/anyio/", "/asyncio/", "sniffio")),
 )
-_OTHER = "other (stdlib, builtins)"
 _IDLE = "'poll' of 'select.epoll'"
-
-
-def _group(path: str, function: str) -> str:
-    text = f"{path} {function}" if path == "~" else path
-    for label, fragments in _GROUPS:
-        if any(fragment in text for fragment in fragments):
-            return label
-    return _OTHER
-
-
-def own_time_by_group(stats: dict[Any, Any]) -> dict[str, float]:
-    """Own seconds per group, the event loop's idle wait left out; a built-in or
-    standard-library function's own time goes to its callers' groups."""
-    own: dict[str, float] = {}
-    for (path, _line, function), (_cc, _nc, tottime, _ct, callers) in stats.items():
-        if _IDLE in function:
-            continue
-        label = _group(path, function)
-        if label == _OTHER and callers:
-            for (caller_path, _, caller_function), caller_stats in callers.items():
-                caller = _group(caller_path, caller_function)
-                own[caller] = own.get(caller, 0.0) + caller_stats[2]
-            continue
-        own[label] = own.get(label, 0.0) + tottime
-    return own
 
 
 async def _profile(
@@ -597,7 +579,8 @@ async def _profile(
             stats: dict[Any, Any] = pstats.Stats(str(output)).stats  # type: ignore[attr-defined]
             output.rename(output.with_name(f"opgate-{label}.prof"))
             shares[label] = {
-                group: 1000 * seconds / calls for group, seconds in own_time_by_group(stats).items()
+                group: 1000 * seconds / calls
+                for group, seconds in own_time_by_group(stats, _GROUPS, idle=_IDLE).items()
             }
     return shares
 
@@ -672,7 +655,7 @@ def _profile_table(shares: dict[str, dict[str, float]], calls: int, servers: int
         f"{servers} upstreams; own ms per call)",
         ("package", *(f"{label} ms" for label in shares), *(f"{label} %" for label in shares)),
     )
-    labels = [label for label, _ in _GROUPS] + [_OTHER]
+    labels = [label for label, _ in _GROUPS] + [OTHER_GROUP]
     first = next(iter(shares))
     for group in sorted(labels, key=lambda g: -shares[first].get(g, 0.0)):
         table.add(

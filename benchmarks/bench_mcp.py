@@ -55,12 +55,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from common import (
+    OTHER_GROUP,
     AllowAll,
     SyntheticOperation,
     Table,
     Timing,
     format_table,
     machine_info,
+    own_time_by_group,
     query_mix,
     summarize,
     synthetic_catalog,
@@ -283,29 +285,6 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("opentelemetry (SDK spans)", ("/opentelemetry/",)),
     ("anyio, asyncio (tasks, streams, event loop)", ("/anyio/", "/asyncio/", "sniffio")),
 )
-_OTHER = "other (stdlib, builtins)"
-
-
-def _group(path: str, function: str) -> str:
-    text = f"{path} {function}" if path == "~" else path
-    for label, fragments in _GROUPS:
-        if any(fragment in text for fragment in fragments):
-            return label
-    return _OTHER
-
-
-def _own_time_by_group(stats: dict[Any, Any]) -> dict[str, float]:
-    """Own seconds per group; a built-in or stdlib function's go to its callers' groups."""
-    own: dict[str, float] = {}
-    for (path, _line, function), (_cc, _nc, tottime, _ct, callers) in stats.items():
-        label = _group(path, function)
-        if label == _OTHER and callers:
-            for (caller_path, _, caller_function), caller_stats in callers.items():
-                caller = _group(caller_path, caller_function)
-                own[caller] = own.get(caller, 0.0) + caller_stats[2]
-            continue
-        own[label] = own.get(label, 0.0) + tottime
-    return own
 
 
 async def _profile(server: GatewayServer, queries: Sequence[str], calls: int) -> dict[str, float]:
@@ -321,7 +300,7 @@ async def _profile(server: GatewayServer, queries: Sequence[str], calls: int) ->
                 await client.call_tool("search", {"query": queries[index % len(queries)]})
             profiler.disable()
         stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-        own = _own_time_by_group(stats)
+        own = own_time_by_group(stats, _GROUPS)
         total = sum(own.values()) or 1.0
         for label, seconds in own.items():
             shares[f"{label}|{era}"] = 100 * seconds / total
@@ -460,7 +439,7 @@ def run(
             "per era, own time by package)",
             ("package", *(f"{era} %" for era, _ in ERAS)),
         )
-        labels = [label for label, _ in _GROUPS] + [_OTHER]
+        labels = [label for label, _ in _GROUPS] + [OTHER_GROUP]
         ordered = sorted(labels, key=lambda label: -shares.get(f"{label}|{ERAS[0][0]}", 0.0))
         for label in ordered:
             profile.add(

@@ -18,6 +18,7 @@ socket or a file other than ``/proc``.
   ``time.perf_counter_ns``, after a warm-up.
 * ``Table`` and ``format_table``: results as Markdown tables (kept as-is in dated
   files under ``benchmarks/results/``).
+* ``own_time_by_group(stats, groups)``: a ``cProfile`` run's own time by package.
 * ``rss_bytes()``: the process's resident set size from ``/proc/self/status``.
 """
 
@@ -41,6 +42,7 @@ from opgate import Failure, FailureCode, Operation
 
 __all__ = [
     "GROUPS",
+    "OTHER_GROUP",
     "RARE_WORDS",
     "AllowAll",
     "Cell",
@@ -51,6 +53,7 @@ __all__ = [
     "admitted",
     "format_table",
     "machine_info",
+    "own_time_by_group",
     "print_tables",
     "query_mix",
     "query_vocabulary",
@@ -525,6 +528,44 @@ def print_tables(tables: Sequence[Table]) -> None:
     """Print every table, separated by blank lines, and flush."""
     for table in tables:
         print(format_table(table), end="\n\n", flush=True)
+
+
+# --- profiles ---------------------------------------------------------------------------
+
+#: The group of own time that no group's fragment names.
+OTHER_GROUP = "other (stdlib, builtins)"
+
+#: Groups of a profile's own time: (label, fragments of the file path, or of a built-in
+#: function's name), first match wins.
+Groups = Sequence[tuple[str, tuple[str, ...]]]
+
+
+def _group(groups: Groups, path: str, function: str) -> str:
+    text = f"{path} {function}" if path == "~" else path
+    for label, fragments in groups:
+        if any(fragment in text for fragment in fragments):
+            return label
+    return OTHER_GROUP
+
+
+def own_time_by_group(
+    stats: dict[Any, Any], groups: Groups, *, idle: str | None = None
+) -> dict[str, float]:
+    """Own seconds per group of ``groups`` in ``pstats`` ``stats``: a built-in or
+    standard-library function's own time goes to its callers' groups; with ``idle``, the
+    functions whose name holds it (the event loop's wait) are left out."""
+    own: dict[str, float] = {}
+    for (path, _line, function), (_cc, _nc, tottime, _ct, callers) in stats.items():
+        if idle is not None and idle in function:
+            continue
+        label = _group(groups, path, function)
+        if label == OTHER_GROUP and callers:
+            for (caller_path, _, caller_function), caller_stats in callers.items():
+                caller = _group(groups, caller_path, caller_function)
+                own[caller] = own.get(caller, 0.0) + caller_stats[2]
+            continue
+        own[label] = own.get(label, 0.0) + tottime
+    return own
 
 
 # --- machine ----------------------------------------------------------------------------
