@@ -17,7 +17,6 @@ The table gives median, p90, p99 and maximum per call.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -27,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common import AllowAll, Table, format_table, machine_info
+from common import AllowAll, Table, argument_parser, print_heading, print_tables
 from opgate import Operation, Registry, Result, Text, finish
 from opgate._json import MAX_DEPTH, JSONError, parse
 
@@ -291,7 +290,7 @@ def _operation() -> Operation:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument(
         "--live-heap",
@@ -300,10 +299,9 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     )
     parser.add_argument("--only", default="", help="only the inputs whose name contains this text")
     args = parser.parse_args(argv)
-    print(f"# Adversarial JSON benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Adversarial JSON benchmark")
     tables = run(runs=args.runs, freeze=not args.live_heap, only=args.only)
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

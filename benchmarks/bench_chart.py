@@ -20,14 +20,21 @@ registries build in seconds). The comparison packages are not run on it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
 import bench_registry
-from common import AllowAll, Table, format_table, machine_info, synthetic_catalog, time_async
+from common import (
+    AllowAll,
+    Table,
+    argument_parser,
+    format_table,
+    machine_info,
+    synthetic_catalog,
+    time_async,
+)
 from common import to_operations as opgate_operations
 from opgate import Registry
 
@@ -144,7 +151,7 @@ def plot(table: Table, output: Path) -> Path | None:
 
 
 def main(argv: Sequence[str] | None = None) -> Table:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES))
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--no-compare", action="store_true")

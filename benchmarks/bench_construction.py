@@ -31,7 +31,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench_real import LIMITS, REAL, catalog_for
-from common import AllowAll, Table, format_table, machine_info, rss_bytes, run_probe
+from common import (
+    AllowAll,
+    Table,
+    argument_parser,
+    print_heading,
+    print_tables,
+    rss_bytes,
+    run_probe,
+)
 from opgate import Operation, Registry
 
 _FIRST = "ec2.RunInstances"
@@ -195,7 +203,7 @@ def _profile(count: int, source: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--source", default=REAL, help='"botocore" or "synthetic:N"')
     parser.add_argument("--profile", type=int, help="profile constructing N operations")
@@ -207,10 +215,9 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if args.profile:
         _profile(args.profile, args.source)
         return []
-    print(f"# Construction benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Construction benchmark")
     tables = run(args.copies, source=args.source)
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

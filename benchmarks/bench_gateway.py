@@ -52,7 +52,6 @@ shared cores, most of it the 60-odd Python processes it starts.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -72,6 +71,7 @@ from common import (
     OTHER_GROUP,
     Table,
     Timing,
+    argument_parser,
     format_table,
     machine_info,
     own_time_by_group,
@@ -817,7 +817,7 @@ def _tables(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="small and short (about a minute)")
     parser.add_argument("--servers", type=int, default=50)
     parser.add_argument("--tools", type=int, default=40)

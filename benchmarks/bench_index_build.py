@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 
 from bench_real import REAL, catalog_for
-from common import Table, format_table, machine_info
+from common import Table, argument_parser, format_table, machine_info
 from opgate._collector import paused_collector
 from opgate._search._index import IndexEntry, SearchIndex
 
@@ -93,7 +93,7 @@ def _child(path: str, build: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--source", default=REAL, help='"botocore" or "synthetic:N"')

@@ -31,8 +31,9 @@ from typing import Any
 from common import (
     AllowAll,
     Table,
-    format_table,
-    machine_info,
+    argument_parser,
+    print_heading,
+    print_tables,
     rss_bytes,
     run_probe,
     time_async_interleaved,
@@ -359,7 +360,7 @@ def run(*, runs: int = 5_000, pending: int = 10_000) -> list[Table]:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--runs", type=int, default=5_000)
     parser.add_argument("--pending", type=int, default=10_000, help="0 skips the capacity run")
     parser.add_argument("--memory-probe", type=int, help=argparse.SUPPRESS)
@@ -368,10 +369,9 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if args.memory_probe:
         print(json.dumps(_memory_probe(args.memory_probe, args.form)))
         return []
-    print(f"# Interaction benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Interaction benchmark")
     tables = run(runs=args.runs, pending=args.pending)
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

@@ -22,7 +22,6 @@ as a Python mapping (what the SDKs receive after their JSON parse). A sync handl
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import json
@@ -31,7 +30,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from common import AllowAll, Table, Timing, format_table, machine_info, time_async_interleaved
+from common import (
+    AllowAll,
+    Table,
+    Timing,
+    argument_parser,
+    print_heading,
+    print_tables,
+    time_async_interleaved,
+)
 from opgate import Completed, Invocation, Operation, Registry, Result, Text, finish
 from opgate._invocation import new_invocation
 from opgate._json import parse
@@ -294,14 +301,13 @@ def run(*, runs: int = 20_000, compare: bool = True) -> list[Table]:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--runs", type=int, default=20_000)
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison packages")
     args = parser.parse_args(argv)
-    print(f"# Invoke benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Invoke benchmark")
     tables = run(runs=args.runs, compare=not args.no_compare)
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

@@ -40,7 +40,6 @@ then says where that time goes, as own time by package.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cProfile
 import gc
@@ -60,9 +59,10 @@ from common import (
     SyntheticOperation,
     Table,
     Timing,
-    format_table,
-    machine_info,
+    argument_parser,
     own_time_by_group,
+    print_heading,
+    print_tables,
     query_mix,
     summarize,
     synthetic_catalog,
@@ -519,14 +519,14 @@ async def _run_eras(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=600, help="opgate calls per variant and era")
     parser.add_argument("--fastmcp-runs", type=int, default=15, help="FastMCP calls likewise")
     parser.add_argument("--no-compare", action="store_true", help="skip FastMCP")
     parser.add_argument("--profile-calls", type=int, default=300, help="0 skips the profile")
     args = parser.parse_args(argv)
-    print(f"# MCP round-trip benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("MCP round-trip benchmark")
     tables = run(
         args.size,
         runs=args.runs,
@@ -534,8 +534,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         compare=not args.no_compare,
         profile_calls=args.profile_calls,
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

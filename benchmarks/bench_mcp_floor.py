@@ -64,7 +64,7 @@ from bench_mcp_http import (
     listening_child,
     server_cpu_ns,
 )
-from common import AllowAll, Table, format_table, machine_info, summarize
+from common import AllowAll, Table, argument_parser, print_heading, print_tables, summarize
 from opgate import Registry
 
 __all__ = ["floor_server", "main", "run", "served_registry"]
@@ -453,7 +453,7 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--source", default="synthetic:10000", help="synthetic:N or botocore")
     parser.add_argument("--calls", type=int, default=300, help="calls per variant")
     parser.add_argument("--transports", nargs="+", default=["stdio", "http"])
@@ -466,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if args.floor_server:
         _serve_floor(args.http)
         return []
-    print(f"# The SDK's floor\n\n{machine_info()}\n", flush=True)
+    print_heading("The SDK's floor")
     tables = run(
         args.source,
         calls=args.calls,
@@ -475,8 +475,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         clients=args.clients,
         seconds=args.seconds,
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

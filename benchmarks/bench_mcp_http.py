@@ -35,7 +35,6 @@ collection falls on it. With ``--serve`` the served catalog has one more operati
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import json
@@ -61,8 +60,9 @@ from bench_real import to_operations as real_operations
 from common import (
     AllowAll,
     Table,
-    format_table,
-    machine_info,
+    argument_parser,
+    print_heading,
+    print_tables,
     query_mix,
     summarize,
     synthetic_catalog,
@@ -532,7 +532,7 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--source", default="synthetic:10000", help="synthetic:N or botocore")
     parser.add_argument("--calls", type=int, default=300, help="calls per variant, at least")
     parser.add_argument("--seconds", type=float, default=0.0, help="measure at least this long")
@@ -541,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     mode.add_argument("--freeze", action="store_true", help="in process: gc.freeze() once built")
     mode.add_argument("--serve", action="store_true", help="against opgate serve --http")
     args = parser.parse_args(argv)
-    print(f"# MCP over streamable HTTP\n\n{machine_info()}\n", flush=True)
+    print_heading("MCP over streamable HTTP")
     tables = run(
         args.source,
         calls=args.calls,
@@ -550,8 +550,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         freeze=args.freeze,
         serve=args.serve,
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

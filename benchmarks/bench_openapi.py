@@ -20,7 +20,6 @@ on first use); ``--document PATH`` measures another one.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import AllowAll, Table, format_table, machine_info
+from common import AllowAll, Table, argument_parser, print_heading, print_tables
 from opgate.openapi import build_catalog, load_document
 
 __all__ = ["TARGET_SECONDS", "github_document", "run"]
@@ -113,14 +112,13 @@ def run(document: Path | None = None, *, runs: int = 5) -> list[Table]:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--document", type=Path, help="another OpenAPI document")
     args = parser.parse_args(argv)
-    print(f"# OpenAPI benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("OpenAPI benchmark")
     tables = run(args.document, runs=args.runs)
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

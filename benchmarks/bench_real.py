@@ -34,8 +34,9 @@ from common import (
     AllowAll,
     OnePercent,
     Table,
-    format_table,
-    machine_info,
+    argument_parser,
+    print_heading,
+    print_tables,
     rss_bytes,
     run_probe,
     synthetic_catalog,
@@ -246,7 +247,7 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
@@ -274,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
             clock += f"; load average at start {' '.join(loadavg.read().split()[:3])}"
     except OSError:
         pass
-    print(f"# Real-catalog benchmark\n\n{machine_info()}\n\nsearch timed in {clock}\n", flush=True)
+    print_heading("Real-catalog benchmark", f"search timed in {clock}")
     tables = run(
         args.copies,
         queries=args.queries,
@@ -283,8 +284,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         build=not args.search_only,
         schemas=not args.search_only,
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

@@ -38,8 +38,9 @@ from common import (
     Table,
     Timing,
     admitted,
-    format_table,
-    machine_info,
+    argument_parser,
+    print_heading,
+    print_tables,
     rss_bytes,
     run_probe,
     synthetic_catalog,
@@ -381,7 +382,7 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison packages")
@@ -391,12 +392,11 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if args.memory_probe:
         print(json.dumps(_memory_probe(args.memory_probe)))
         return []
-    print(f"# Registry benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Registry benchmark")
     tables = run(
         args.sizes, runs=args.runs, compare=not args.no_compare, memory_size=args.memory_size
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

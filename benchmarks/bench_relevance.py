@@ -37,7 +37,6 @@ and are unchanged since.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import hashlib
@@ -54,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import AllowAll, Table, format_table, machine_info
+from common import AllowAll, Table, argument_parser, print_heading, print_tables
 from opgate import ConfigurationError, Hybrid, Limits, Operation, Ranking, Registry, SearchPage
 from opgate._limits import QUERY_BYTES
 from opgate._search import _relevance as relevance_module
@@ -643,7 +642,7 @@ def _vectors_alone(registry: Registry, queries: Sequence[Query]) -> list[list[st
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument(
         "--catalog",
         choices=("aws", "github", "livemcpbench", "all"),
@@ -666,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     chosen = set(args.catalog or ["all"])
     if "all" in chosen:
         chosen = {"aws", "github", "livemcpbench"}
-    print(f"# Relevance benchmark\n\n{machine_info()}\n", flush=True)
+    print_heading("Relevance benchmark")
     catalogs = []
     if "aws" in chosen:
         catalogs.append(aws_catalog())
@@ -682,8 +681,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         splits=splits,
         minilm=args.minilm,
     )
-    for table in tables:
-        print(format_table(table), end="\n\n", flush=True)
+    print_tables(tables)
     return tables
 
 

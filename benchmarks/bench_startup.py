@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import Table, format_table, machine_info, rss_bytes, run_probe
+from common import Table, argument_parser, format_table, print_heading, rss_bytes, run_probe
 
 __all__ = ["main", "memory_table", "start_table"]
 
@@ -250,7 +250,7 @@ def start_table(source: str, runs: int, *, compare: bool = True) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--source", default="botocore", help='"botocore" or "synthetic:N"')
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-compare", action="store_true", help="skip fastmcp run")
@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     if args.memory_probe:
         print(json.dumps(_probe(args.memory_probe, args.alone, args.source, args.trace)))
         return []
-    print(f"# Cold start and ranking memory\n\n{machine_info()}\n", flush=True)
+    print_heading("Cold start and ranking memory")
     tables = []
     if not args.start_only:
         tables.append(memory_table(args.source))

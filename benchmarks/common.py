@@ -17,13 +17,15 @@ socket or a file other than ``/proc``.
 * ``time_sync`` / ``time_async``: the median of many runs timed with
   ``time.perf_counter_ns``, after a warm-up.
 * ``Table`` and ``format_table``: results as Markdown tables (kept as-is in dated
-  files under ``benchmarks/results/``).
+  files under ``benchmarks/results/``); ``print_heading`` and ``print_tables`` print a
+  run, ``argument_parser(__doc__)`` starts its command line.
 * ``own_time_by_group(stats, groups)``: a ``cProfile`` run's own time by package.
 * ``rss_bytes()``: the process's resident set size from ``/proc/self/status``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import platform
@@ -51,9 +53,11 @@ __all__ = [
     "Table",
     "Timing",
     "admitted",
+    "argument_parser",
     "format_table",
     "machine_info",
     "own_time_by_group",
+    "print_heading",
     "print_tables",
     "query_mix",
     "query_vocabulary",
@@ -528,6 +532,16 @@ def print_tables(tables: Sequence[Table]) -> None:
     """Print every table, separated by blank lines, and flush."""
     for table in tables:
         print(format_table(table), end="\n\n", flush=True)
+
+
+def print_heading(title: str, *paragraphs: str) -> None:
+    """Print a run's heading, ``# title``, then ``machine_info()`` and ``paragraphs``."""
+    print("\n\n".join([f"# {title}", machine_info(), *paragraphs]) + "\n", flush=True)
+
+
+def argument_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, described by the first line of its docstring ``doc``."""
+    return argparse.ArgumentParser(description=(doc or "").splitlines()[0])
 
 
 # --- profiles ---------------------------------------------------------------------------

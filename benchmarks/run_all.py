@@ -15,7 +15,6 @@ whatever else runs on it: compare numbers from one run only.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
@@ -33,11 +32,11 @@ import bench_mcp_floor
 import bench_openapi
 import bench_real
 import bench_registry
-from common import Table, format_table, machine_info
+from common import Table, argument_parser, format_table, machine_info, print_tables
 
 
 def main(argv: Sequence[str] | None = None) -> list[Table]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="10,000 operations, fewer runs")
     parser.add_argument("--no-compare", action="store_true", help="skip the comparison packages")
     parser.add_argument("--output", type=Path, help="also write the tables to this file")
@@ -50,8 +49,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
 
     def section(title: str, tables: list[Table]) -> None:
         print(f"## {title}\n", flush=True)
-        for table in tables:
-            print(format_table(table), end="\n\n", flush=True)
+        print_tables(tables)
         sections.append((title, tables))
 
     if args.quick:
