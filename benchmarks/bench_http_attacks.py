@@ -33,6 +33,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from common import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -53,9 +55,7 @@ def initialize(capabilities: dict[str, Any] | None = None) -> bytes:
 
 class Server:
     def __init__(self, *options: str, descriptors: int | None = None) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
         def limit() -> None:

@@ -57,14 +57,17 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bench_mcp import ARGUMENTS
-from bench_mcp_http import (
+from bench_mcp_http import catalog_of, listening_child, server_cpu_ns
+from common import (
     SOURCE_ENV,
+    AllowAll,
+    Table,
+    argument_parser,
     bench_environment,
-    catalog_of,
-    listening_child,
-    server_cpu_ns,
+    print_heading,
+    print_tables,
+    summarize,
 )
-from common import AllowAll, Table, argument_parser, print_heading, print_tables, summarize
 from opgate import Registry
 
 __all__ = ["floor_server", "main", "run", "served_registry"]

@@ -53,17 +53,20 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-import opgate
 from bench_mcp import ARGUMENTS, create_invoice
 from bench_real import LIMITS, catalog_for
 from bench_real import to_operations as real_operations
 from common import (
+    SOURCE_ENV,
     AllowAll,
     Table,
     argument_parser,
+    bench_environment,
+    free_port,
     print_heading,
     print_tables,
     query_mix,
+    reap,
     summarize,
     synthetic_catalog,
     to_operations,
@@ -73,7 +76,6 @@ from opgate.mcp import GatewayServer
 from real_catalog import real_queries
 
 __all__ = [
-    "bench_environment",
     "catalog_of",
     "collector_operation",
     "listening_child",
@@ -97,9 +99,6 @@ FULL_COLLECTIONS = 3
 
 #: Where the in-process client sends its requests (the app's default allowed hosts).
 URL = "http://127.0.0.1:8000/mcp"
-
-#: The environment variable naming the catalog of ``served_registry``.
-SOURCE_ENV = "OPGATE_BENCH_SOURCE"
 
 #: How long the served child may take to build and listen (the real catalog loads in
 #: about a minute on a busy machine).
@@ -328,12 +327,6 @@ def server_cpu_ns(pid: int) -> int:
     return total
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @asynccontextmanager
 async def listening_child(
     command: Callable[[str], list[str]], env: dict[str, str], what: str
@@ -341,7 +334,7 @@ async def listening_child(
     """``command(HOST:PORT)`` in a child, in this folder with ``env``, on a free loopback
     port: its MCP URL and pid once it listens (``what`` names it in errors); stopped on
     leaving."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         command(f"127.0.0.1:{port}"),
         cwd=Path(__file__).resolve().parent,
@@ -364,24 +357,7 @@ async def listening_child(
         yield f"http://127.0.0.1:{port}/mcp", process.pid
     finally:
         process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def bench_environment(source: str) -> dict[str, str]:
-    """This environment with ``$OPGATE_BENCH_SOURCE`` set to ``source`` and this folder
-    and opgate's sources first on ``PYTHONPATH``, for a served child."""
-    here = Path(__file__).resolve().parent
-    sources = Path(opgate.__file__).resolve().parents[1]
-    env = dict(os.environ)
-    env[SOURCE_ENV] = source
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(here), str(sources), env.get("PYTHONPATH", "")])
-    )
-    return env
+        reap(process)
 
 
 @asynccontextmanager

@@ -42,7 +42,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import Table, argument_parser, format_table, print_heading, rss_bytes, run_probe
+from common import (
+    Table,
+    argument_parser,
+    bench_environment,
+    format_table,
+    print_heading,
+    rss_bytes,
+    run_probe,
+)
 
 __all__ = ["main", "memory_table", "start_table"]
 
@@ -119,20 +127,6 @@ def memory_table(source: str) -> Table:
     return table
 
 
-def _environment(source: str) -> dict[str, str]:
-    import opgate
-    from startup_apps import SOURCE_ENV
-
-    here = Path(__file__).resolve().parent
-    sources = Path(opgate.__file__).resolve().parents[1]
-    env = dict(os.environ)
-    env[SOURCE_ENV] = source
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(here), str(sources), env.get("PYTHONPATH", "")])
-    )
-    return env
-
-
 def _commands(compare: bool) -> dict[str, list[str]]:
     serve = [sys.executable, "-m", "opgate", "serve", "startup_apps:registry"]
     commands = {
@@ -201,7 +195,7 @@ async def _first_list(command: list[str], env: dict[str, str]) -> tuple[float, f
 
 def start_table(source: str, runs: int, *, compare: bool = True) -> Table:
     """Every variant's cold start, alternated over ``runs`` rounds."""
-    env = _environment(source)
+    env = bench_environment(source)
     commands = _commands(compare)
     samples: dict[str, list[float]] = {name: [] for name in commands}
     searches: dict[str, list[float]] = {name: [] for name in commands}

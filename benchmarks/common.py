@@ -2,7 +2,7 @@
 
 Every benchmark module imports this one (``benchmarks/`` is put on ``sys.path`` by
 running a script from it, or by ``tests/test_benchmarks.py``). Nothing here opens a
-socket or a file other than ``/proc``.
+file other than ``/proc``, nor a socket but ``free_port``'s probe.
 
 * ``synthetic_catalog(size)``: a deterministic catalog of realistic operations
   (``billing.invoices.create_17``: ten groups of five resources, fifteen verbs), each
@@ -21,6 +21,8 @@ socket or a file other than ``/proc``.
   run, ``argument_parser(__doc__)`` starts its command line.
 * ``own_time_by_group(stats, groups)``: a ``cProfile`` run's own time by package.
 * ``rss_bytes()``: the process's resident set size from ``/proc/self/status``.
+* ``free_port()``, ``bench_environment(source)`` and ``reap(process)``: a served child's
+  port, environment and end.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -40,12 +44,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import opgate
 from opgate import Failure, FailureCode, Operation
 
 __all__ = [
     "GROUPS",
     "OTHER_GROUP",
     "RARE_WORDS",
+    "SOURCE_ENV",
     "AllowAll",
     "Cell",
     "OnePercent",
@@ -54,13 +60,16 @@ __all__ = [
     "Timing",
     "admitted",
     "argument_parser",
+    "bench_environment",
     "format_table",
+    "free_port",
     "machine_info",
     "own_time_by_group",
     "print_heading",
     "print_tables",
     "query_mix",
     "query_vocabulary",
+    "reap",
     "rss_bytes",
     "summarize",
     "synthetic_catalog",
@@ -648,3 +657,39 @@ def run_probe(script: str, *arguments: str) -> dict[str, float]:
     ).stdout
     result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
     return result
+
+
+# --- served children --------------------------------------------------------------------
+
+#: The environment variable naming the catalog a served child builds (``startup_apps.py``
+#: spells it again: the FastMCP child imports nothing of opgate's).
+SOURCE_ENV = "OPGATE_BENCH_SOURCE"
+
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago (the system's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def bench_environment(source: str) -> dict[str, str]:
+    """This environment with ``$OPGATE_BENCH_SOURCE`` set to ``source`` and this folder
+    and opgate's sources first on ``PYTHONPATH``, for a served child."""
+    here = Path(__file__).resolve().parent
+    sources = Path(opgate.__file__).resolve().parents[1]
+    env = dict(os.environ)
+    env[SOURCE_ENV] = source
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(here), str(sources), env.get("PYTHONPATH", "")])
+    )
+    return env
+
+
+def reap(process: subprocess.Popen[Any]) -> None:
+    """Wait up to 10 seconds for ``process`` (sent SIGTERM) to exit, then kill it."""
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -34,6 +34,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from common import free_port, reap
+
 __all__ = ["ReplicaSet", "RoundRobinTransport", "StickyTransport", "client", "free_port"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,12 +43,6 @@ BENCHMARKS = Path(__file__).resolve().parent
 
 #: The secret every replica of a set shares (test and load use only).
 SECRET = "opgate replicas: a shared secret, 32 bytes or more"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _rss(pid: int) -> int:
@@ -146,11 +142,7 @@ class ReplicaSet:
             if process.poll() is None:
                 process.terminate()
         for process in self.processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            reap(process)
 
     def __enter__(self) -> ReplicaSet:
         return self
