@@ -2,7 +2,8 @@
 
 ``python tests/upstream_servers.py kit`` serves ``KIT`` (an ``MCPServer``, the SDK's
 high-level server with typed tools) over stdio; ``... kit http PORT`` over
-streamable HTTP on 127.0.0.1. ``... raw`` serves ``RAW`` (the SDK's low-level
+streamable HTTP on 127.0.0.1 (``... kit http PORT json``: JSON bodies, no event
+streams). ``... raw`` serves ``RAW`` (the SDK's low-level
 ``Server`` with hand-written tool definitions: names, schemas and answers no typed
 function would produce).
 
@@ -21,6 +22,7 @@ tool's definition under the gateway's lock file.
 * ``environment()``: the names of every variable in the process's environment, and
   ``variable(name)``: one value (``""`` when unset) — env isolation seen from inside;
 * ``refuse(reason)``: an ``isError`` result with the reason;
+* ``blob(mib)``: ``mib`` MiB of text (over HTTP only);
 * ``slow(seconds, marker)``: sleeps, then answers ``"done"`` (cancelled first, it writes
   ``cancelled`` to the file ``marker``); ``crash()``: the process exits
   mid-call; ``pixel()``: a one-pixel PNG image;
@@ -111,6 +113,11 @@ async def slow(seconds: float, marker: str = "") -> str:
             Path(marker).write_text("cancelled")
         raise
     return "done"
+
+
+def blob(mib: int) -> str:
+    """``mib`` MiB of text (served over HTTP only: stdio tests count ``KIT``'s tools)."""
+    return "x" * (mib << 20)
 
 
 @KIT.tool()
@@ -275,14 +282,15 @@ def stdio_entry(which: str = "kit", *arguments: str, **members: Any) -> dict[str
 
 
 @contextmanager
-def serve_kit_http() -> Iterator[str]:
-    """``KIT`` over streamable HTTP in a subprocess; yields its endpoint URL."""
+def serve_kit_http(*, json_response: bool = False) -> Iterator[str]:
+    """``KIT`` over streamable HTTP in a subprocess (answering POSTs with one JSON body
+    instead of an event stream with ``json_response``); yields its endpoint URL."""
     # Imported here: run as an upstream, this file gets no PYTHONPATH (env isolation).
     from conftest import await_port, free_port, stop_process
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(HERE), "kit", "http", str(port)],
+        [sys.executable, str(HERE), "kit", "http", str(port), *(["json"] if json_response else [])],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -300,7 +308,9 @@ def main(argv: list[str]) -> None:
     elif which == "shifty":
         anyio.run(_serve_shifty, argv[2])
     elif len(argv) > 3 and argv[2] == "http":
-        KIT.run("streamable-http", host="127.0.0.1", port=int(argv[3]))
+        json_response = argv[4:] == ["json"]
+        KIT.add_tool(blob)
+        KIT.run("streamable-http", host="127.0.0.1", port=int(argv[3]), json_response=json_response)
     else:
         KIT.run()
 

@@ -30,7 +30,10 @@ What an upstream gets
 * An HTTP upstream gets the entry's headers and nothing else: the HTTP client is
   the session's own, so no header of the gateway's clients (their bearer token
   included) can reach it. Redirects are followed by the SDK only within the
-  endpoint's origin.
+  endpoint's origin. Its messages are bounded by ``max_message_bytes`` too
+  (``_http``): a server-sent event by the SDK, any other body by the client's
+  transport, which also asks for (and accepts only) unencoded bodies. A message over
+  the bound fails that call, naming it; the connection is kept.
 * What comes back is redacted (``_results.redacted``) of the upstream's own
   credentials, ``redactor_for(server)``: an upstream that echoes its request headers
   or its environment cannot hand the agent the gateway's credential for it. The
@@ -143,6 +146,7 @@ from opgate.redact import Redactor
 
 from ._config import PLAIN_HEADERS, ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
+from ._http import http_client
 from ._report import UpstreamStatus, bounded
 from ._results import redacted
 from ._stdio import bounded_stdio_client
@@ -589,8 +593,13 @@ class UpstreamSession:
             finally:
                 relay.close()
             return
-        async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
-            transport = streamable_http_client(server.url, http_client=http)
+        bound = self._max_message_bytes
+        async with http_client(
+            headers=server.headers, timeout=_HTTP_TIMEOUT, max_message_bytes=bound
+        ) as http:
+            transport = streamable_http_client(
+                server.url, http_client=http, max_sse_event_size=bound
+            )
             async with self._client(transport) as client:
                 yield client
 
