@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from opgate import SearchPage
-from opgate._search import _index
+from opgate._search import _bitsets, _index
 from opgate._search._index import (
     IndexEntry,
     SearchIndex,
@@ -99,11 +99,18 @@ TUNINGS: list[dict[str, object]] = [
 ]
 
 
+#: The modules whose constants ``TUNINGS`` set: each name is set in every module holding it.
+TUNED = (_index, _bitsets)
+
+
 @contextmanager
 def tuned(tuning: dict[str, object]) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in tuning.items():
-            patch.setattr(_index, name, value)
+            holders = [module for module in TUNED if hasattr(module, name)]
+            assert holders, f"no module holds {name}"
+            for module in holders:
+                patch.setattr(module, name, value)
         yield
 
 

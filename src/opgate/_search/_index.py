@@ -21,9 +21,8 @@ How it stays fast
 
 Entries get ids in name order, so id order is name order, and a keyset position
 ``(tier, name)`` becomes ``(tier, first id after name)`` by bisection. A set of
-entries is a Python ``int`` used as a bitset (bit ``i`` for id ``i``): union,
-intersection and difference of whole sets run at C speed (about a microsecond at
-20,000 entries), and a page reads the lowest set bits from its start id on.
+entries is a bitset (``_bitsets``): whole sets combine at C speed, and a page reads
+the lowest set bits from its start id on.
 
 For each term and field (tier) the query computes, on first use, a bitset of the
 entries where the term may match, flagged *exact* when it is the match set itself
@@ -73,7 +72,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, or_
+from operator import and_
+
+from ._bitsets import Ids, bitset_of, id_count, id_runs, ones_from, tail, union
 
 __all__ = [
     "TIER_DOCUMENTATION",
@@ -145,9 +146,6 @@ _VERIFY_LIMIT = 64
 #: the documentation, a long text, costs more than testing a summary).
 _SURVIVORS = (0, 0, 32, 16)
 
-#: Bits read at once from a candidate set.
-_READ = 256
-
 #: The gram length: trigrams make a term's rarest gram selective.
 _GRAM = 3
 
@@ -156,7 +154,6 @@ _GRAM = 3
 # and no gram of a term spans two texts.
 _SEPARATOR = "\n"
 
-_Ids = Sequence[int]
 _Blocks = Sequence[int]
 
 _NO_TIER = len(_TIERS)  # worse than any tier: "no match"
@@ -375,7 +372,7 @@ def _split_dense(
     lists: dict[str, list[int]], size: int
 ) -> tuple[dict[str, int], dict[str, array[int]]]:
     """The posting lists long enough to be bitsets, as bitsets, and the others."""
-    dense = {key: _bits([ids], size) for key, ids in lists.items() if _is_dense(len(ids), size)}
+    dense = {key: bitset_of([ids], size) for key, ids in lists.items() if _is_dense(len(ids), size)}
     sparse = {key: array("i", ids) for key, ids in lists.items() if key not in dense}
     return dense, sparse
 
@@ -386,7 +383,7 @@ def _dense_positions(
     """By vocabulary position (``vocabulary`` is sorted), the bitsets of the posting
     lists long enough to be."""
     return {
-        bisect_left(vocabulary, piece): _bits([ids], size)
+        bisect_left(vocabulary, piece): bitset_of([ids], size)
         for piece, ids in lists.items()
         if _is_dense(len(ids), size)
     }
@@ -395,71 +392,6 @@ def _dense_positions(
 def _add_occurrence(length: int, total: int, before: int) -> int:
     """``accumulate`` step over the text between occurrences: where the next one starts."""
     return total + length + before
-
-
-def _runs(ids: _Ids) -> list[tuple[int, int]]:
-    """The ascending ids as runs of consecutive ids: ``(first, length)`` pairs."""
-    runs: list[tuple[int, int]] = []
-    first = previous = -2
-    for entry_id in ids:
-        if entry_id != previous + 1:
-            if previous >= 0:
-                runs.append((first, previous - first + 1))
-            first = entry_id
-        previous = entry_id
-    if previous >= 0:
-        runs.append((first, previous - first + 1))
-    return runs
-
-
-def _size(lists: Iterable[_Ids]) -> int:
-    return sum(map(len, lists))
-
-
-def _tail(ascending: _Ids, start: int) -> Iterator[int]:
-    """The items ``>= start`` of an ascending sequence, lazily."""
-    return map(ascending.__getitem__, range(bisect_left(ascending, start), len(ascending)))
-
-
-# --- bitsets ----------------------------------------------------------------------------
-
-_BIT = tuple(1 << k for k in range(8))
-
-
-def _bits(lists: Iterable[_Ids], size: int) -> int:
-    """The bitset of the ids in ``lists`` (each id below ``size``)."""
-    buffer = bytearray((size + 7) >> 3)
-    bit = _BIT
-    for ids in lists:
-        for entry_id in ids:
-            buffer[entry_id >> 3] |= bit[entry_id & 7]
-    return int.from_bytes(buffer, "little")
-
-
-def _union(bitsets: Iterable[int]) -> int:
-    return reduce(or_, bitsets, 0)
-
-
-def _ones(bitset: int, start: int) -> Iterator[int]:
-    """The set bits ``>= start`` of ``bitset``, ascending.
-
-    Skips to the lowest set bit with one shift of the whole set, then reads the next
-    ``_READ`` bits as a small integer, so a sparse set costs a few whole-set
-    operations per id and a dense one a few per ``_READ`` ids.
-    """
-    rest = bitset >> start
-    base = start
-    while rest:
-        skip = (rest & -rest).bit_length() - 1
-        rest >>= skip
-        base += skip
-        chunk = rest & ((1 << _READ) - 1)
-        rest >>= _READ
-        while chunk:
-            low = chunk & -chunk
-            yield base + low.bit_length() - 1
-            chunk ^= low
-        base += _READ
 
 
 class _Field:
@@ -516,27 +448,27 @@ class _Term:
                 return _Field(known, True)
             containing = index._name_shorter.get(term, ())
             lists = [sparse[gram] for gram in containing if gram in sparse]
-            if _size(lists) > _SPARSE_LIMIT:
+            if id_count(lists) > _SPARSE_LIMIT:
                 return _Field(None, False)
-            bits = _union(dense[gram] for gram in containing if gram in dense)
-            return _Field(bits | _bits(lists, size), True)
+            bits = union(dense[gram] for gram in containing if gram in dense)
+            return _Field(bits | bitset_of(lists, size), True)
         grams = {term[k : k + _GRAM] for k in range(len(term) - _GRAM + 1)}
         if not all(gram in dense or gram in sparse for gram in grams):
             return _Field(0, True)
         lists = [sparse[gram] for gram in grams if gram in sparse]
         if lists:  # test the names of the rarest trigram
-            ids: _Ids = min(lists, key=len)
+            ids: Ids = min(lists, key=len)
             if len(term) > _GRAM:
                 tested = map(str.__contains__, map(index._name_f.__getitem__, ids), repeat(term))
                 ids = list(compress(ids, tested))
-            return _Field(_bits([ids], size), True)
+            return _Field(bitset_of([ids], size), True)
         bits = reduce(and_, (dense[gram] for gram in grams))
         if len(term) == _GRAM:
             return _Field(bits, True)
         if bits.bit_count() <= _VERIFY_LIMIT:
             names = index._name_f
-            found = [entry_id for entry_id in _ones(bits, 0) if term in names[entry_id]]
-            return _Field(_bits([found], size), True)
+            found = [entry_id for entry_id in ones_from(bits, 0) if term in names[entry_id]]
+            return _Field(bitset_of([found], size), True)
         return _Field(bits, False)
 
     def _group(self) -> _Field:
@@ -674,16 +606,18 @@ class SearchIndex:
         pairs: dict[str, int] = {}
         for part, containing in shorter.items():
             if len(part) == 2:
-                pairs[part] = _union(
+                pairs[part] = union(
                     name_dense[gram] for gram in containing if gram in name_dense
-                ) | _bits([name_sparse[gram] for gram in containing if gram in name_sparse], size)
+                ) | bitset_of(
+                    [name_sparse[gram] for gram in containing if gram in name_sparse], size
+                )
         in_pairs: defaultdict[str, list[int]] = defaultdict(list)
         for pair, bits in pairs.items():
             in_pairs[pair[0]].append(bits)
             if pair[1] != pair[0]:
                 in_pairs[pair[1]].append(bits)
         self._name_short: dict[str, int] = {
-            part: pairs[part] if len(part) == 2 else _union(in_pairs[part]) for part in kept
+            part: pairs[part] if len(part) == 2 else union(in_pairs[part]) for part in kept
         }
         del pairs, in_pairs
 
@@ -704,7 +638,7 @@ class SearchIndex:
         )
         # Groups are usually runs of consecutive ids (names start with their group).
         self._group_runs: dict[str, list[tuple[int, int]]] = {
-            group: _runs(ids) for group, ids in self._group_ids.items()
+            group: id_runs(ids) for group, ids in self._group_ids.items()
         }
         # A one- or two-character part found in many groups is kept as a bitset.
         holders: defaultdict[str, list[str]] = defaultdict(list)
@@ -714,7 +648,7 @@ class SearchIndex:
         # Each group's bitset is made once, not once per part it holds.
         group_bits = {group: self._group_bits(group) for group in self._group_list}
         self._group_short: dict[str, int] = {
-            part: _union(map(group_bits.__getitem__, groups))
+            part: union(map(group_bits.__getitem__, groups))
             for part, groups in holders.items()
             if len(groups) > _GROUPS_PRECOMPUTE
         }
@@ -769,13 +703,13 @@ class SearchIndex:
                 lists.append(postings.get(position))
             else:
                 bits |= found
-        return bits | _bits(lists, len(self._order))
+        return bits | bitset_of(lists, len(self._order))
 
     def _group_bits(self, group: str) -> int:
         runs = self._group_runs[group]
         if 4 * len(runs) > len(self._group_ids[group]):
-            return _bits([self._group_ids[group]], len(self._order))
-        return _union(((1 << length) - 1) << first for first, length in runs)
+            return bitset_of([self._group_ids[group]], len(self._order))
+        return union(((1 << length) - 1) << first for first, length in runs)
 
     def __len__(self) -> int:
         return len(self._order)
@@ -859,7 +793,7 @@ class SearchIndex:
             members = self._group_ids.get(folded)
             if members is None:
                 return
-            found = _tail(members, start)
+            found = tail(members, start)
         for entry_id in found:
             yield TIER_NAME, order[entry_id]
 
@@ -929,11 +863,11 @@ class SearchIndex:
                 continue
             start = start_id if tier == after_tier else 0
             if exact:
-                for entry_id in _ones(candidates, start):
+                for entry_id in ones_from(candidates, start):
                     yield tier, order[entry_id]
                 continue
             placed: list[int] = []
-            for entry_id in _ones(candidates, start):
+            for entry_id in ones_from(candidates, start):
                 # Known: its tier, or ``-2 - t`` when it was found worse than tier ``t``.
                 found = checked.get(entry_id, _UNCHECKED)
                 if found < 0 and -2 - found < tier:
@@ -944,7 +878,7 @@ class SearchIndex:
                     placed.append(entry_id)
                     yield tier, order[entry_id]
             # Checked, so certain: later tiers need not read them again.
-            done |= _bits([placed], len(order))
+            done |= bitset_of([placed], len(order))
 
     @staticmethod
     def _below(fields: list[list[_Field]], allowed: int, tier: int) -> int:
@@ -952,7 +886,7 @@ class SearchIndex:
         an exact field below it (all of them, when every such field is exact)."""
         below = allowed
         for listed in fields:
-            below &= _union(field.bits for field in listed[:tier] if field.exact)  # type: ignore[misc]
+            below &= union(field.bits for field in listed[:tier] if field.exact)  # type: ignore[misc]
         return below
 
     def _tier_of(self, entry_id: int, terms: tuple[str, ...], limit: int) -> int:
@@ -984,7 +918,7 @@ class SearchIndex:
             return []
         blocks: _Blocks
         if len(piece) < _GRAM:  # the piece is in one of these lists: their union
-            if len(lists) > 1 and _size(lists) > _FILTER_LIMIT:
+            if len(lists) > 1 and id_count(lists) > _FILTER_LIMIT:
                 return self._containing(piece) if not limited else None
             blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
         else:  # the piece is in all of these lists: intersect, rarest first
