@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from opgate import SearchPage
-from opgate._search import _bitsets, _index
+from opgate._search import _bitsets, _index, _postings
 from opgate._search._index import (
     IndexEntry,
     SearchIndex,
@@ -91,16 +91,16 @@ TUNINGS: list[dict[str, object]] = [
     {"_VOCABULARY_BLOCK": 1, "_DENSE_MIN": 0, "_DENSE_FRACTION": 1 << 30, "_READ": 1},
     {"_VOCABULARY_BLOCK": 2, "_VOCABULARY_SCAN_LIMIT": 2, "_INTERSECT_FROM": 0},
     {"_DENSE_MIN": 1 << 30, "_VERIFY_LIMIT": 0, "_READ": 3, "_FILTER_LIMIT": 0},
-    {"_SPARSE_LIMIT": 0, "_DENSE_MIN": 2, "_DENSE_FRACTION": 4},
+    {"SPARSE_LIMIT": 0, "_DENSE_MIN": 2, "_DENSE_FRACTION": 4},
     {"_VOCABULARY_SCAN_LIMIT": 0, "_POSITIONS_LIMIT": 1, "_VERIFY_LIMIT": 1 << 30},
-    {"_SPARSE_LIMIT": 0, "_POSITIONS_LIMIT": 0, "_DENSE_MIN": 1 << 30, "_READ": 2},
+    {"SPARSE_LIMIT": 0, "_POSITIONS_LIMIT": 0, "_DENSE_MIN": 1 << 30, "_READ": 2},
     {"_SURVIVORS": (0, 0, 1 << 30, 1 << 30), "_SPLIT_FROM": 0, "_SHORT_PRECOMPUTE": 0},
     {"_SURVIVORS": (0, 0, 2, 1), "_GROUPS_PRECOMPUTE": 0, "_DENSE_MIN": 1},
 ]
 
 
 #: The modules whose constants ``TUNINGS`` set: each name is set in every module holding it.
-TUNED = (_index, _bitsets)
+TUNED = (_index, _bitsets, _postings)
 
 
 @contextmanager

@@ -46,12 +46,10 @@ nothing):
   The union is exact when the term is one piece; otherwise it is the intersection,
   over the term's pieces, of such unions (a superset).
 
-Postings listed for many entries (a trigram or piece in at least
-``1/_DENSE_FRACTION`` of the catalog) are stored as bitsets, built once; the others
-as ascending id arrays, turned into bits per query. A term's field is unknown when
-that would cost too much (more than ``_SPARSE_LIMIT`` sparse ids, or a piece found
-in too many vocabulary pieces): such a term is common, so testing it directly on
-the candidates the other terms leave is cheap.
+Posting lists long enough are kept as bitsets, the others as id arrays, and a
+term's field is unknown when listing it would cost too much (``_postings``): such a
+term is common, so testing it directly on the candidates the other terms leave is
+cheap.
 
 An entry's tier is ``k`` when every term matches it at or below ``k`` and not every
 term matches it below ``k``. Tier by tier, best first and only as far as the
@@ -67,14 +65,28 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import and_
 
 from ._bitsets import Ids, bitset_of, id_count, id_runs, ones_from, tail, union
+from ._postings import (
+    GRAM,
+    SEPARATOR,
+    SPARSE_LIMIT,
+    Blocks,
+    Field,
+    GramIndex,
+    Postings,
+    append_all,
+    block_texts,
+    consume,
+    dense_positions,
+    split_dense,
+)
 
 __all__ = [
     "TIER_DOCUMENTATION",
@@ -119,23 +131,12 @@ _INTERSECT_FROM = 32
 #: A short piece whose trigram lists hold more blocks than this in all is broad.
 _FILTER_LIMIT = 4096
 
-#: A posting list (of a name trigram, or of a piece in one field) holding at least
-#: one id in this many of the catalog's, and at least ``_DENSE_MIN`` ids, is kept as
-#: a bitset; the others as id arrays (a bitset costs one bit per entry of the
-#: catalog, an id four bytes).
-_DENSE_FRACTION = 128
-_DENSE_MIN = 32
-
 #: A one- or two-character name part whose sparse trigrams list more ids than this
 #: gets its own bitset at construction.
 _SHORT_PRECOMPUTE = 128
 
 #: A one- or two-character part of more groups than this gets its own bitset.
 _GROUPS_PRECOMPUTE = 16
-
-#: A field of a term whose sparse postings hold more ids than this is unknown:
-#: setting their bits would cost more than testing the term on candidates.
-_SPARSE_LIMIT = 2048
 
 #: A name intersection of at most this many entries is tested name by name, so that
 #: it becomes exact.
@@ -145,16 +146,6 @@ _VERIFY_LIMIT = 64
 #: tested on each of them instead of having their fields listed: per tier (testing
 #: the documentation, a long text, costs more than testing a summary).
 _SURVIVORS = (0, 0, 32, 16)
-
-#: The gram length: trigrams make a term's rarest gram selective.
-_GRAM = 3
-
-# Joins an entry's documents, a block's fields and the texts of a gram block. It is
-# whitespace, so no term (which never holds whitespace) matches across two texts
-# and no gram of a term spans two texts.
-_SEPARATOR = "\n"
-
-_Blocks = Sequence[int]
 
 _NO_TIER = len(_TIERS)  # worse than any tier: "no match"
 _UNCHECKED = -1  # for ``checked`` in ``_ranked``: "worse than tier -1", not checked yet
@@ -219,73 +210,6 @@ def fold_group(group: str) -> str:
 # --- building -------------------------------------------------------------------------
 
 _new_blocks: Callable[[], array[int]] = partial(array, "i")
-_NO_IDS: list[int] = []
-
-
-def _consume(iterator: Iterable[object]) -> None:
-    """Run an iterator of side effects at C speed."""
-    deque(iterator, maxlen=0)
-
-
-def _append_all(lists: defaultdict[str, list[int]], keys: Iterable[str], number: int) -> None:
-    """Append ``number`` to the list of every key.
-
-    Lists, not arrays, while building: ``list.append`` stores a reference, where
-    ``array.append`` parses its argument (at real 20 k, 9 % of the build's
-    instructions)."""
-    _consume(map(list.append, map(lists.__getitem__, keys), repeat(number)))
-
-
-def _block_texts(texts: Sequence[str], size: int) -> list[str]:
-    """The texts joined by blocks of ``size``, each block padded with the separator."""
-    return [
-        _SEPARATOR + _SEPARATOR.join(texts[first : first + size]) + _SEPARATOR
-        for first in range(0, len(texts), size)
-    ]
-
-
-class _GramIndex:
-    """Which blocks hold each trigram, over padded block texts.
-
-    Padding makes every substring of one to three characters of any text lie
-    inside some trigram of its block; a longer substring's trigrams all occur in
-    its block.
-    """
-
-    __slots__ = ("_shorter", "_trigrams")
-
-    def __init__(self, blocks: Iterable[str]) -> None:
-        lists: defaultdict[str, list[int]] = defaultdict(list)
-        for number, text in enumerate(blocks):
-            _append_all(lists, {text[k : k + _GRAM] for k in range(len(text) - _GRAM + 1)}, number)
-        self._trigrams: dict[str, list[int]] = dict(lists)
-        shorter: defaultdict[str, list[list[int]]] = defaultdict(list)
-        for gram, numbers in self._trigrams.items():
-            for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
-                shorter[part].append(numbers)
-        self._shorter: dict[str, list[list[int]]] = dict(shorter)
-
-    def rarest(self, term: str) -> list[_Blocks]:
-        """Block lists whose union holds every block with a text containing ``term``:
-        every trigram containing a short term, or the rarest trigram of a longer one."""
-        lists = self.all(term)
-        if len(term) < _GRAM or not lists:
-            return lists
-        return [min(lists, key=len)]
-
-    def all(self, term: str) -> list[_Blocks]:
-        """Every trigram list containing a short term (a block holding the term is in
-        one of them), or every trigram list of a longer term (it is in all of them;
-        none if some trigram occurs nowhere)."""
-        if len(term) < _GRAM:
-            return list(self._shorter.get(term, ()))
-        lists: list[_Blocks] = []
-        for k in range(len(term) - _GRAM + 1):
-            numbers = self._trigrams.get(term[k : k + _GRAM])
-            if numbers is None:
-                return []
-            lists.append(numbers)
-        return lists
 
 
 # A text's pieces are the runs of its two *views*: in the word view, ASCII characters
@@ -332,77 +256,13 @@ def _piece_entries(texts: Sequence[str]) -> dict[bytes, list[int]]:
             pieces.update(encoded.translate(_SYMBOL_BYTES).split())
             if text in repeated:
                 known[text] = pieces
-        _consume(map(list.append, map(lists.__getitem__, pieces), repeat(entry_id)))
+        consume(map(list.append, map(lists.__getitem__, pieces), repeat(entry_id)))
     return dict(lists)
-
-
-class _Postings:
-    """Per vocabulary position, the ascending entry ids whose field holds that piece;
-    empty for the positions in ``dense`` (kept as bitsets instead, never listed)."""
-
-    __slots__ = ("_flat", "_offsets")
-
-    def __init__(
-        self, vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], dense: Iterable[int]
-    ) -> None:
-        in_order = list(map(lists.get, vocabulary, repeat(_NO_IDS)))
-        for position in dense:
-            in_order[position] = _NO_IDS
-        # Read through a memoryview: a slice is a view, not a copy of its references.
-        # (An array made from a list takes its fast path; from an iterator, a parse
-        # per item.)
-        self._flat = memoryview(array("i", list(chain.from_iterable(in_order))))
-        self._offsets = array("i", accumulate(map(len, in_order), initial=0))
-
-    def get(self, position: int) -> _Blocks:
-        return self._flat[self._offsets[position] : self._offsets[position + 1]]
-
-    def count(self, position: int) -> int:
-        return self._offsets[position + 1] - self._offsets[position]
-
-
-# --- walking ----------------------------------------------------------------------------
-
-
-def _is_dense(count: int, size: int) -> bool:
-    return count >= _DENSE_MIN and count * _DENSE_FRACTION >= size
-
-
-def _split_dense(
-    lists: dict[str, list[int]], size: int
-) -> tuple[dict[str, int], dict[str, array[int]]]:
-    """The posting lists long enough to be bitsets, as bitsets, and the others."""
-    dense = {key: bitset_of([ids], size) for key, ids in lists.items() if _is_dense(len(ids), size)}
-    sparse = {key: array("i", ids) for key, ids in lists.items() if key not in dense}
-    return dense, sparse
-
-
-def _dense_positions(
-    vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], size: int
-) -> dict[int, int]:
-    """By vocabulary position (``vocabulary`` is sorted), the bitsets of the posting
-    lists long enough to be."""
-    return {
-        bisect_left(vocabulary, piece): bitset_of([ids], size)
-        for piece, ids in lists.items()
-        if _is_dense(len(ids), size)
-    }
 
 
 def _add_occurrence(length: int, total: int, before: int) -> int:
     """``accumulate`` step over the text between occurrences: where the next one starts."""
     return total + length + before
-
-
-class _Field:
-    """Where one term may match in one field: ``bits`` is a superset of its matches
-    (``None``: unknown, every entry), ``exact`` says it is the match set itself."""
-
-    __slots__ = ("bits", "exact")
-
-    def __init__(self, bits: int | None, exact: bool) -> None:
-        self.bits = bits
-        self.exact = exact and bits is not None
 
 
 class _Term:
@@ -412,7 +272,7 @@ class _Term:
 
     def __init__(self, index: SearchIndex, text: str) -> None:
         self._index = index
-        self._fields: list[_Field | None] = [None, None, None, None]
+        self._fields: list[Field | None] = [None, None, None, None]
         self._pieces: list[list[int] | None] | None = None
         self.text = text
 
@@ -427,7 +287,7 @@ class _Term:
         position = bisect_left(index._vocabulary, self.text)
         return position in index._closures and index._vocabulary[position] == self.text
 
-    def field(self, tier: int) -> _Field:
+    def field(self, tier: int) -> Field:
         found = self._fields[tier]
         if found is None:
             if tier == TIER_NAME:
@@ -439,55 +299,55 @@ class _Term:
             self._fields[tier] = found
         return found
 
-    def _name(self) -> _Field:
+    def _name(self) -> Field:
         index, term = self._index, self.text
         dense, sparse, size = index._name_dense, index._name_sparse, len(index._order)
-        if len(term) < _GRAM:
+        if len(term) < GRAM:
             known = index._name_short.get(term)
             if known is not None:
-                return _Field(known, True)
+                return Field(known, True)
             containing = index._name_shorter.get(term, ())
             lists = [sparse[gram] for gram in containing if gram in sparse]
-            if id_count(lists) > _SPARSE_LIMIT:
-                return _Field(None, False)
+            if id_count(lists) > SPARSE_LIMIT:
+                return Field(None, False)
             bits = union(dense[gram] for gram in containing if gram in dense)
-            return _Field(bits | bitset_of(lists, size), True)
-        grams = {term[k : k + _GRAM] for k in range(len(term) - _GRAM + 1)}
+            return Field(bits | bitset_of(lists, size), True)
+        grams = {term[k : k + GRAM] for k in range(len(term) - GRAM + 1)}
         if not all(gram in dense or gram in sparse for gram in grams):
-            return _Field(0, True)
+            return Field(0, True)
         lists = [sparse[gram] for gram in grams if gram in sparse]
         if lists:  # test the names of the rarest trigram
             ids: Ids = min(lists, key=len)
-            if len(term) > _GRAM:
+            if len(term) > GRAM:
                 tested = map(str.__contains__, map(index._name_f.__getitem__, ids), repeat(term))
                 ids = list(compress(ids, tested))
-            return _Field(bitset_of([ids], size), True)
+            return Field(bitset_of([ids], size), True)
         bits = reduce(and_, (dense[gram] for gram in grams))
-        if len(term) == _GRAM:
-            return _Field(bits, True)
+        if len(term) == GRAM:
+            return Field(bits, True)
         if bits.bit_count() <= _VERIFY_LIMIT:
             names = index._name_f
             found = [entry_id for entry_id in ones_from(bits, 0) if term in names[entry_id]]
-            return _Field(bitset_of([found], size), True)
-        return _Field(bits, False)
+            return Field(bitset_of([found], size), True)
+        return Field(bits, False)
 
-    def _group(self) -> _Field:
+    def _group(self) -> Field:
         index, term = self._index, self.text
         known = index._group_short.get(term)
         if known is not None:
-            return _Field(known, True)
+            return Field(known, True)
         joined = index._groups_joined
         at = joined.find(term)
         if at < 0:
-            return _Field(0, True)
+            return Field(0, True)
         groups, starts, bits = index._group_list, index._group_starts, 0
         while at >= 0:  # each group holding the term once
             number = bisect_right(starts, at) - 1
             bits |= index._group_bits(groups[number])
             at = joined.find(term, starts[number + 1]) if number + 1 < len(starts) else -1
-        return _Field(bits, True)
+        return Field(bits, True)
 
-    def _text(self, tier: int) -> _Field:
+    def _text(self, tier: int) -> Field:
         index = self._index
         pieces = _pieces(self.text)
         # A term that is one piece occurs in a text exactly when one of the text's
@@ -497,7 +357,7 @@ class _Term:
             position = bisect_left(index._vocabulary, self.text)
             closure = index._closures.get(position)
             if closure is not None and index._vocabulary[position] == self.text:
-                return _Field(closure[tier - TIER_SUMMARY], True)
+                return Field(closure[tier - TIER_SUMMARY], True)
         if self._pieces is None:
             wanted = [self.text] if exact else sorted(pieces)
             self._pieces = [index._vocabulary_positions(piece) for piece in wanted]
@@ -509,14 +369,14 @@ class _Term:
                 exact = False
                 continue
             if not positions:  # a piece in no text: the term is in no text either
-                return _Field(0, True)
+                return Field(0, True)
             sparse = sum(postings.count(p) for p in positions if p not in dense)
-            if sparse > _SPARSE_LIMIT:
+            if sparse > SPARSE_LIMIT:
                 exact = False
                 continue
             bits = index._field_bits(field, positions)
             found = bits if found is None else found & bits
-        return _Field(found, exact)
+        return Field(found, exact)
 
 
 class SearchIndex:
@@ -580,10 +440,10 @@ class SearchIndex:
         for entry_id, name in enumerate(self._name_f):
             # Every substring of one to three characters of a name of three or more lies
             # inside one of its own trigrams; only a shorter name needs the padding.
-            if len(name) < _GRAM:
-                name = _SEPARATOR + name + _SEPARATOR
-            _append_all(grams, {name[k : k + _GRAM] for k in range(len(name) - 2)}, entry_id)
-        self._name_dense, self._name_sparse = _split_dense(grams, size)
+            if len(name) < GRAM:
+                name = SEPARATOR + name + SEPARATOR
+            append_all(grams, {name[k : k + GRAM] for k in range(len(name) - 2)}, entry_id)
+        self._name_dense, self._name_sparse = split_dense(grams, size)
         shorter: defaultdict[str, list[str]] = defaultdict(list)
         for gram in grams:
             for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
@@ -632,7 +492,7 @@ class SearchIndex:
         # The distinct groups joined, and where each starts: a term's groups are found
         # with a substring search, not a test of every group.
         self._group_list = list(self._group_ids)
-        self._groups_joined = _SEPARATOR.join(self._group_list)
+        self._groups_joined = SEPARATOR.join(self._group_list)
         self._group_starts = array(
             "i", accumulate((len(g) + 1 for g in self._group_list), initial=0)
         )
@@ -656,25 +516,25 @@ class SearchIndex:
 
         # Every text field folded once, so a query never folds documentation.
         self._summaries_f = [entry.summary.casefold() for entry in ordered]
-        self._documents_f = [_SEPARATOR.join(entry.documents).casefold() for entry in ordered]
+        self._documents_f = [SEPARATOR.join(entry.documents).casefold() for entry in ordered]
         summaries = _piece_entries(self._summaries_f)
         documents = _piece_entries(self._documents_f)
         # UTF-8 byte order is code point order: the vocabulary is sorted either way.
         encoded = sorted(summaries.keys() | documents.keys())
         self._vocabulary: list[str] = [piece.decode() for piece in encoded]
-        self._vocabulary_blocks = _block_texts(self._vocabulary, _VOCABULARY_BLOCK)
-        self._vocabulary_grams = _GramIndex(self._vocabulary_blocks)
-        self._vocabulary_joined = _SEPARATOR.join(self._vocabulary)
+        self._vocabulary_blocks = block_texts(self._vocabulary, _VOCABULARY_BLOCK)
+        self._vocabulary_grams = GramIndex(self._vocabulary_blocks)
+        self._vocabulary_joined = SEPARATOR.join(self._vocabulary)
         self._vocabulary_starts = array(
             "i", accumulate((len(piece) + 1 for piece in self._vocabulary), initial=0)
         )
         self._dense: tuple[dict[int, int], dict[int, int]] = (
-            _dense_positions(encoded, summaries, size),
-            _dense_positions(encoded, documents, size),
+            dense_positions(encoded, summaries, size),
+            dense_positions(encoded, documents, size),
         )
         self._postings = (
-            _Postings(encoded, summaries, self._dense[0]),
-            _Postings(encoded, documents, self._dense[1]),
+            Postings(encoded, summaries, self._dense[0]),
+            Postings(encoded, documents, self._dense[1]),
         )
         del summaries, documents  # the lists, before the kept fields' bitsets are made
         # A common piece is a common query term: its fields (the union over every
@@ -684,7 +544,7 @@ class SearchIndex:
         self._closures: dict[int, tuple[int, int]] = {}
         for position in sorted(self._dense[0].keys() | self._dense[1].keys()):
             piece = self._vocabulary[position]
-            positions = self._vocabulary_positions(piece, limited=len(piece) < _GRAM)
+            positions = self._vocabulary_positions(piece, limited=len(piece) < GRAM)
             if positions is None:
                 continue
             self._closures[position] = (
@@ -812,7 +672,7 @@ class SearchIndex:
         sources = [_Term(self, term) for term in terms]
         allowed = self._group_bits(folded_group) if folded_group else self._everything
         # Per term, its fields computed so far, tier by tier; ``broad``: one is unknown.
-        fields: list[list[_Field]] = [[] for _ in sources]
+        fields: list[list[Field]] = [[] for _ in sources]
         broad = [False] * len(sources)
         done = 0  # entries placed after a check with the rule
         checked: dict[int, int] = {}  # the tiers of the entries checked so far
@@ -881,7 +741,7 @@ class SearchIndex:
             done |= bitset_of([placed], len(order))
 
     @staticmethod
-    def _below(fields: list[list[_Field]], allowed: int, tier: int) -> int:
+    def _below(fields: list[list[Field]], allowed: int, tier: int) -> int:
         """Entries certainly of a better tier than ``tier``: those every term matches in
         an exact field below it (all of them, when every such field is exact)."""
         below = allowed
@@ -916,8 +776,8 @@ class SearchIndex:
         lists = self._vocabulary_grams.all(piece)
         if not lists:
             return []
-        blocks: _Blocks
-        if len(piece) < _GRAM:  # the piece is in one of these lists: their union
+        blocks: Blocks
+        if len(piece) < GRAM:  # the piece is in one of these lists: their union
             if len(lists) > 1 and id_count(lists) > _FILTER_LIMIT:
                 return self._containing(piece) if not limited else None
             blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
@@ -947,11 +807,11 @@ class SearchIndex:
             position = number * _VOCABULARY_BLOCK - 1
             counted = 0
             while at >= 0:
-                position += text.count(_SEPARATOR, counted, at)
+                position += text.count(SEPARATOR, counted, at)
                 positions.append(position)
                 if len(positions) > _POSITIONS_LIMIT and limited:
                     return None
-                counted = text.find(_SEPARATOR, at)
+                counted = text.find(SEPARATOR, at)
                 at = text.find(piece, counted)
         return positions
 
