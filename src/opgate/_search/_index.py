@@ -36,15 +36,10 @@ nothing):
   its trigrams, made exact by testing the names of its rarest sparse trigram (or,
   when every trigram is dense, the intersection's few members);
 * group: the distinct folded groups holding the term, each a union of runs of ids;
-* summary and documentation: a text's *pieces* are the runs of two per-character
-  views of it (one keeps letters, digits and underscores, the other ASCII
-  punctuation and symbols; see ``_pieces``), so every piece of a term occurring in
-  a text is a substring of one of the text's pieces. The sorted vocabulary of
-  pieces has a trigram index over blocks of pieces: a term's piece finds the
-  vocabulary pieces containing it with a gram lookup and a substring search of a
-  few vocabulary blocks, and the field's bitset is the union of their postings.
-  The union is exact when the term is one piece; otherwise it is the intersection,
-  over the term's pieces, of such unions (a superset).
+* summary and documentation: for a term that is one piece of text, the union of the
+  postings of the vocabulary pieces containing it (exact); for a term of several
+  pieces, the intersection of such unions over its pieces (a superset); see
+  ``_text_index``.
 
 Posting lists long enough are kept as bitsets, the others as id arrays, and a
 term's field is unknown when listing it would cost too much (``_postings``): such a
@@ -65,7 +60,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
@@ -77,16 +72,11 @@ from ._postings import (
     GRAM,
     SEPARATOR,
     SPARSE_LIMIT,
-    Blocks,
     Field,
-    GramIndex,
-    Postings,
     append_all,
-    block_texts,
-    consume,
-    dense_positions,
     split_dense,
 )
+from ._text_index import TextIndex, pieces
 
 __all__ = [
     "TIER_DOCUMENTATION",
@@ -108,28 +98,6 @@ TIER_GROUP = 1
 TIER_SUMMARY = 2
 TIER_DOCUMENTATION = 3
 _TIERS = (TIER_NAME, TIER_GROUP, TIER_SUMMARY, TIER_DOCUMENTATION)
-
-#: Vocabulary pieces per block of the vocabulary gram index.
-_VOCABULARY_BLOCK = 32
-
-#: At most this many vocabulary blocks are searched for one piece (well under a
-#: microsecond each); a piece found in more is broad and constrains nothing.
-_VOCABULARY_SCAN_LIMIT = 128
-
-#: A piece contained in more vocabulary pieces than this is broad: listing them
-#: would cost more than testing the piece on the other terms' candidates.
-_POSITIONS_LIMIT = 384
-
-#: A piece whose gram lookup leaves more vocabulary blocks than this is searched for
-#: in the whole vocabulary at once (``SearchIndex._containing``).
-_SPLIT_FROM = 64
-
-#: A piece's trigram lists are intersected once its rarest trigram is in more than
-#: this many vocabulary blocks.
-_INTERSECT_FROM = 32
-
-#: A short piece whose trigram lists hold more blocks than this in all is broad.
-_FILTER_LIMIT = 4096
 
 #: A one- or two-character name part whose sparse trigrams list more ids than this
 #: gets its own bitset at construction.
@@ -212,59 +180,6 @@ def fold_group(group: str) -> str:
 _new_blocks: Callable[[], array[int]] = partial(array, "i")
 
 
-# A text's pieces are the runs of its two *views*: in the word view, ASCII characters
-# other than letters, digits and the underscore become spaces (so ``create_invoice``
-# stays one piece); in the symbol view, those and whitespace do; other characters
-# stay in both. A view maps each character alone, so when a term occurs in a text,
-# each run of the term's view lies inside a run of the text's view: every piece of
-# the term is a substring of a piece of the text.
-_WORD = frozenset(c for c in range(128) if chr(c).isalnum() or chr(c) == "_")
-_WORD_VIEW = {c: " " for c in range(128) if c not in _WORD}
-_SYMBOL_VIEW = {c: " " for c in range(128) if c in _WORD or chr(c).isspace()}
-
-
-def _pieces(text: str) -> set[str]:
-    """The pieces of a folded text: the runs of its two views."""
-    pieces = set(text.translate(_WORD_VIEW).split())
-    pieces.update(text.translate(_SYMBOL_VIEW).split())
-    return pieces
-
-
-# The views over UTF-8 bytes, for building: bytes of non-ASCII characters stay in both,
-# and only ASCII whitespace splits, so a text's piece may hold non-ASCII whitespace.
-# That keeps both properties that matter: a piece is a substring of its text, and a
-# term's piece (never whitespace) that occurs in a text lies inside one of its pieces.
-_WORD_BYTES = bytes(32 if c in _WORD_VIEW else c for c in range(256))
-_SYMBOL_BYTES = bytes(32 if c in _SYMBOL_VIEW else c for c in range(256))
-
-
-def _piece_entries(texts: Sequence[str]) -> dict[bytes, list[int]]:
-    """Map each piece of the folded texts (one per entry id), UTF-8 encoded, to the
-    ascending ids of the texts holding it."""
-    # Lists, not arrays: an append to a list stores a reference (to the one int of
-    # the entry's id, shared by its pieces' lists), an array's parses the int.
-    lists: defaultdict[bytes, list[int]] = defaultdict(list)
-    # A text that occurs more than once (catalogs repeat descriptions) is split once:
-    # its pieces are kept until the build ends, the others' dropped at once.
-    repeated = {text for text, count in Counter(texts).items() if count > 1}
-    known: dict[str, set[bytes]] = {}
-    for entry_id, text in enumerate(texts):
-        pieces = known.get(text)
-        if pieces is None:
-            encoded = text.encode()
-            pieces = set(encoded.translate(_WORD_BYTES).split())
-            pieces.update(encoded.translate(_SYMBOL_BYTES).split())
-            if text in repeated:
-                known[text] = pieces
-        consume(map(list.append, map(lists.__getitem__, pieces), repeat(entry_id)))
-    return dict(lists)
-
-
-def _add_occurrence(length: int, total: int, before: int) -> int:
-    """``accumulate`` step over the text between occurrences: where the next one starts."""
-    return total + length + before
-
-
 class _Term:
     """One folded term of a query: its fields, computed on first use."""
 
@@ -282,10 +197,8 @@ class _Term:
         return self._pieces is not None and any(positions == [] for positions in self._pieces)
 
     def kept(self) -> bool:
-        """Whether the term's text fields are kept by the index (``_closures``)."""
-        index = self._index
-        position = bisect_left(index._vocabulary, self.text)
-        return position in index._closures and index._vocabulary[position] == self.text
+        """Whether the term's text fields are kept by the index (``TextIndex.kept``)."""
+        return self._index._texts.kept(self.text) is not None
 
     def field(self, tier: int) -> Field:
         found = self._fields[tier]
@@ -348,35 +261,19 @@ class _Term:
         return Field(bits, True)
 
     def _text(self, tier: int) -> Field:
-        index = self._index
-        pieces = _pieces(self.text)
+        texts = self._index._texts
+        found = pieces(self.text)
         # A term that is one piece occurs in a text exactly when one of the text's
         # pieces contains it; otherwise each of its pieces lies in one of them.
-        exact = self.text in pieces
+        exact = self.text in found
         if exact:
-            position = bisect_left(index._vocabulary, self.text)
-            closure = index._closures.get(position)
-            if closure is not None and index._vocabulary[position] == self.text:
+            closure = texts.kept(self.text)
+            if closure is not None:
                 return Field(closure[tier - TIER_SUMMARY], True)
         if self._pieces is None:
-            wanted = [self.text] if exact else sorted(pieces)
-            self._pieces = [index._vocabulary_positions(piece) for piece in wanted]
-        field = tier - TIER_SUMMARY
-        postings, dense = index._postings[field], index._dense[field]
-        found: int | None = None
-        for positions in self._pieces:
-            if positions is None:
-                exact = False
-                continue
-            if not positions:  # a piece in no text: the term is in no text either
-                return Field(0, True)
-            sparse = sum(postings.count(p) for p in positions if p not in dense)
-            if sparse > SPARSE_LIMIT:
-                exact = False
-                continue
-            bits = index._field_bits(field, positions)
-            found = bits if found is None else found & bits
-        return Field(found, exact)
+            wanted = [self.text] if exact else sorted(found)
+            self._pieces = [texts.positions(piece) for piece in wanted]
+        return texts.field(tier - TIER_SUMMARY, self._pieces, exact)
 
 
 class SearchIndex:
@@ -389,8 +286,6 @@ class SearchIndex:
     """
 
     __slots__ = (
-        "_closures",
-        "_dense",
         "_documents_f",
         "_entries",
         "_everything",
@@ -409,13 +304,8 @@ class SearchIndex:
         "_name_sparse",
         "_names",
         "_order",
-        "_postings",
         "_summaries_f",
-        "_vocabulary",
-        "_vocabulary_blocks",
-        "_vocabulary_grams",
-        "_vocabulary_joined",
-        "_vocabulary_starts",
+        "_texts",
     )
 
     def __init__(self, entries: Sequence[IndexEntry]) -> None:
@@ -517,53 +407,7 @@ class SearchIndex:
         # Every text field folded once, so a query never folds documentation.
         self._summaries_f = [entry.summary.casefold() for entry in ordered]
         self._documents_f = [SEPARATOR.join(entry.documents).casefold() for entry in ordered]
-        summaries = _piece_entries(self._summaries_f)
-        documents = _piece_entries(self._documents_f)
-        # UTF-8 byte order is code point order: the vocabulary is sorted either way.
-        encoded = sorted(summaries.keys() | documents.keys())
-        self._vocabulary: list[str] = [piece.decode() for piece in encoded]
-        self._vocabulary_blocks = block_texts(self._vocabulary, _VOCABULARY_BLOCK)
-        self._vocabulary_grams = GramIndex(self._vocabulary_blocks)
-        self._vocabulary_joined = SEPARATOR.join(self._vocabulary)
-        self._vocabulary_starts = array(
-            "i", accumulate((len(piece) + 1 for piece in self._vocabulary), initial=0)
-        )
-        self._dense: tuple[dict[int, int], dict[int, int]] = (
-            dense_positions(encoded, summaries, size),
-            dense_positions(encoded, documents, size),
-        )
-        self._postings = (
-            Postings(encoded, summaries, self._dense[0]),
-            Postings(encoded, documents, self._dense[1]),
-        )
-        del summaries, documents  # the lists, before the kept fields' bitsets are made
-        # A common piece is a common query term: its fields (the union over every
-        # piece containing it) are kept, so such a term costs one lookup. A broad one
-        # of one or two characters (``on``, ``to``) is left out: it is so common that
-        # testing it on the other terms' candidates costs less than its fields.
-        self._closures: dict[int, tuple[int, int]] = {}
-        for position in sorted(self._dense[0].keys() | self._dense[1].keys()):
-            piece = self._vocabulary[position]
-            positions = self._vocabulary_positions(piece, limited=len(piece) < GRAM)
-            if positions is None:
-                continue
-            self._closures[position] = (
-                self._field_bits(0, positions),
-                self._field_bits(1, positions),
-            )
-
-    def _field_bits(self, field: int, positions: Iterable[int]) -> int:
-        """The union of the postings of ``positions`` in a text field (0: summary)."""
-        postings, dense = self._postings[field], self._dense[field]
-        bits = 0
-        lists = []
-        for position in positions:
-            found = dense.get(position)
-            if found is None:
-                lists.append(postings.get(position))
-            else:
-                bits |= found
-        return bits | bitset_of(lists, len(self._order))
+        self._texts = TextIndex(self._summaries_f, self._documents_f)
 
     def _group_bits(self, group: str) -> int:
         runs = self._group_runs[group]
@@ -769,60 +613,3 @@ class SearchIndex:
             if found > worst:
                 worst = found
         return worst
-
-    def _vocabulary_positions(self, piece: str, *, limited: bool = True) -> list[int] | None:
-        """Vocabulary positions of the pieces containing ``piece``; ``None`` if broad
-        (unless not ``limited``)."""
-        lists = self._vocabulary_grams.all(piece)
-        if not lists:
-            return []
-        blocks: Blocks
-        if len(piece) < GRAM:  # the piece is in one of these lists: their union
-            if len(lists) > 1 and id_count(lists) > _FILTER_LIMIT:
-                return self._containing(piece) if not limited else None
-            blocks = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
-        else:  # the piece is in all of these lists: intersect, rarest first
-            lists.sort(key=len)
-            blocks = lists[0]
-            if len(blocks) > _INTERSECT_FROM:
-                common = set(blocks)
-                for numbers in lists[1:]:
-                    common.intersection_update(numbers)
-                    if len(common) <= _INTERSECT_FROM:
-                        break
-                blocks = sorted(common)
-        if limited and len(blocks) > _VOCABULARY_SCAN_LIMIT:
-            return None
-        positions: list[int]
-        if len(blocks) > _SPLIT_FROM:
-            positions = self._containing(piece)
-            return positions if len(positions) <= _POSITIONS_LIMIT or not limited else None
-        texts = self._vocabulary_blocks
-        positions = []
-        for number in blocks:
-            text = texts[number]
-            at = text.find(piece)
-            # The text is padded and joined with the separator, so the separators
-            # before a match number one more than the pieces before it.
-            position = number * _VOCABULARY_BLOCK - 1
-            counted = 0
-            while at >= 0:
-                position += text.count(SEPARATOR, counted, at)
-                positions.append(position)
-                if len(positions) > _POSITIONS_LIMIT and limited:
-                    return None
-                counted = text.find(SEPARATOR, at)
-                at = text.find(piece, counted)
-        return positions
-
-    def _containing(self, piece: str) -> list[int]:
-        """Vocabulary positions of the pieces containing ``piece``, by one pass over the
-        whole vocabulary at C speed (splitting it at each occurrence)."""
-        parts = self._vocabulary_joined.split(piece)
-        parts.pop()
-        # Where each occurrence starts; the piece holding it starts at or before.
-        ends = accumulate(map(len, parts), partial(_add_occurrence, len(piece)))
-        found = map(bisect_right, repeat(self._vocabulary_starts), ends)
-        return [position - 1 for position in dict.fromkeys(found)]
-
-    # --- the rule -----------------------------------------------------------------------
