@@ -29,12 +29,8 @@ entries where the term may match, flagged *exact* when it is the match set itsel
 and not a superset; a field too costly to list is *unknown* (it constrains
 nothing):
 
-* name: a trigram index over the folded names (a name shorter than a trigram padded
-  with the separator), so every substring of one to three characters of a name lies
-  inside one of its trigrams. A term of one or two characters is the union of the trigrams
-  containing it; three characters, its trigram; a longer term the intersection of
-  its trigrams, made exact by testing the names of its rarest sparse trigram (or,
-  when every trigram is dense, the intersection's few members);
+* name: a trigram index over the folded names, made exact by testing names where a
+  term's trigrams leave few (``_name_index``);
 * group: the distinct folded groups holding the term, each a union of runs of ids;
 * summary and documentation: for a term that is one piece of text, the union of the
   postings of the vocabulary pieces containing it (exact); for a term of several
@@ -63,18 +59,14 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial, reduce
-from itertools import accumulate, compress, repeat
-from operator import and_
+from functools import partial
+from itertools import accumulate
 
-from ._bitsets import Ids, bitset_of, id_count, id_runs, ones_from, tail, union
+from ._bitsets import bitset_of, id_runs, ones_from, tail, union
+from ._name_index import NameIndex
 from ._postings import (
-    GRAM,
     SEPARATOR,
-    SPARSE_LIMIT,
     Field,
-    append_all,
-    split_dense,
 )
 from ._text_index import TextIndex, pieces
 
@@ -99,16 +91,8 @@ TIER_SUMMARY = 2
 TIER_DOCUMENTATION = 3
 _TIERS = (TIER_NAME, TIER_GROUP, TIER_SUMMARY, TIER_DOCUMENTATION)
 
-#: A one- or two-character name part whose sparse trigrams list more ids than this
-#: gets its own bitset at construction.
-_SHORT_PRECOMPUTE = 128
-
 #: A one- or two-character part of more groups than this gets its own bitset.
 _GROUPS_PRECOMPUTE = 16
-
-#: A name intersection of at most this many entries is tested name by name, so that
-#: it becomes exact.
-_VERIFY_LIMIT = 64
 
 #: When a text tier's candidates are down to this many, the remaining terms are
 #: tested on each of them instead of having their fields listed: per tier (testing
@@ -204,45 +188,13 @@ class _Term:
         found = self._fields[tier]
         if found is None:
             if tier == TIER_NAME:
-                found = self._name()
+                found = self._index._name_field.field(self.text)
             elif tier == TIER_GROUP:
                 found = self._group()
             else:
                 found = self._text(tier)
             self._fields[tier] = found
         return found
-
-    def _name(self) -> Field:
-        index, term = self._index, self.text
-        dense, sparse, size = index._name_dense, index._name_sparse, len(index._order)
-        if len(term) < GRAM:
-            known = index._name_short.get(term)
-            if known is not None:
-                return Field(known, True)
-            containing = index._name_shorter.get(term, ())
-            lists = [sparse[gram] for gram in containing if gram in sparse]
-            if id_count(lists) > SPARSE_LIMIT:
-                return Field(None, False)
-            bits = union(dense[gram] for gram in containing if gram in dense)
-            return Field(bits | bitset_of(lists, size), True)
-        grams = {term[k : k + GRAM] for k in range(len(term) - GRAM + 1)}
-        if not all(gram in dense or gram in sparse for gram in grams):
-            return Field(0, True)
-        lists = [sparse[gram] for gram in grams if gram in sparse]
-        if lists:  # test the names of the rarest trigram
-            ids: Ids = min(lists, key=len)
-            if len(term) > GRAM:
-                tested = map(str.__contains__, map(index._name_f.__getitem__, ids), repeat(term))
-                ids = list(compress(ids, tested))
-            return Field(bitset_of([ids], size), True)
-        bits = reduce(and_, (dense[gram] for gram in grams))
-        if len(term) == GRAM:
-            return Field(bits, True)
-        if bits.bit_count() <= _VERIFY_LIMIT:
-            names = index._name_f
-            found = [entry_id for entry_id in ones_from(bits, 0) if term in names[entry_id]]
-            return Field(bitset_of([found], size), True)
-        return Field(bits, False)
 
     def _group(self) -> Field:
         index, term = self._index, self.text
@@ -297,11 +249,8 @@ class SearchIndex:
         "_group_short",
         "_group_starts",
         "_groups_joined",
-        "_name_dense",
         "_name_f",
-        "_name_short",
-        "_name_shorter",
-        "_name_sparse",
+        "_name_field",
         "_names",
         "_order",
         "_summaries_f",
@@ -326,50 +275,7 @@ class SearchIndex:
             folded if folded != name else name
             for name, folded in zip(self._names, folded_names, strict=True)
         ]
-        grams: defaultdict[str, list[int]] = defaultdict(list)
-        for entry_id, name in enumerate(self._name_f):
-            # Every substring of one to three characters of a name of three or more lies
-            # inside one of its own trigrams; only a shorter name needs the padding.
-            if len(name) < GRAM:
-                name = SEPARATOR + name + SEPARATOR
-            append_all(grams, {name[k : k + GRAM] for k in range(len(name) - 2)}, entry_id)
-        self._name_dense, self._name_sparse = split_dense(grams, size)
-        shorter: defaultdict[str, list[str]] = defaultdict(list)
-        for gram in grams:
-            for part in {gram[0], gram[1], gram[2], gram[:2], gram[1:]}:
-                shorter[part].append(gram)
-        self._name_shorter: dict[str, list[str]] = dict(shorter)
-        del grams  # the lists: freed before the text fields' are built
-        # A one- or two-character part whose sparse trigrams list many ids (``on`` in
-        # ``json``, ``configuration``, ...) is kept as a bitset, so that a query never
-        # sets that many bits.
-        name_sparse, name_dense = self._name_sparse, self._name_dense
-        kept = [
-            part
-            for part, containing in shorter.items()
-            if sum(len(name_sparse[gram]) for gram in containing if gram in name_sparse)
-            > _SHORT_PRECOMPUTE
-        ]
-        # Every two-character part's bitset, the OR of its trigrams'. A one-character
-        # part's is then the OR of the two-character parts holding it: a trigram holds
-        # a character exactly when its first two or last two characters do.
-        pairs: dict[str, int] = {}
-        for part, containing in shorter.items():
-            if len(part) == 2:
-                pairs[part] = union(
-                    name_dense[gram] for gram in containing if gram in name_dense
-                ) | bitset_of(
-                    [name_sparse[gram] for gram in containing if gram in name_sparse], size
-                )
-        in_pairs: defaultdict[str, list[int]] = defaultdict(list)
-        for pair, bits in pairs.items():
-            in_pairs[pair[0]].append(bits)
-            if pair[1] != pair[0]:
-                in_pairs[pair[1]].append(bits)
-        self._name_short: dict[str, int] = {
-            part: pairs[part] if len(part) == 2 else union(in_pairs[part]) for part in kept
-        }
-        del pairs, in_pairs
+        self._name_field = NameIndex(self._name_f)
 
         shared: dict[str, str] = {}  # one string per distinct folded group
         self._group_f: list[str] = [
