@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from opgate import SearchPage
-from opgate._search import _bitsets, _index, _name_index, _postings, _text_index
+from opgate._search import _bitsets, _group_index, _index, _name_index, _postings, _text_index
 from opgate._search._index import (
     IndexEntry,
     SearchIndex,
@@ -100,7 +100,7 @@ TUNINGS: list[dict[str, object]] = [
 
 
 #: The modules whose constants ``TUNINGS`` set: each name is set in every module holding it.
-TUNED = (_index, _bitsets, _name_index, _postings, _text_index)
+TUNED = (_index, _bitsets, _group_index, _name_index, _postings, _text_index)
 
 
 @contextmanager

@@ -15,8 +15,8 @@ The modules, in the order a request meets them:
 * ``_index``: the search index and the default rule ranking (substring terms,
   tiered by field, ties by name), with exact names, discovery scopes and browsing;
   ``_bitsets`` holds the sets of entry ids it combines, ``_postings`` its posting
-  lists, ``_name_index`` its name field, ``_text_index`` its summary and
-  documentation fields;
+  lists, ``_name_index`` and ``_group_index`` its name and group fields,
+  ``_text_index`` its summary and documentation fields;
 * ``_relevance`` (with ``_tokens`` and ``_thesaurus``): the BM25F relevance
   ranking, imported only when a registry asks for it: numpy and pystemmer are the
   ``relevance`` extra;

@@ -31,7 +31,8 @@ nothing):
 
 * name: a trigram index over the folded names, made exact by testing names where a
   term's trigrams leave few (``_name_index``);
-* group: the distinct folded groups holding the term, each a union of runs of ids;
+* group: the distinct folded groups holding the term, each a union of runs of ids
+  (``_group_index``);
 * summary and documentation: for a term that is one piece of text, the union of the
   postings of the vocabulary pieces containing it (exact); for a term of several
   pieces, the intersection of such unions over its pieces (a superset); see
@@ -54,15 +55,12 @@ rule itself on its folded fields.
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import accumulate
 
-from ._bitsets import bitset_of, id_runs, ones_from, tail, union
+from ._bitsets import bitset_of, ones_from, tail, union
+from ._group_index import GroupIndex
 from ._name_index import NameIndex
 from ._postings import (
     SEPARATOR,
@@ -90,9 +88,6 @@ TIER_GROUP = 1
 TIER_SUMMARY = 2
 TIER_DOCUMENTATION = 3
 _TIERS = (TIER_NAME, TIER_GROUP, TIER_SUMMARY, TIER_DOCUMENTATION)
-
-#: A one- or two-character part of more groups than this gets its own bitset.
-_GROUPS_PRECOMPUTE = 16
 
 #: When a text tier's candidates are down to this many, the remaining terms are
 #: tested on each of them instead of having their fields listed: per tier (testing
@@ -161,7 +156,19 @@ def fold_group(group: str) -> str:
 
 # --- building -------------------------------------------------------------------------
 
-_new_blocks: Callable[[], array[int]] = partial(array, "i")
+
+def _folded_names(names: Sequence[str]) -> list[str]:
+    """The names case-folded; a name that folds to itself shares its string."""
+    folded_names = (name.casefold() for name in names)
+    return [
+        folded if folded != name else name for name, folded in zip(names, folded_names, strict=True)
+    ]
+
+
+def _folded_groups(entries: Iterable[IndexEntry]) -> list[str]:
+    """The entries' folded groups, one string per distinct folded group."""
+    shared: dict[str, str] = {}
+    return [shared.setdefault(folded, folded) for folded in (fold_group(e.group) for e in entries)]
 
 
 class _Term:
@@ -182,7 +189,7 @@ class _Term:
 
     def kept(self) -> bool:
         """Whether the term's text fields are kept by the index (``TextIndex.kept``)."""
-        return self._index._texts.kept(self.text) is not None
+        return self._index._text_fields.kept(self.text) is not None
 
     def field(self, tier: int) -> Field:
         found = self._fields[tier]
@@ -190,30 +197,14 @@ class _Term:
             if tier == TIER_NAME:
                 found = self._index._name_field.field(self.text)
             elif tier == TIER_GROUP:
-                found = self._group()
+                found = self._index._group_field.field(self.text)
             else:
                 found = self._text(tier)
             self._fields[tier] = found
         return found
 
-    def _group(self) -> Field:
-        index, term = self._index, self.text
-        known = index._group_short.get(term)
-        if known is not None:
-            return Field(known, True)
-        joined = index._groups_joined
-        at = joined.find(term)
-        if at < 0:
-            return Field(0, True)
-        groups, starts, bits = index._group_list, index._group_starts, 0
-        while at >= 0:  # each group holding the term once
-            number = bisect_right(starts, at) - 1
-            bits |= index._group_bits(groups[number])
-            at = joined.find(term, starts[number + 1]) if number + 1 < len(starts) else -1
-        return Field(bits, True)
-
     def _text(self, tier: int) -> Field:
-        texts = self._index._texts
+        texts = self._index._text_fields
         found = pieces(self.text)
         # A term that is one piece occurs in a text exactly when one of the text's
         # pieces contains it; otherwise each of its pieces lies in one of them.
@@ -243,18 +234,13 @@ class SearchIndex:
         "_everything",
         "_exact",
         "_group_f",
-        "_group_ids",
-        "_group_list",
-        "_group_runs",
-        "_group_short",
-        "_group_starts",
-        "_groups_joined",
+        "_group_field",
         "_name_f",
         "_name_field",
         "_names",
         "_order",
         "_summaries_f",
-        "_texts",
+        "_text_fields",
     )
 
     def __init__(self, entries: Sequence[IndexEntry]) -> None:
@@ -270,56 +256,14 @@ class SearchIndex:
             raise ValueError("search index entries must have unique names")
         self._everything = (1 << size) - 1
 
-        folded_names = (name.casefold() for name in self._names)
-        self._name_f: list[str] = [  # a name that folds to itself shares its string
-            folded if folded != name else name
-            for name, folded in zip(self._names, folded_names, strict=True)
-        ]
+        self._name_f = _folded_names(self._names)
         self._name_field = NameIndex(self._name_f)
-
-        shared: dict[str, str] = {}  # one string per distinct folded group
-        self._group_f: list[str] = [
-            shared.setdefault(folded, folded) for folded in (fold_group(e.group) for e in ordered)
-        ]
-        group_ids: defaultdict[str, array[int]] = defaultdict(_new_blocks)
-        for entry_id, group in enumerate(self._group_f):
-            group_ids[group].append(entry_id)
-        self._group_ids: dict[str, array[int]] = dict(group_ids)
-        # The distinct groups joined, and where each starts: a term's groups are found
-        # with a substring search, not a test of every group.
-        self._group_list = list(self._group_ids)
-        self._groups_joined = SEPARATOR.join(self._group_list)
-        self._group_starts = array(
-            "i", accumulate((len(g) + 1 for g in self._group_list), initial=0)
-        )
-        # Groups are usually runs of consecutive ids (names start with their group).
-        self._group_runs: dict[str, list[tuple[int, int]]] = {
-            group: id_runs(ids) for group, ids in self._group_ids.items()
-        }
-        # A one- or two-character part found in many groups is kept as a bitset.
-        holders: defaultdict[str, list[str]] = defaultdict(list)
-        for group in self._group_list:
-            for part in {group[k : k + width] for width in (1, 2) for k in range(len(group))}:
-                holders[part].append(group)
-        # Each group's bitset is made once, not once per part it holds.
-        group_bits = {group: self._group_bits(group) for group in self._group_list}
-        self._group_short: dict[str, int] = {
-            part: union(map(group_bits.__getitem__, groups))
-            for part, groups in holders.items()
-            if len(groups) > _GROUPS_PRECOMPUTE
-        }
-        del group_bits
-
+        self._group_f = _folded_groups(ordered)
+        self._group_field = GroupIndex(self._group_f)
         # Every text field folded once, so a query never folds documentation.
         self._summaries_f = [entry.summary.casefold() for entry in ordered]
         self._documents_f = [SEPARATOR.join(entry.documents).casefold() for entry in ordered]
-        self._texts = TextIndex(self._summaries_f, self._documents_f)
-
-    def _group_bits(self, group: str) -> int:
-        runs = self._group_runs[group]
-        if 4 * len(runs) > len(self._group_ids[group]):
-            return bitset_of([self._group_ids[group]], len(self._order))
-        return union(((1 << length) - 1) << first for first, length in runs)
+        self._text_fields = TextIndex(self._summaries_f, self._documents_f)
 
     def __len__(self) -> int:
         return len(self._order)
@@ -336,7 +280,7 @@ class SearchIndex:
         name starts with one of ``prefixes`` (case-sensitive): a discovery scope."""
         found: set[int] = set()
         for folded in {fold_group(group) for group in groups}:
-            found.update(self._group_ids.get(folded, ()))
+            found.update(self._group_field.ids.get(folded, ()))
         names, size = self._names, len(self._names)
         for prefix in set(prefixes):
             # Names sharing a prefix are contiguous in name order.
@@ -400,7 +344,7 @@ class SearchIndex:
             return
         found: Iterable[int] = range(start, len(order))
         if folded:
-            members = self._group_ids.get(folded)
+            members = self._group_field.ids.get(folded)
             if members is None:
                 return
             found = tail(members, start)
@@ -412,7 +356,7 @@ class SearchIndex:
     ) -> Iterator[tuple[int, int]]:
         terms = query_terms(query)
         folded_group = fold_group(group)
-        if folded_group and folded_group not in self._group_ids:
+        if folded_group and folded_group not in self._group_field.ids:
             return
         after_tier, start_id = -1, 0
         if after is not None:
@@ -420,7 +364,7 @@ class SearchIndex:
             start_id = bisect_right(self._names, after_name)
         order = self._order
         sources = [_Term(self, term) for term in terms]
-        allowed = self._group_bits(folded_group) if folded_group else self._everything
+        allowed = self._group_field.bits(folded_group) if folded_group else self._everything
         # Per term, its fields computed so far, tier by tier; ``broad``: one is unknown.
         fields: list[list[Field]] = [[] for _ in sources]
         broad = [False] * len(sources)
