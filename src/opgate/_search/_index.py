@@ -62,10 +62,7 @@ from dataclasses import dataclass
 from ._bitsets import bitset_of, ones_from, tail, union
 from ._group_index import GroupIndex
 from ._name_index import NameIndex
-from ._postings import (
-    SEPARATOR,
-    Field,
-)
+from ._postings import SEPARATOR, Field
 from ._text_index import TextIndex, pieces
 
 __all__ = [
