@@ -534,3 +534,65 @@ async def test_the_server_wide_session_cap_says_so(tmp_path: Path) -> None:
             # 2026-07-28 holds no session: bob is still served.
             async with client(s.url, "bob-token", era="2026-07-28") as modern:
                 assert not (await modern.call_tool("search", {"query": "echo"})).is_error
+
+
+# -- connections ------------------------------------------------------------------------
+
+
+async def _answer_ok(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app answering every request with ``ok`` (and the lifespan it is given)."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_a_connection_reset_after_its_response_is_freed_at_once() -> None:
+    # uvicorn cancels its keep-alive timer only on a clean close; after a reset (what a
+    # client does when it closes with an answer's last bytes unread, as the SDK's does
+    # after each 2025-11-25 event stream) the timer kept the dead connection alive.
+    import gc
+
+    import uvicorn
+
+    from opgate.mcp import HTTPLimits, uvicorn_config
+
+    from conftest import free_port
+
+    port = free_port()
+    config = uvicorn_config(_answer_ok, port=port, limits=HTTPLimits(keep_alive_timeout=60))
+    server = uvicorn.Server(config)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for item in gc.get_objects() if type(item) is config.http_protocol_class)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.02)
+        try:
+            for _ in range(20):
+                async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                    await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    answer = b""
+                    while not answer.endswith(b"ok"):
+                        answer += await stream.receive()
+                    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+                    raw.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                    )
+            with anyio.fail_after(10):  # the resets reach the server; none is kept
+                while alive():
+                    await anyio.sleep(0.05)
+        finally:
+            server.should_exit = True

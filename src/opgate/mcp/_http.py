@@ -436,6 +436,10 @@ class _GuardedH11(H11Protocol):
         self._cancel()
         self._phase = "closed"
         super().connection_lost(exc)
+        # uvicorn cancels its keep-alive timer only on a clean close: after a reset the
+        # timer kept the closed connection (protocol, transport, buffers) alive for
+        # keep_alive_timeout, one per connection a client resets.
+        self._unset_keepalive_if_required()
 
     def _make_room(self) -> bool:
         """Close the connection arriving or idle longest; False if there is none.
