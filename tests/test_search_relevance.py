@@ -20,6 +20,7 @@ import pytest
 
 from opgate import Ranking, Registry
 from opgate._search import _relevance as relevance
+from opgate._search import _tokens as tokens
 from opgate._search._index import IndexEntry, SearchIndex
 from opgate._search._relevance import RelevanceEntry, RelevanceIndex
 from opgate._search._tokens import STOP_WORDS, Stems, segment, words
@@ -259,6 +260,24 @@ def test_stop_words_do_not_decide_a_request_as_people_write_it(
     # without the list, the function words alone make the others candidates
     monkeypatch.setattr(relevance, "STOP_WORDS", False)
     assert set(ranked(index, names_, request)) == {"courses.search", "people.man_of_many"}
+
+
+def test_a_request_drops_the_words_it_is_wrapped_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        ("feedback.give_feedback", "feedback", "Give feedback after a few days of use.", ""),
+        ("weather.get_weather", "weather", "Current weather and forecast for a city.", ""),
+        ("memory.recent_activity", "memory", "Recent activity of the last days.", ""),
+    ]
+    index, names_ = index_of(rows)
+    request = "What's the weather like in Beijing these days? Give me some advice on what to wear"
+    assert "give" not in index.terms(request)
+    assert ranked(index, names_, request)[0] == "weather.get_weather"
+    # a short query is keywords: it keeps them, as names do
+    assert index.terms("give feedback") == ["give", "feedback"]
+    # with NLTK's list alone, "give" in a name outweighs "weather"
+    monkeypatch.setattr(tokens, "REQUEST_STOP_WORDS", STOP_WORDS)
+    assert "give" in index.terms(request)
+    assert ranked(index, names_, request)[0] != "weather.get_weather"
 
 
 def test_compounds_meet_their_words_on_both_sides(monkeypatch: pytest.MonkeyPatch) -> None:

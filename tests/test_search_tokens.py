@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from opgate._search._tokens import (
+    REQUEST_STOP_WORDS,
     STOP_WORDS,
     Stems,
     chunk_words,
@@ -103,10 +104,20 @@ def test_stop_words_are_function_words_of_a_standard_list() -> None:
     assert all(word == word.lower() and word.isalpha() for word in STOP_WORDS)
 
 
+def test_requests_also_drop_the_glasgow_list() -> None:
+    # the Glasgow IR group's list (as scikit-learn ships it) beside NLTK's
+    assert STOP_WORDS < REQUEST_STOP_WORDS
+    assert len(REQUEST_STOP_WORDS) == 352
+    assert {"please", "give", "show", "find", "get", "see", "bill"} <= REQUEST_STOP_WORDS
+    assert not {"list", "create", "delete", "help", "weather", "search"} & REQUEST_STOP_WORDS
+    assert all(word == word.lower() and word.isalpha() for word in REQUEST_STOP_WORDS)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Is there a platform where I can find classes?", ["platform", "find", "classes"]),
+        ("Is there a platform where I can find classes?", ["platform", "classes"]),
+        ("Please give me the weather", ["weather"]),
         ("what's on", ["what", "s", "on"]),  # nothing but stop words: all of them
         ("", []),
         ("ListUsersInGroup", ["list", "users", "group"]),

@@ -102,7 +102,7 @@ CONTRACTION_SOURCE_MAX = 12
 ATTESTED_NAMES = 5
 LIFT = 8.0
 
-#: Whether the stop words (``_tokens.STOP_WORDS``) of a query of more than
+#: Whether the stop words (``_tokens.REQUEST_STOP_WORDS``) of a query of more than
 #: ``KEYWORD_QUERY`` words are dropped (``content_words``): such a query is a request
 #: written as a sentence, whose function words say nothing about the operation. A
 #: shorter query is keywords, and keeps them: there a function word is usually part of
