@@ -280,6 +280,21 @@ def test_a_request_drops_the_words_it_is_wrapped_in(monkeypatch: pytest.MonkeyPa
     assert ranked(index, names_, request)[0] != "weather.get_weather"
 
 
+def test_name_matches_weigh_in_a_request_as_in_keywords(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        ("stocks.get_ticker_news", "stocks", "News of a stock ticker.", "Related finance content."),
+        ("trends.get_bbc_news", "trends", "BBC headlines.", ""),
+    ]
+    index, names_ = index_of(rows)
+    request = "Get today's bbc news, reserved for finance related content."
+    # three of the request's terms name trends.get_bbc_news (get, bbc, news); five
+    # reach the other, two of them by its name
+    assert ranked(index, names_, request)[0] == "trends.get_bbc_news"
+    # with a keyword query's name bonus, the words of the description outweigh them
+    monkeypatch.setattr(relevance, "REQUEST_NAMING", relevance.NAMING)
+    assert ranked(index, names_, request)[0] == "stocks.get_ticker_news"
+
+
 def test_compounds_meet_their_words_on_both_sides(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [
         ("tools.runpagespeed", "tools", "Analyzes a site.", ""),

@@ -74,6 +74,11 @@ _GROUP_FIELD = 1
 #: ``named`` counts the query terms found in the name or group.
 NAMING = 1.0
 
+#: The name bonus of a request (more than ``KEYWORD_QUERY`` words): ``named / terms``
+#: shrinks as a request grows, and a request's name matches would otherwise count for
+#: little beside the words it matches in long descriptions.
+REQUEST_NAMING = 4.0
+
 #: The name precision bonus: the score is multiplied by ``1 + PRECISION * named /
 #: name terms``, where ``name terms`` counts the distinct terms of the name and group:
 #: an operation whose name the query explains entirely beats one whose name says more.
@@ -523,16 +528,18 @@ class RelevanceIndex:
 
     def terms(self, query: str) -> list[str]:
         """The query's distinct stems, in first-seen order."""
-        return list(dict.fromkeys(map(self._stems, self._query_words(query))))
+        return list(dict.fromkeys(map(self._stems, self._query_words(query)[0])))
 
-    def _query_words(self, query: str) -> list[str]:
-        """The words a query searches with: a request's without its stop words
+    def _query_words(self, query: str) -> tuple[list[str], bool]:
+        """The words a query searches with — a request's without its stop words
         (``STOP_WORDS``), compounds the catalog never uses cut into words it does
-        (``_pieces``)."""
+        (``_pieces``) — and whether it is a request (more than ``KEYWORD_QUERY``
+        words)."""
         found = words(query)
-        if STOP_WORDS and len(found) > KEYWORD_QUERY:
+        request = len(found) > KEYWORD_QUERY
+        if STOP_WORDS and request:
             found = content_words(query)
-        return [piece for word in found for piece in self._pieces(word)]
+        return [piece for word in found for piece in self._pieces(word)], request
 
     def _expansions(self, term: str) -> list[int]:
         """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""
@@ -597,7 +604,7 @@ class RelevanceIndex:
 
     def scores(self, query: str) -> tuple[_Ints, _Floats]:
         """The entries sharing a term with ``query`` (ascending ids) and their scores."""
-        found_words = self._query_words(query)
+        found_words, request = self._query_words(query)
         by_term: dict[str, dict[str, None]] = {}  # stem -> its spellings, in order
         for word in found_words:
             by_term.setdefault(self._stems(word), {})[word] = None
@@ -662,7 +669,7 @@ class RelevanceIndex:
         size = max(len(by_term), 1)
         steps = np.arange(size + 1) / size
         coverage = steps**COVERAGE
-        bonus = 1 + NAMING * steps
+        bonus = 1 + (REQUEST_NAMING if request else NAMING) * steps
         spelled = 1 + SURFACE * steps
         hits = named[found]
         precision = 1 + PRECISION * hits / self._name_sizes[found]
