@@ -73,25 +73,26 @@ _NLTK_ENGLISH = """
 #: English function words (a standard list, no catalog's words).
 STOP_WORDS = frozenset(_NLTK_ENGLISH.split())
 
-#: The English stop-word list of the Glasgow Information Retrieval Group (318 words, the
-#: list scikit-learn ships as ``ENGLISH_STOP_WORDS``). Beside function words it holds the
-#: words people wrap a request in (``please``, ``give``, ``show``, ``find``, ``get``,
-#: ``see``, ``take``), and a few nouns of its own choosing (``bill``, ``fire``,
-#: ``interest``, ``system``).
+#: The English stop-word list of the Glasgow Information Retrieval Group (318 words), as
+#: scikit-learn 1.9.1 ships it (``sklearn/feature_extraction/_stop_words.py``,
+#: ``ENGLISH_STOP_WORDS``, BSD-3-Clause; read from its wheel, alphabetical here). Beside
+#: function words it holds the words people wrap a request in (``please``, ``give``,
+#: ``show``, ``find``, ``get``, ``see``, ``take``), and a few nouns of its own choosing
+#: (``bill``, ``fire``, ``interest``, ``system``).
 _GLASGOW_ENGLISH = """
-    a about above across after afterwards again against all almost alone along already
-    also although always am among amongst amoungst amount an and another any anyhow anyone
-    anything anyway anywhere are around as at back be became because become becomes
-    becoming been before beforehand behind being below beside besides between beyond bill
-    both bottom but by call can cannot cant co con could couldnt cry de describe detail do
-    done down due during each eg eight either eleven else elsewhere empty enough etc even
-    ever every everyone everything everywhere except few fifteen fifty fill find fire first
-    five for former formerly forty found four from front full further get give go had has
-    hasnt have he hence her here hereafter hereby herein hereupon hers herself him himself
-    his how however hundred i ie if in inc indeed interest into is it its itself keep last
-    latter latterly least less ltd made many may me meanwhile might mill mine more moreover
-    most mostly move much must my myself name namely neither never nevertheless next nine
-    no nobody none noone nor not nothing now nowhere of off often on once one only onto or
+    a about above across after afterwards again against all almost alone along already also
+    although always am among amongst amoungst amount an and another any anyhow anyone
+    anything anyway anywhere are around as at back be became because become becomes becoming
+    been before beforehand behind being below beside besides between beyond bill both bottom
+    but by call can cannot cant co con could couldnt cry de describe detail do done down due
+    during each eg eight either eleven else elsewhere empty enough etc even ever every
+    everyone everything everywhere except few fifteen fifty fill find fire first five for
+    former formerly forty found four from front full further get give go had has hasnt have
+    he hence her here hereafter hereby herein hereupon hers herself him himself his how
+    however hundred i ie if in inc indeed interest into is it its itself keep last latter
+    latterly least less ltd made many may me meanwhile might mill mine more moreover most
+    mostly move much must my myself name namely neither never nevertheless next nine no
+    nobody none noone nor not nothing now nowhere of off often on once one only onto or
     other others otherwise our ours ourselves out over own part per perhaps please put
     rather re same see seem seemed seeming seems serious several she should show side since
     sincere six sixty so some somehow someone something sometime sometimes somewhere still
