@@ -244,9 +244,21 @@ async def test_open_catalog_checks_its_arguments() -> None:
     with pytest.raises(TypeError, match="load_config"):
         async with open_catalog({"mcpServers": {}}):  # type: ignore[arg-type]
             pass
-    for bad in ({"start_timeout": 0}, {"call_timeout": -1.0}, {"call_timeout": True}):
-        with pytest.raises(ValueError, match="positive number of seconds"):
+    inf, nan = float("inf"), float("nan")
+    for bad in (
+        {"start_timeout": 0},
+        {"call_timeout": -1.0},
+        {"call_timeout": True},
+        {"start_timeout": inf},
+        {"call_timeout": nan},
+        {"hold_timeout": inf},
+    ):
+        with pytest.raises(ValueError, match="positive, finite number of seconds"):
             async with open_catalog(config, **bad):  # type: ignore[arg-type]
+                pass
+    for settle in (-1, inf, nan):
+        with pytest.raises(ValueError, match="settle must be a finite number"):
+            async with open_catalog(config, settle=settle):
                 pass
     async with open_catalog(config) as empty:
         assert empty.operations == ()

@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Mapping
@@ -294,8 +295,12 @@ class Upstream:
             raise ValueError("base_url's path must not have '.' or '..' segments")
         self._base_path = base_path.rstrip("/")
         self._raw_base = self.base.raw_path.decode("latin-1").split("?", 1)[0].rstrip("/")
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        if (
+            not isinstance(timeout, int | float)
+            or isinstance(timeout, bool)
+            or not 0 < timeout < math.inf
+        ):
+            raise ValueError("timeout must be a positive, finite number of seconds")
         self.timeout = float(timeout)
         self.result_bytes = result_bytes
         self._max_connections = max_connections

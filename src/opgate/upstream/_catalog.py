@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -600,13 +601,21 @@ async def open_catalog(
     timeouts = [("start_timeout", start_timeout), ("call_timeout", call_timeout)]
     if not isinstance(backoff, Backoff):
         raise TypeError("backoff must be an opgate.upstream.Backoff")
-    if isinstance(settle, bool) or not isinstance(settle, int | float) or not settle >= 0:
-        raise ValueError("settle must be a number of seconds, at least 0")
+    if (
+        isinstance(settle, bool)
+        or not isinstance(settle, int | float)
+        or not 0 <= settle < math.inf
+    ):
+        raise ValueError("settle must be a finite number of seconds, at least 0")
     if hold_timeout is not None:
         timeouts.append(("hold_timeout", hold_timeout))
     for what, seconds in timeouts:
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-            raise ValueError(f"{what} must be a positive number of seconds")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 < seconds < math.inf
+        ):
+            raise ValueError(f"{what} must be a positive, finite number of seconds")
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError("limits must be an opgate.Limits")
     if lock is not None and not isinstance(lock, Lock):
