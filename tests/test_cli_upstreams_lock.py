@@ -279,3 +279,20 @@ def test_the_accept_command_names_the_tool_in_full(
     status, out, _ = run_main(capsys, *check, "--accept", f"shifty.{long}")
     assert status == 0
     assert f"accepted shifty.{long} (changed)" in out
+
+
+def test_pinning_a_withheld_tool_names_the_lock_and_how_to_accept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    upstreams, lock = setup(tmp_path, HONEST)
+    base = ("serve", "--upstreams", str(upstreams), "--lock", str(lock))
+    assert run_main(capsys, *base, "--check", "--accept-all")[0] == 0
+    setup(tmp_path, POISONED)
+    status, _, err = run_main(capsys, *base, "--pin", "shifty.echo")
+    assert status == 2, err
+    assert (
+        f"opgate serve: --pin shifty.echo: the lock file {lock} withholds this tool (its "
+        "definition changed since it was accepted); review it with --check, accept it "
+        "with: --check --accept shifty.echo"
+    ) in err
+    assert "is not in the registry" not in err

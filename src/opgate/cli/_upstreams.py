@@ -78,6 +78,33 @@ def follow_catalog(catalog: Any, gateway: Any, stream: Any = None) -> None:
     catalog.on_change(said)
 
 
+def withheld_pin(pins: list[str] | None, catalog: Any, lock: Any) -> str | None:
+    """Why ``--pin`` cannot pin a tool ``lock`` withholds (the first such pin), or
+    ``None``: a pin of a withheld tool is otherwise only "not in the registry"."""
+    from ..upstream import Verdict
+
+    served = set(catalog.tools)
+    for pin in pins or ():
+        if pin in served:
+            continue
+        upstream, _, tool = pin.partition(".")
+        for name, withheld, verdict in lock.withheld:
+            if (name, withheld) == (upstream, tool):
+                why = (
+                    "its definition changed since it was accepted"
+                    if verdict is Verdict.CHANGED
+                    else "the upstream did not list it when it was accepted"
+                )
+                accept = shlex.quote(f"{upstream}.{withheld}")
+                path = visible_text(str(lock.path))
+                return (
+                    f"--pin {visible_text(pin)}: the lock file {path} withholds this tool "
+                    f"({why}); review it with --check, accept it with: --check "
+                    f"--accept {visible_text(accept)}"
+                )
+    return None
+
+
 def serve_upstreams(
     arguments: argparse.Namespace, serve_registry: Callable[[Any, Any], Awaitable[None]]
 ) -> int:
@@ -146,6 +173,10 @@ def serve_upstreams(
                     print(f"opgate: no tool of {arguments.upstreams} can be served", file=stream)
                     return 1
                 return 0
+            if lock is not None:
+                refused = withheld_pin(arguments.pin, catalog, lock)
+                if refused is not None:
+                    raise UsageError(refused)
             await serve_registry(catalog.registry(ServePolicy()), catalog)
             return 0
 
