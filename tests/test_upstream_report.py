@@ -9,6 +9,18 @@ from opgate.upstream import Issue, Report, UpstreamStatus
 from opgate.upstream._report import MAX_REASON_CHARS, bounded, visible
 
 
+def test_bounded_drops_terminal_escape_sequences_whole() -> None:
+    assert bounded("\x1b[1;31mred\x1b[0m text") == "red text"  # no "[31m" left behind
+    assert bounded("up\x1b[2A\x1b[Kdone") == "updone"
+    assert bounded("\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ here") == "click here"
+    assert bounded("\x1b]0;title\x07shown") == "shown"
+    assert bounded("\x9b2Jcleared \x9d0;t\x9cok") == "cleared ok"
+    assert bounded("keep \x1b7saved\x1b8") == "keep saved"
+    assert bounded("\x1b(Bplain") == "plain"
+    assert bounded("cut \x1b]8;;never ends") == "cut"
+    assert bounded("a [31m b") == "a [31m b"  # text that only looks like one stays
+
+
 def test_bounded_puts_text_on_one_short_line() -> None:
     assert bounded("a\n\tb\x00c  d") == "a b c d"
     long = bounded("x" * 1000)

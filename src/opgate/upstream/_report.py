@@ -15,6 +15,7 @@ escape, nothing cut) for what reaches the agent or a person at length.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -26,9 +27,21 @@ __all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded", "
 MAX_REASON_CHARS = 300
 
 
+#: A terminal's escape sequences (ECMA-48): a CSI sequence (``ESC [`` or C1 ``CSI``,
+#: parameters, intermediates, a final byte: colours, cursor moves), an OSC string (``ESC
+#: ]`` or C1 ``OSC`` up to ``BEL`` or ``ST``: titles, OSC 8 hyperlinks; unterminated, to
+#: the end, as a terminal reads it) or another ``ESC`` sequence (``ESC 7``, ``ESC ( B``).
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]"
+)
+
+
 def bounded(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    """``text`` on one line (whitespace runs and controls as single spaces), at most
-    ``limit`` characters (cut with ``…``)."""
+    """``text`` on one line (terminal escape sequences dropped whole, whitespace runs
+    and other controls as single spaces), at most ``limit`` characters (cut with ``…``)."""
+    text = _ESCAPE_SEQUENCE.sub("", text)
     text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     if len(text) > limit:
         return text[: limit - 1] + "…"
