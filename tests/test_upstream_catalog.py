@@ -427,3 +427,30 @@ def test_a_description_shows_its_controls_and_bidi_characters() -> None:
     )
     plain = types.Tool(name="p", description="Café\nau lait", input_schema={"type": "object"})
     assert description_of(plain) == "Café\nau lait"
+
+
+#: An upstream that answers every request with an error quoting its credential.
+ECHOES_ITS_KEY = """
+import json, os, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message:
+        error = {"code": -32000, "message": "key " + os.environ["UPSTREAM_KEY"] + " refused"}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}), flush=True)
+"""
+
+
+async def test_a_start_failure_that_quotes_a_credential_is_redacted() -> None:
+    secret = "sk-live-0123456789abcdef"
+    entry = {
+        "command": sys.executable,
+        "args": ["-c", ECHOES_ITS_KEY],
+        "env": {"UPSTREAM_KEY": secret},
+    }
+    config = load_config({"mcpServers": {"echoer": entry}})
+    async with open_catalog(config, start_timeout=20, call_timeout=20) as catalog:
+        (status,) = catalog.report.upstreams
+        assert status.reason.startswith("the handshake failed: error -32000"), status.reason
+        assert secret not in status.reason
+        assert "key [redacted] refused" in status.reason
+        assert secret not in "\n".join(catalog.report.lines())

@@ -42,7 +42,8 @@ What an upstream gets
   stdio entry's ``env`` values of at least ``MIN_ENV_SECRET`` characters that are not
   a path (``/…``, ``~…``, ``./…``, ``C:\\…``) nor a variable of ``INHERITED_ENV``.
   Answers (content, structured content, ``isError`` text), questions and the
-  upstream's error messages in ``UpstreamError`` are all redacted.
+  upstream's error messages in ``UpstreamError`` and in a failed start's reason are all
+  redacted.
 * The client declares elicitation (forms and URL hand-offs) and nothing else: an
   upstream's ``sampling/createMessage`` or ``roots/list`` is refused by the SDK's
   default callbacks with a JSON-RPC error.
@@ -428,11 +429,12 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _start_reason(server: ServerConfig, exc: BaseException) -> str:
-    """Why a start failed, for the operator (never a header or environment value)."""
+def _start_reason(server: ServerConfig, exc: BaseException, redactor: Redactor) -> str:
+    """Why a start failed, for the operator and in the errors of calls to it (never a
+    header or environment value: the upstream's own message is redacted)."""
     exc = _leaf(exc)
     if isinstance(exc, MCPError):
-        return f"the handshake failed: error {exc.code}: {bounded(exc.message)}"
+        return f"the handshake failed: error {exc.code}: {bounded(redactor.text(exc.message))}"
     if isinstance(server, StdioServer) and isinstance(exc, OSError):
         return f"could not run {server.command!r}: {exc.strerror or type(exc).__name__}"
     if isinstance(exc, httpx2.HTTPError | OSError):
@@ -689,7 +691,9 @@ class UpstreamSession:
         except Exception as exc:  # every failure of an upstream is the upstream's
             if not up:
                 self._reason = (
-                    self._oversized_reason() if self._oversized else _start_reason(self.server, exc)
+                    self._oversized_reason()
+                    if self._oversized
+                    else _start_reason(self.server, exc, self._redactor)
                 )
             elif not lost.is_set():
                 self._reason = "the connection ended"
