@@ -27,7 +27,17 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from opgate import Completed, Failed, LocalPolicy, Registry, ScopePolicy, Text
+from opgate import (
+    Completed,
+    Failed,
+    InputMode,
+    LocalPolicy,
+    Pending,
+    Registry,
+    ScopePolicy,
+    Text,
+    URLPrompt,
+)
 from opgate.mcp import GatewayServer, uvicorn_config
 from opgate.upstream import (
     DEFAULT_BACKOFF,
@@ -44,6 +54,8 @@ from opgate.upstream import (
 from opgate.upstream._session import MIN_ENV_SECRET, redactor_for
 
 from conftest import free_port
+from relay_servers import HANDOFF_URL
+from relay_servers import entry as relay_entry
 from upstream_servers import serve_kit_http, stdio_entry
 
 pytestmark = pytest.mark.anyio
@@ -341,6 +353,27 @@ async def test_a_stdio_upstreams_echoed_environment_is_redacted(
         assert await invoke(registry, "kit.variable", {"name": "TZ"}) == {"result": "UTC"}
         path = await invoke(registry, "kit.variable", {"name": "PATH"})
         assert path == {"result": os.environ["PATH"]}
+
+
+async def test_the_hand_offs_of_a_url_elicitation_required_error_are_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A -32042 error's URL hand-offs go to the agent as prompts, as an elicitation's do:
+    # the upstream's credential in one (its URL here) is redacted the same way.
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("OPGATE_API_KEY", secret)
+    entry = relay_entry("modern", env={"API_KEY": "${OPGATE_API_KEY}"})
+    config = load_config({"mcpServers": {"gated": entry}})
+    async with open_catalog(config, start_timeout=60, call_timeout=60) as catalog:
+        registry = catalog.registry(LocalPolicy())
+        outcome = await registry.invoke(
+            None, "gated.gated", {"key": secret}, input_support={InputMode.URL}
+        )
+        assert isinstance(outcome, Pending), outcome
+        assert outcome.prompt == URLPrompt(
+            "upstream 'gated' asks: Authorize step 1", f"{HANDOFF_URL}?gate=[redacted]&step=1"
+        )
+        assert secret not in repr(outcome)
 
 
 def test_redactor_for_takes_the_entrys_own_secrets_only() -> None:

@@ -111,7 +111,7 @@ that fails, times out
 upstream; the message quotes at most a bounded line of the upstream's own error
 text and never an exception of the gateway's. A ``-32042`` error ("URL elicitation
 required") whose data lists URL elicitations is a ``URLElicitationRequired``
-carrying them, for the relay to hand off.
+carrying them (redacted as a question is), for the relay to hand off.
 """
 
 from __future__ import annotations
@@ -907,9 +907,16 @@ class UpstreamSession:
             if exc.code == types.URL_ELICITATION_REQUIRED:
                 wanted = _url_elicitations(exc)
                 if wanted:
+                    try:  # shown to the agent as prompts: redacted as a question is
+                        wanted = tuple(redacted(params, self._redactor) for params in wanted)
+                    except pydantic.ValidationError:
+                        return UpstreamError(
+                            f"upstream {name!r} needs a URL hand-off completed first that "
+                            "the gateway cannot relay without the upstream's credentials in it"
+                        )
                     return URLElicitationRequired(
                         f"upstream {name!r} needs a URL hand-off completed first: "
-                        f"error {exc.code}: {bounded(exc.message)}",
+                        f"error {exc.code}: {bounded(self._redactor.text(exc.message))}",
                         wanted,
                     )
             if exc.code == types.CONNECTION_CLOSED and self._oversized:
