@@ -290,9 +290,10 @@ def test_pinning_a_withheld_tool_names_the_lock_and_how_to_accept(
     setup(tmp_path, POISONED)
     status, _, err = run_main(capsys, *base, "--pin", "shifty.echo")
     assert status == 2, err
+    command = shlex.join(["opgate", *base])  # the lock warning's own accept command
     assert (
         f"opgate serve: --pin shifty.echo: the lock file {lock} withholds this tool (its "
-        "definition changed since it was accepted); review it with --check, accept it "
-        "with: --check --accept shifty.echo"
+        "definition changed since it was accepted); review the change with --check, then "
+        f"accept with: {command} --check --accept shifty.echo"
     ) in err
     assert "is not in the registry" not in err

@@ -78,13 +78,13 @@ def follow_catalog(catalog: Any, gateway: Any, stream: Any = None) -> None:
     catalog.on_change(said)
 
 
-def withheld_pin(pins: list[str] | None, catalog: Any, lock: Any) -> str | None:
+def withheld_pin(arguments: argparse.Namespace, catalog: Any, lock: Any) -> str | None:
     """Why ``--pin`` cannot pin a tool ``lock`` withholds (the first such pin), or
     ``None``: a pin of a withheld tool is otherwise only "not in the registry"."""
     from ..upstream import Verdict
 
     served = set(catalog.tools)
-    for pin in pins or ():
+    for pin in arguments.pin or ():
         if pin in served:
             continue
         upstream, _, tool = pin.partition(".")
@@ -95,14 +95,23 @@ def withheld_pin(pins: list[str] | None, catalog: Any, lock: Any) -> str | None:
                     if verdict is Verdict.CHANGED
                     else "the upstream did not list it when it was accepted"
                 )
-                accept = shlex.quote(f"{upstream}.{withheld}")
                 path = visible_text(str(lock.path))
                 return (
                     f"--pin {visible_text(pin)}: the lock file {path} withholds this tool "
-                    f"({why}); review it with --check, accept it with: --check "
-                    f"--accept {visible_text(accept)}"
+                    f"({why}); review the change with --check, then accept with: "
+                    f"{accept_command(arguments, [(upstream, withheld)])}"
                 )
     return None
+
+
+def accept_command(arguments: argparse.Namespace, tools: list[tuple[str, str]]) -> str:
+    """The command line that accepts ``tools`` (upstream, tool) into the lock file of
+    this run, escaped for the terminal."""
+    command = shlex.join(
+        ["opgate", "serve", "--upstreams", arguments.upstreams, "--lock", arguments.lock]
+    )
+    accept = " ".join(f"--accept {shlex.quote(f'{upstream}.{tool}')}" for upstream, tool in tools)
+    return visible_text(f"{command} --check {accept}")
 
 
 def serve_upstreams(
@@ -174,7 +183,7 @@ def serve_upstreams(
                     return 1
                 return 0
             if lock is not None:
-                refused = withheld_pin(arguments.pin, catalog, lock)
+                refused = withheld_pin(arguments, catalog, lock)
                 if refused is not None:
                     raise UsageError(refused)
             await serve_registry(catalog.registry(ServePolicy()), catalog)
@@ -215,17 +224,11 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
     withheld = lock.withheld
     if withheld:
         count = len(withheld)
-        accept = " ".join(
-            f"--accept {shlex.quote(f'{upstream}.{tool}')}" for upstream, tool, _ in withheld
-        )
-        command = shlex.join(
-            ["opgate", "serve", "--upstreams", arguments.upstreams, "--lock", arguments.lock]
-        )
+        command = accept_command(arguments, [(upstream, tool) for upstream, tool, _ in withheld])
         review = "" if arguments.check else "review the change with --check, then "
         lines.append(
             f"opgate: lock {name}: {count} tool{'s' if count != 1 else ''} withheld "
-            f"(definition changed or new since accepted); {review}accept with: "
-            f"{visible_text(command)} --check {visible_text(accept)}"
+            f"(definition changed or new since accepted); {review}accept with: {command}"
         )
         if arguments.check:
             for upstream, tool, _ in withheld:
