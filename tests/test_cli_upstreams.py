@@ -191,6 +191,35 @@ def test_a_bad_file_is_a_usage_error(
     assert words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("servers", "shown"),
+    [
+        (
+            {"a": {"url": "https://h/mcp", "headers": {"X\x1b[2J\x1b[31m": "v"}}},
+            "/mcpServers/a/headers/X\\x1b[2J\\x1b[31m: a header name must be an HTTP token",
+        ),
+        (
+            {"a\x1b]0;pwned\x07\n": {"command": "x"}},
+            "/mcpServers/a\\x1b]0;pwned\\x07\\x0a: an upstream name must be",
+        ),
+    ],
+    ids=["header name", "upstream name"],
+)
+def test_a_bad_files_member_names_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], servers: dict[str, Any], shown: str
+) -> None:
+    # The file may come from elsewhere (a project's mcp.json): the names it quotes in an
+    # error are escaped as its warnings are.
+    path = write(tmp_path, servers)
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--upstreams", str(path)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert shown in err
+    assert not {"\x1b", "\x07"} & set(err)
+    assert err.count("\n") == 1
+
+
 def test_upstreams_and_another_source_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -146,7 +146,8 @@ def serve_upstreams(
     try:
         config = load_config(Path(arguments.upstreams))
     except ConfigError as exc:
-        raise UsageError(f"{arguments.upstreams}: {exc}") from None
+        # the file may come from elsewhere: the member names it quotes are escaped
+        raise UsageError(f"{arguments.upstreams}: {visible_text(str(exc))}") from None
     lock = None
     if arguments.lock:
         accepting = bool(arguments.accept or arguments.accept_all)
