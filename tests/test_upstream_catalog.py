@@ -454,3 +454,43 @@ async def test_a_start_failure_that_quotes_a_credential_is_redacted() -> None:
         assert secret not in status.reason
         assert "key [redacted] refused" in status.reason
         assert secret not in "\n".join(catalog.report.lines())
+
+
+#: An upstream whose serverInfo version is its credential; it lists no tools.
+NAMES_ITSELF_BY_ITS_KEY = """
+import json, os, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method, answer = message["method"], {}
+    if method == "initialize":
+        version = "1.0+" + os.environ["UPSTREAM_KEY"]
+        answer = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "leaky", "version": version},
+        }
+    elif method == "tools/list":
+        answer = {"tools": []}
+    elif method != "ping":
+        error = {"code": -32601, "message": "Method not found"}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answer}), flush=True)
+"""
+
+
+async def test_a_server_version_that_quotes_a_credential_is_redacted() -> None:
+    secret = "sk-live-0123456789abcdef"
+    entry = {
+        "command": sys.executable,
+        "args": ["-c", NAMES_ITSELF_BY_ITS_KEY],
+        "env": {"UPSTREAM_KEY": secret},
+    }
+    config = load_config({"mcpServers": {"leaky": entry}})
+    async with open_catalog(config, start_timeout=20, call_timeout=20) as catalog:
+        (status,) = catalog.report.upstreams
+        assert status.connected, status.reason
+        assert status.server == "leaky 1.0+[redacted]"
+        assert secret not in "\n".join(catalog.report.lines())

@@ -42,8 +42,8 @@ What an upstream gets
   stdio entry's ``env`` values of at least ``MIN_ENV_SECRET`` characters that are not
   a path (``/…``, ``~…``, ``./…``, ``C:\\…``) nor a variable of ``INHERITED_ENV``.
   Answers (content, structured content, ``isError`` text), questions and the
-  upstream's error messages in ``UpstreamError`` and in a failed start's reason are all
-  redacted.
+  upstream's error messages in ``UpstreamError`` and in a failed start's reason, and
+  the ``serverInfo`` name and version of its status, are all redacted.
 * The client declares elicitation (forms and URL hand-offs) and nothing else: an
   upstream's ``sampling/createMessage`` or ``roots/list`` is refused by the SDK's
   default callbacks with a JSON-RPC error.
@@ -544,7 +544,8 @@ class UpstreamSession:
         info = client.server_info
         server = ""
         if info is not None:
-            server = bounded(f"{info.name} {info.version}".strip(), 80)
+            named = f"{info.name} {info.version}".strip()  # the upstream's: redacted first
+            server = bounded(self._redactor.text(named), 80)
         return UpstreamStatus(
             self.name,
             self.transport,
