@@ -9,14 +9,19 @@ answered on the same connection.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
+import anyio
+import anyio.abc
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from opgate import Completed, Failed, FailureCode, LocalPolicy
 from opgate.upstream import load_config, open_catalog
-from opgate.upstream._http import BoundedTransport, OversizedResponse, http_client
+from opgate.upstream._http import OversizedResponse, bounding_hooks, http_client
 from opgate.upstream._session import MIN_MESSAGE_BYTES
 
 from upstream_servers import serve_kit_http
@@ -40,20 +45,32 @@ class Chunks(httpx2.AsyncByteStream):
 
 
 def client_of(
-    body: Chunks, headers: dict[str, str], seen: list[httpx2.Request]
+    body: Chunks, headers: dict[str, str], seen: list[httpx2.Request], status: int = 200
 ) -> httpx2.AsyncClient:
     def answer(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx2.Response(200, headers=headers, stream=body)
+        return httpx2.Response(status, headers=headers, stream=body)
 
-    transport = BoundedTransport(httpx2.MockTransport(answer), LIMIT)
-    return httpx2.AsyncClient(transport=transport, headers={"Accept-Encoding": "gzip"})
+    return httpx2.AsyncClient(
+        transport=httpx2.MockTransport(answer),
+        headers={"Accept-Encoding": "gzip"},
+        event_hooks=bounding_hooks(LIMIT),
+    )
 
 
-async def read(body: Chunks, headers: dict[str, str] | None = None) -> bytes:
+async def read(
+    body: Chunks,
+    headers: dict[str, str] | None = None,
+    *,
+    method: str = "GET",
+    status: int = 200,
+) -> bytes:
     seen: list[httpx2.Request] = []
-    async with client_of(body, headers or {"Content-Type": "application/json"}, seen) as client:
-        response = await client.get("http://upstream/mcp")
+    headers = headers or {"Content-Type": "application/json"}
+    async with (
+        client_of(body, headers, seen, status) as client,
+        client.stream(method, "http://upstream/mcp") as response,
+    ):
         try:
             return await response.aread()
         finally:
@@ -97,6 +114,33 @@ async def test_an_event_stream_is_left_to_the_sdks_bound_per_event() -> None:
     assert len(await read(events, headers)) == 4 * 508
 
 
+@pytest.mark.parametrize(
+    ("method", "status"),
+    [("DELETE", 200), ("POST", 404), ("POST", 500), ("GET", 300)],
+    ids=["the DELETE ending a session", "not found", "server error", "3xx, not a redirect"],
+)
+async def test_an_event_stream_the_sdk_reads_whole_is_bounded(method: str, status: int) -> None:
+    events = Chunks(*[b"data: " + b"x" * 500 + b"\n\n"] * 4)
+    with pytest.raises(OversizedResponse, match="the response passed 1000 bytes"):
+        await read(events, {"Content-Type": "text/event-stream"}, method=method, status=status)
+    assert events.read == 2
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_redirects_body_is_dropped_unread(status: int) -> None:
+    # The SDK drains the body of a redirect it follows: an endless one, dressed as an
+    # event stream or encoded, would have been read whole.
+    body = Chunks(b"x" * 600, b"y" * 600)
+    headers = {
+        "Location": "http://upstream/elsewhere",
+        "Content-Type": "text/event-stream",
+        "Content-Encoding": "gzip",
+        "Content-Length": "1200",
+    }
+    assert await read(body, headers, method="POST", status=status) == b""
+    assert body.read == 0
+
+
 async def test_the_client_of_an_upstream_keeps_its_headers_and_timeout() -> None:
     timeout = httpx2.Timeout(3.0)
     async with http_client(headers={"X-Team": "a"}, timeout=timeout, max_message_bytes=5) as client:
@@ -127,3 +171,100 @@ async def test_an_answer_over_the_bound_fails_that_call_and_keeps_the_connection
             under = await registry.invoke(None, "web.blob", {"mib": 1})
             assert isinstance(under, Failed), under
             assert under.failure.code is FailureCode.INVALID_RESULT
+
+
+class Forwarding:
+    """A plain-HTTP proxy on loopback: it records each request line and answers with
+    ``body`` (a JSON ``Content-Type``, no length), then closes."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.lines: list[bytes] = []
+
+    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive()
+            self.lines.append(head.split(b"\r\n", 1)[0])
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+                + self.body
+            )
+
+
+@pytest.mark.parametrize("size", [LIMIT, LIMIT + 1], ids=["at the bound", "over it"])
+async def test_the_environments_proxy_is_used_and_its_answers_bounded(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    # An AsyncClient given a transport of its own ignores the proxy variables.
+    proxy = Forwarding(b"x" * size)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, proxy.serve)
+        client = http_client(headers={}, timeout=httpx2.Timeout(10.0), max_message_bytes=LIMIT)
+        async with client:
+            if size > LIMIT:
+                with pytest.raises(OversizedResponse, match="passed 1000 bytes"):
+                    await client.get("http://upstream.invalid/mcp")
+            else:
+                response = await client.get("http://upstream.invalid/mcp")
+                assert response.content == proxy.body
+        group.cancel_scope.cancel()
+    assert proxy.lines == [b"GET http://upstream.invalid/mcp HTTP/1.1"]
+
+
+def sdk_facing(redirects: list[str]) -> httpx2.MockTransport:
+    """A streamable-HTTP MCP server (2025-11-25, JSON answers) whose ``tools/call`` of
+    ``moved`` at ``/mcp`` answers a same-origin 307 to ``/next`` with an endless body
+    dressed as an event stream; every call elsewhere answers ``ok``."""
+
+    class Endless(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for _ in range(4096):  # 256 MiB: a read that is not dropped fails the test
+                yield b"x" * 65536
+            raise AssertionError("the redirect's body was read")
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":
+            return httpx2.Response(405)
+        message = json.loads(request.content)
+        if "id" not in message:
+            return httpx2.Response(202)
+        reply: dict[str, object] = {"jsonrpc": "2.0", "id": message["id"]}
+        if message["method"] == "initialize":
+            info = {"name": "moving", "version": "1"}
+            reply["result"] = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": info,
+            }
+        elif message["method"] != "tools/call":
+            reply["result"] = {"tools": []}
+        elif message["params"]["name"] == "moved" and request.url.path == "/mcp":
+            redirects.append(request.url.path)
+            headers = {"Location": "/next", "Content-Type": "text/event-stream"}
+            return httpx2.Response(307, headers=headers, stream=Endless())
+        else:
+            reply["result"] = {"content": [{"type": "text", "text": f"ok at {request.url.path}"}]}
+        return httpx2.Response(200, json=reply)
+
+    return httpx2.MockTransport(answer)
+
+
+async def test_the_sdk_follows_a_redirect_without_reading_its_endless_body() -> None:
+    redirects: list[str] = []
+    http = httpx2.AsyncClient(transport=sdk_facing(redirects), event_hooks=bounding_hooks(LIMIT))
+    async with http:
+        transport = streamable_http_client("http://upstream/mcp", http_client=http)
+        async with Client(transport, mode="legacy") as client:
+            with anyio.fail_after(20):
+                moved = await client.call_tool("moved", {})
+                after = await client.call_tool("echo", {})
+    assert redirects == ["/mcp"]
+    assert [block.text for block in moved.content] == ["ok at /next"]  # type: ignore[union-attr]
+    assert [block.text for block in after.content] == ["ok at /mcp"]  # type: ignore[union-attr]

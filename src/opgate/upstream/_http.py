@@ -5,16 +5,25 @@ The SDK's ``streamable_http_client`` bounds one server-sent event
 ``httpx2`` decodes a ``gzip``, ``deflate``, ``br`` or ``zstd`` body as it arrives: a
 hostile or broken upstream could hold the gateway's memory with one endless body, or
 with a few kilobytes that inflate to gigabytes. ``http_client(headers=, timeout=,
-max_message_bytes=)`` is the ``httpx2.AsyncClient`` an HTTP upstream session uses; its
-transport (``BoundedTransport``)
+max_message_bytes=)`` is the ``httpx2.AsyncClient`` an HTTP upstream session uses. Its
+event hooks (``bounding_hooks``), which see every request and response, redirects
+included:
 
-* asks for ``Accept-Encoding: identity`` on every request (whatever the entry's
-  headers say), and fails a response that comes encoded anyway, before reading it:
-  the bytes counted are then the bytes parsed;
-* fails a response that is not a stream of server-sent events once its body passes
-  ``max_message_bytes`` (a ``Content-Length`` over it fails at once), without keeping
-  more than that. Event streams are bounded per event by the SDK, which the session
-  gives the same bound.
+* ask for ``Accept-Encoding: identity`` on every request (whatever the entry's
+  headers say), and fail a response that comes encoded anyway, before reading it: the
+  bytes counted are then the bytes parsed;
+* fail any other body once it passes ``max_message_bytes`` (a ``Content-Length`` over
+  it fails at once), without keeping more than that. The one exemption is the stream
+  of server-sent events that a successful ``GET`` or ``POST`` opens: the SDK reads it
+  event by event, each bounded by ``max_sse_event_size``, which the session sets to
+  the same bound. Every other body the SDK reads whole (JSON answers, error bodies,
+  the answer to the ``DELETE`` that ends a session), so an event-stream
+  ``Content-Type`` on one of those earns it nothing;
+* drop a redirect's body unread: the SDK never parses one, and it drains the body of
+  a redirect it follows.
+
+Being hooks rather than a transport, they leave ``httpx2``'s own transports in place,
+so the proxies of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) still apply.
 
 A failed body raises ``OversizedResponse`` (an ``httpx2.StreamError``) from the
 response stream, where the SDK turns it into an error answer to that one request:
@@ -23,14 +32,18 @@ the call fails naming the bound, and the connection is kept.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import httpx2
 
-__all__ = ["BoundedTransport", "OversizedResponse", "http_client"]
+__all__ = ["OversizedResponse", "bounding_hooks", "http_client"]
 
 #: Content codings that leave the body as sent (no decoding step to inflate it).
 _IDENTITY = frozenset({"", "identity"})
+
+#: The methods whose successful event stream the SDK reads event by event.
+_STREAMED = frozenset({"GET", "POST"})
 
 
 class OversizedResponse(httpx2.StreamError):
@@ -40,45 +53,56 @@ class OversizedResponse(httpx2.StreamError):
 def http_client(
     *, headers: Mapping[str, str], timeout: httpx2.Timeout, max_message_bytes: int
 ) -> httpx2.AsyncClient:
-    """The HTTP client of one upstream: its entry's ``headers``, and bodies bounded by
-    ``max_message_bytes`` (see the module docstring)."""
+    """The HTTP client of one upstream: its entry's ``headers``, the environment's
+    proxies, and bodies bounded by ``max_message_bytes`` (see the module docstring)."""
     return httpx2.AsyncClient(
-        headers=dict(headers),
-        timeout=timeout,
-        transport=BoundedTransport(httpx2.AsyncHTTPTransport(), max_message_bytes),
+        headers=dict(headers), timeout=timeout, event_hooks=bounding_hooks(max_message_bytes)
     )
 
 
-class BoundedTransport(httpx2.AsyncBaseTransport):
-    """``inner`` with identity-only bodies and non-event bodies of at most
-    ``max_message_bytes`` bytes (see the module docstring)."""
+def bounding_hooks(max_message_bytes: int) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+    """The ``event_hooks`` of an ``httpx2.AsyncClient`` that bound its bodies by
+    ``max_message_bytes`` (see the module docstring)."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, max_message_bytes: int) -> None:
-        self._inner = inner
-        self._limit = max_message_bytes
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+    async def on_request(request: httpx2.Request) -> None:
         request.headers["Accept-Encoding"] = "identity"
-        response = await self._inner.handle_async_request(request)
-        body = response.stream
-        if not isinstance(body, httpx2.AsyncByteStream):  # an async transport's never is
-            raise TypeError("the inner transport returned a synchronous body")
-        coding = response.headers.get("Content-Encoding", "").strip().lower()
-        media = response.headers.get("Content-Type", "").partition(";")[0].strip().lower()
-        if coding not in _IDENTITY:
-            problem = f"the response is encoded ({coding!r}) although identity was asked"
-            response.stream = _Refused(body, problem)
-        elif media != "text/event-stream":
-            declared = _declared_length(response)
-            if declared is not None and declared > self._limit:
-                problem = f"the response is {declared} bytes, over {self._limit}"
-                response.stream = _Refused(body, problem)
-            else:
-                response.stream = _Bounded(body, self._limit)
-        return response
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    async def on_response(response: httpx2.Response) -> None:
+        _bound(response, max_message_bytes)
+
+    return {"request": [on_request], "response": [on_response]}
+
+
+def _bound(response: httpx2.Response, limit: int) -> None:
+    """Put ``response``'s body, not yet read, behind the bound that fits it."""
+    body = response.stream
+    if not isinstance(body, httpx2.AsyncByteStream):  # an async client's never is
+        raise TypeError("the response of an async client has a synchronous body")
+    coding = response.headers.get("Content-Encoding", "").strip().lower()
+    if response.has_redirect_location:
+        for name in ("Content-Encoding", "Content-Length"):
+            response.headers.pop(name, None)
+        response.stream = _Discarded(body)
+    elif coding not in _IDENTITY:
+        problem = f"the response is encoded ({coding!r}) although identity was asked"
+        response.stream = _Refused(body, problem)
+    elif not _read_per_event(response):
+        declared = _declared_length(response)
+        if declared is not None and declared > limit:
+            response.stream = _Refused(body, f"the response is {declared} bytes, over {limit}")
+        else:
+            response.stream = _Bounded(body, limit)
+
+
+def _read_per_event(response: httpx2.Response) -> bool:
+    """Whether the SDK reads ``response`` event by event (bounded per event), rather
+    than whole: a ``2xx`` event stream answering a ``GET`` or a ``POST``."""
+    media = response.headers.get("Content-Type", "").partition(";")[0].strip().lower()
+    return (
+        media == "text/event-stream"
+        and response.is_success
+        and response.request.method in _STREAMED
+    )
 
 
 def _declared_length(response: httpx2.Response) -> int | None:
@@ -102,6 +126,21 @@ class _Bounded(httpx2.AsyncByteStream):
             if size > self._limit:
                 raise OversizedResponse(f"the response passed {self._limit} bytes")
             yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Discarded(httpx2.AsyncByteStream):
+    """An empty body in place of ``inner``, which is closed unread."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        await self._inner.aclose()
+        return
+        yield b""  # pragma: no cover - makes this an async generator
 
     async def aclose(self) -> None:
         await self._inner.aclose()
