@@ -11,14 +11,29 @@ from opgate.upstream._report import MAX_REASON_CHARS, bounded, visible
 
 def test_bounded_drops_terminal_escape_sequences_whole() -> None:
     assert bounded("\x1b[1;31mred\x1b[0m text") == "red text"  # no "[31m" left behind
-    assert bounded("up\x1b[2A\x1b[Kdone") == "updone"
+    assert bounded("up\x1b[2A\x1b[Kdone") == "up done"
     assert bounded("\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ here") == "click here"
     assert bounded("\x1b]0;title\x07shown") == "shown"
     assert bounded("\x9b2Jcleared \x9d0;t\x9cok") == "cleared ok"
     assert bounded("keep \x1b7saved\x1b8") == "keep saved"
     assert bounded("\x1b(Bplain") == "plain"
     assert bounded("cut \x1b]8;;never ends") == "cut"
+    assert bounded("cut \x1b]8;;up to \x1b[1mhere") == "cut here"
     assert bounded("a [31m b") == "a [31m b"  # text that only looks like one stays
+
+
+def test_bounded_drops_every_control_strings_payload() -> None:
+    # DCS, SOS, PM and APC carry a payload a terminal does not show (sixels, tmux
+    # pass-through, Kitty graphics): it is not text the operator was meant to read.
+    for opener in ("\x1bP", "\x1bX", "\x1b^", "\x1b_", "\x90", "\x98", "\x9e", "\x9f"):
+        assert bounded(f"a{opener}q#0;2;0;0;0\x1b\\b") == "a b", repr(opener)
+        assert bounded(f"a{opener}payload\x9cb") == "a b", repr(opener)
+
+
+def test_a_sequence_cannot_join_text_into_a_redacted_credential() -> None:
+    # Reasons are redacted before they are bounded; dropping the sequence whole would
+    # rejoin "sec" and "ret" after the redactor had looked for "secret".
+    assert bounded("token sec\x1b[mret") == "token sec ret"
 
 
 def test_bounded_puts_text_on_one_short_line() -> None:

@@ -28,20 +28,25 @@ MAX_REASON_CHARS = 300
 
 
 #: A terminal's escape sequences (ECMA-48): a CSI sequence (``ESC [`` or C1 ``CSI``,
-#: parameters, intermediates, a final byte: colours, cursor moves), an OSC string (``ESC
-#: ]`` or C1 ``OSC`` up to ``BEL`` or ``ST``: titles, OSC 8 hyperlinks; unterminated, to
-#: the end, as a terminal reads it) or another ``ESC`` sequence (``ESC 7``, ``ESC ( B``).
+#: parameters, intermediates, a final byte: colours, cursor moves); a control string
+#: (OSC ``ESC ]``, DCS ``ESC P``, SOS ``ESC X``, PM ``ESC ^``, APC ``ESC _``, or their C1
+#: forms) with its payload, up to ``BEL`` or ``ST`` (titles, OSC 8 hyperlinks), or when
+#: unterminated up to the next ``ESC`` or the end; or another ``ESC`` sequence (``ESC
+#: 7``, ``ESC ( B``).
 _ESCAPE_SEQUENCE = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]"
 )
 
 
 def bounded(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    """``text`` on one line (terminal escape sequences dropped whole, whitespace runs
-    and other controls as single spaces), at most ``limit`` characters (cut with ``…``)."""
-    text = _ESCAPE_SEQUENCE.sub("", text)
+    """``text`` on one line (terminal escape sequences, whitespace runs and other
+    controls each as a single space), at most ``limit`` characters (cut with ``…``).
+
+    A sequence becomes a space rather than nothing, so that text already redacted
+    cannot join across one into a credential (``sec\\x1b[mret``)."""
+    text = _ESCAPE_SEQUENCE.sub(" ", text)
     text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     if len(text) > limit:
         return text[: limit - 1] + "…"
