@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from opgate import Completed, Failed, FailureCode, LocalPolicy
@@ -221,7 +221,8 @@ async def test_the_environments_proxy_is_used_and_its_answers_bounded(
 def sdk_facing(redirects: list[str]) -> httpx2.MockTransport:
     """A streamable-HTTP MCP server (2025-11-25, JSON answers) whose ``tools/call`` of
     ``moved`` at ``/mcp`` answers a same-origin 307 to ``/next`` with an endless body
-    dressed as an event stream; every call elsewhere answers ``ok``."""
+    dressed as an event stream, and of ``gzipped`` an endless gzip event stream; every
+    other call answers ``ok``."""
 
     class Endless(httpx2.AsyncByteStream):
         async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -245,6 +246,9 @@ def sdk_facing(redirects: list[str]) -> httpx2.MockTransport:
             }
         elif message["method"] != "tools/call":
             reply["result"] = {"tools": []}
+        elif message["params"]["name"] == "gzipped":
+            headers = {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}
+            return httpx2.Response(200, headers=headers, stream=Endless())
         elif message["params"]["name"] == "moved" and request.url.path == "/mcp":
             redirects.append(request.url.path)
             headers = {"Location": "/next", "Content-Type": "text/event-stream"}
@@ -267,4 +271,16 @@ async def test_the_sdk_follows_a_redirect_without_reading_its_endless_body() -> 
                 after = await client.call_tool("echo", {})
     assert redirects == ["/mcp"]
     assert [block.text for block in moved.content] == ["ok at /next"]  # type: ignore[union-attr]
+    assert [block.text for block in after.content] == ["ok at /mcp"]  # type: ignore[union-attr]
+
+
+async def test_an_encoded_event_stream_fails_its_call_naming_the_encoding() -> None:
+    http = httpx2.AsyncClient(transport=sdk_facing([]), event_hooks=bounding_hooks(LIMIT))
+    async with http:
+        transport = streamable_http_client("http://upstream/mcp", http_client=http)
+        async with Client(transport, mode="legacy") as client:
+            with anyio.fail_after(20):
+                with pytest.raises(MCPError, match=r"encoded \('gzip'\) although identity"):
+                    await client.call_tool("gzipped", {})
+                after = await client.call_tool("echo", {})
     assert [block.text for block in after.content] == ["ok at /mcp"]  # type: ignore[union-attr]

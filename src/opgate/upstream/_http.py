@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx2
 
-__all__ = ["OversizedResponse", "bounding_hooks", "http_client"]
+__all__ = ["OversizedResponse", "RefusedEventStream", "bounding_hooks", "http_client"]
 
 #: Content codings that leave the body as sent (no decoding step to inflate it).
 _IDENTITY = frozenset({"", "identity"})
@@ -48,6 +48,12 @@ _STREAMED = frozenset({"GET", "POST"})
 
 class OversizedResponse(httpx2.StreamError):
     """A response body over the bound, or one encoded although ``identity`` was asked."""
+
+
+class RefusedEventStream(OversizedResponse, httpx2.SSEError):
+    """An event stream refused unread (it came encoded): also an ``SSEError``, which
+    the SDK reports with its text ("SSE stream failed: ...") rather than as a stream
+    that ended without a response."""
 
 
 def http_client(
@@ -79,17 +85,20 @@ def _bound(response: httpx2.Response, limit: int) -> None:
     if not isinstance(body, httpx2.AsyncByteStream):  # an async client's never is
         raise TypeError("the response of an async client has a synchronous body")
     coding = response.headers.get("Content-Encoding", "").strip().lower()
+    per_event = _read_per_event(response)
     if response.has_redirect_location:
         for name in ("Content-Encoding", "Content-Length"):
             response.headers.pop(name, None)
         response.stream = _Discarded(body)
     elif coding not in _IDENTITY:
         problem = f"the response is encoded ({coding!r}) although identity was asked"
-        response.stream = _Refused(body, problem)
-    elif not _read_per_event(response):
+        refusal = RefusedEventStream(problem) if per_event else OversizedResponse(problem)
+        response.stream = _Refused(body, refusal)
+    elif not per_event:
         declared = _declared_length(response)
         if declared is not None and declared > limit:
-            response.stream = _Refused(body, f"the response is {declared} bytes, over {limit}")
+            problem = f"the response is {declared} bytes, over {limit}"
+            response.stream = _Refused(body, OversizedResponse(problem))
         else:
             response.stream = _Bounded(body, limit)
 
@@ -147,14 +156,14 @@ class _Discarded(httpx2.AsyncByteStream):
 
 
 class _Refused(httpx2.AsyncByteStream):
-    """A body that is never read: iterating it raises ``OversizedResponse(problem)``."""
+    """A body that is never read: iterating it raises ``refusal``."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, problem: str) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, refusal: OversizedResponse) -> None:
         self._inner = inner
-        self._problem = problem
+        self._refusal = refusal
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        raise OversizedResponse(self._problem)
+        raise self._refusal
         yield b""  # pragma: no cover - makes this an async generator
 
     async def aclose(self) -> None:
