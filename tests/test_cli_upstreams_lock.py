@@ -297,3 +297,23 @@ def test_pinning_a_withheld_tool_names_the_lock_and_how_to_accept(
         f"accept with: {command} --check --accept shifty.echo"
     ) in err
     assert "is not in the registry" not in err
+
+
+def test_pinning_a_new_renamed_tool_goes_by_the_name_it_would_be_offered_under(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "read file" would be offered as shifty.read_file: the pin names that, the accept
+    # command the upstream's own name.
+    upstreams, lock = setup(tmp_path, HONEST)
+    base = ("serve", "--upstreams", str(upstreams), "--lock", str(lock))
+    assert run_main(capsys, *base, "--check", "--accept-all")[0] == 0
+    setup(tmp_path, [*HONEST, {"name": "read file", "inputSchema": OBJECT}])
+    status, _, err = run_main(capsys, *base, "--pin", "shifty.read_file")
+    assert status == 2, err
+    command = shlex.join(["opgate", *base])
+    assert (
+        f"opgate serve: --pin shifty.read_file: the lock file {lock} withholds this tool (the "
+        "upstream did not list it when it was accepted); review its definition with --check, "
+        f"then accept with: {command} --check --accept 'shifty.read file'"
+    ) in err
+    assert "is not in the registry" not in err

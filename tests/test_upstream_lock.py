@@ -431,3 +431,23 @@ def test_concurrent_writers_never_leave_a_partial_file(tmp_path: Path) -> None:
     assert reads > 0
     assert len(read_lock(path)) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["opgate.lock"]
+
+
+def test_withheld_tools_are_known_by_the_name_they_would_be_offered_under(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "opgate.lock"
+    build(Lock(path), {"kit": [tool("echo")]})
+    lock = Lock(path)
+    lock.listed("kit")
+    assert lock.check("kit", tool("echo", description="Changed."), offered_as="kit.echo")
+    assert lock.check("kit", tool("read file"), offered_as="kit.read_file")
+    assert lock.check("kit", tool("unnamed")) is not None  # no name given: not mapped
+    assert lock.withheld_names == {}  # decided by save(), as withheld is
+    lock.save()
+    assert lock.withheld_names == {
+        "kit.echo": ("kit", "echo", Verdict.CHANGED),
+        "kit.read_file": ("kit", "read file", Verdict.NEW),
+    }
+    build(lock, {"kit": [tool("echo")]})
+    assert lock.withheld_names == {}

@@ -79,28 +79,28 @@ def follow_catalog(catalog: Any, gateway: Any, stream: Any = None) -> None:
 
 
 def withheld_pin(arguments: argparse.Namespace, catalog: Any, lock: Any) -> str | None:
-    """Why ``--pin`` cannot pin a tool ``lock`` withholds (the first such pin), or
-    ``None``: a pin of a withheld tool is otherwise only "not in the registry"."""
+    """Why ``--pin`` cannot pin a tool ``lock`` withholds (the first such pin, by the
+    operation name the tool would have been offered under), or ``None``: a pin of a
+    withheld tool is otherwise only "not in the registry"."""
     from ..upstream import Verdict
 
     served = set(catalog.tools)
     for pin in arguments.pin or ():
-        if pin in served:
+        withheld = None if pin in served else lock.withheld_names.get(pin)
+        if withheld is None:
             continue
-        upstream, _, tool = pin.partition(".")
-        for name, withheld, verdict in lock.withheld:
-            if (name, withheld) == (upstream, tool):
-                why = (
-                    "its definition changed since it was accepted"
-                    if verdict is Verdict.CHANGED
-                    else "the upstream did not list it when it was accepted"
-                )
-                path = visible_text(str(lock.path))
-                return (
-                    f"--pin {visible_text(pin)}: the lock file {path} withholds this tool "
-                    f"({why}); review the change with --check, then accept with: "
-                    f"{accept_command(arguments, [(upstream, withheld)])}"
-                )
+        upstream, tool, verdict = withheld
+        if verdict is Verdict.CHANGED:
+            why = "its definition changed since it was accepted"
+            review = "review the change with --check"
+        else:
+            why = "the upstream did not list it when it was accepted"
+            review = "review its definition with --check"
+        return (
+            f"--pin {visible_text(pin)}: the lock file {visible_text(str(lock.path))} "
+            f"withholds this tool ({why}); {review}, then accept with: "
+            f"{accept_command(arguments, [(upstream, tool)])}"
+        )
     return None
 
 

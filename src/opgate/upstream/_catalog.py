@@ -484,7 +484,11 @@ class Catalog:
                 skipped.append(Issue(upstream, shown, "filtered", f"left out by the {kind}"))
                 continue
             naming = names[tool.name]
-            withheld = None if self.lock is None else self.lock.check(upstream, tool)
+            withheld = (
+                None
+                if self.lock is None
+                else self.lock.check(upstream, tool, offered_as=naming.name)
+            )
             if withheld is not None:
                 skipped.append(withheld)
                 continue

@@ -273,7 +273,10 @@ class Lock:
       ``NEW`` or ``CHANGED`` tool;
     * ``withheld``: the ``(upstream, tool, verdict)`` of every tool the last build
       withheld (``NEW`` or ``CHANGED``), with the upstream's own tool names (a report's
-      ``Issue.tool`` is bounded for printing).
+      ``Issue.tool`` is bounded for printing);
+    * ``withheld_names``: for each of those the build gave an operation name
+      (``check(..., offered_as=)``), that name mapped to its ``(upstream, tool,
+      verdict)``: what a ``--pin`` of the name would have pinned.
     """
 
     def __init__(
@@ -301,7 +304,9 @@ class Lock:
         self.write = bool(write)
         self.recorded: tuple[tuple[str, str, Verdict], ...] = ()
         self.withheld: tuple[tuple[str, str, Verdict], ...] = ()
+        self.withheld_names: Mapping[str, tuple[str, str, Verdict]] = MappingProxyType({})
         self._withheld: list[tuple[str, str, Verdict]] = []
+        self._withheld_names: dict[str, tuple[str, str, Verdict]] = {}
         self._pending: dict[str, dict[str, str]] | None = None
         self._offered: set[tuple[str, str]] = set()
         self._changes: list[tuple[str, str, Verdict]] = []
@@ -318,9 +323,12 @@ class Lock:
         if upstream not in self.pins:
             pending.setdefault(upstream, {})
 
-    def check(self, upstream: str, tool: types.Tool) -> Issue | None:
+    def check(
+        self, upstream: str, tool: types.Tool, *, offered_as: str | None = None
+    ) -> Issue | None:
         """``None`` to offer ``tool`` of ``upstream``, else the ``Issue`` it is withheld
-        under; records what the build accepted, for ``save()``."""
+        under; records what the build accepted, for ``save()``, and what it withheld,
+        under the operation name ``offered_as`` when given."""
         pending = self._start()
         name = tool.name
         shown = bounded(name, 128)
@@ -343,6 +351,8 @@ class Lock:
             self._changes.append((upstream, name, verdict))
             return None
         self._withheld.append((upstream, name, verdict))
+        if offered_as is not None:
+            self._withheld_names[offered_as] = (upstream, name, verdict)
         if verdict is Verdict.CHANGED:
             return Issue(
                 upstream,
@@ -386,6 +396,7 @@ class Lock:
             self.pins = pins
             self.recorded = tuple(self._changes)
             self.withheld = tuple(self._withheld)
+            self.withheld_names = MappingProxyType(dict(self._withheld_names))
             self._accept = frozenset()
             self._accept_all = False
         finally:
@@ -393,6 +404,7 @@ class Lock:
             self._offered = set()
             self._changes = []
             self._withheld = []
+            self._withheld_names = {}
 
     def _start(self) -> dict[str, dict[str, str]]:
         if self._pending is None:
