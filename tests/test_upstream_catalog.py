@@ -252,11 +252,12 @@ async def test_open_catalog_checks_its_arguments() -> None:
         {"start_timeout": inf},
         {"call_timeout": nan},
         {"hold_timeout": inf},
+        {"call_timeout": 10**400},  # an int past every float
     ):
         with pytest.raises(ValueError, match="positive, finite number of seconds"):
             async with open_catalog(config, **bad):  # type: ignore[arg-type]
                 pass
-    for settle in (-1, inf, nan):
+    for settle in (-1, inf, nan, 10**400):
         with pytest.raises(ValueError, match="settle must be a finite number"):
             async with open_catalog(config, settle=settle):
                 pass

@@ -79,8 +79,8 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -106,6 +106,9 @@ __all__ = [
     "check_base_url",
     "request_headers",
 ]
+
+#: The longest timeout taken: the largest float (an int past it cannot be one).
+_LONGEST = sys.float_info.max
 
 #: The default headers of opgate's own HTTP client: they hold no credential.
 CLIENT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
@@ -298,7 +301,7 @@ class Upstream:
         if (
             not isinstance(timeout, int | float)
             or isinstance(timeout, bool)
-            or not 0 < timeout < math.inf
+            or not 0 < timeout <= _LONGEST
         ):
             raise ValueError("timeout must be a positive, finite number of seconds")
         self.timeout = float(timeout)

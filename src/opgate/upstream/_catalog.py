@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -100,6 +100,9 @@ __all__ = [
     "ToolPlan",
     "open_catalog",
 ]
+
+#: The longest timeout taken: the largest float (an int past it cannot be one).
+_LONGEST = sys.float_info.max
 
 logger = logging.getLogger("opgate.upstream")
 
@@ -608,7 +611,7 @@ async def open_catalog(
     if (
         isinstance(settle, bool)
         or not isinstance(settle, int | float)
-        or not 0 <= settle < math.inf
+        or not 0 <= settle <= _LONGEST
     ):
         raise ValueError("settle must be a finite number of seconds, at least 0")
     if hold_timeout is not None:
@@ -617,7 +620,7 @@ async def open_catalog(
         if (
             isinstance(seconds, bool)
             or not isinstance(seconds, int | float)
-            or not 0 < seconds < math.inf
+            or not 0 < seconds <= _LONGEST
         ):
             raise ValueError(f"{what} must be a positive, finite number of seconds")
     if limits is not None and not isinstance(limits, Limits):
