@@ -70,8 +70,9 @@ _WEIGHTS = np.array([NAME, GROUP, SUMMARY, DOCUMENTATION])
 #: The field numbers of name and group: a term found in either *names* the operation.
 _GROUP_FIELD = 1
 
-#: The name bonus: the score is multiplied by ``1 + NAMING * named / terms``, where
-#: ``named`` counts the query terms found in the name or group.
+#: The name bonus of a keyword query (``REQUEST_NAMING`` for a request): the score is
+#: multiplied by ``1 + NAMING * named / terms``, where ``named`` counts the query terms
+#: found in the name or group.
 NAMING = 1.0
 
 #: The name bonus of a request (more than ``KEYWORD_QUERY`` words): ``named / terms``
@@ -532,7 +533,7 @@ class RelevanceIndex:
 
     def _query_words(self, query: str) -> tuple[list[str], bool]:
         """The words a query searches with — a request's without its stop words
-        (``STOP_WORDS``), compounds the catalog never uses cut into words it does
+        (``_tokens.REQUEST_STOP_WORDS``, when ``STOP_WORDS`` is on), compounds the catalog never uses cut into words it does
         (``_pieces``) — and whether it is a request (more than ``KEYWORD_QUERY``
         words)."""
         found = words(query)
