@@ -13,6 +13,7 @@ cancelled upstream; an upstream crashing mid-call while the rest serve, restarte
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -495,3 +496,49 @@ async def test_a_server_version_that_quotes_a_credential_is_redacted() -> None:
         assert status.connected, status.reason
         assert status.server == "leaky 1.0+[redacted]"
         assert secret not in "\n".join(catalog.report.lines())
+
+
+async def test_a_tool_definition_that_quotes_a_credential_is_redacted(tmp_path: Path) -> None:
+    # The credential is the entry's; an upstream that writes it into its tools (a debug
+    # description, a default, an enum) would show it to every agent through search and
+    # inspect. A name holding it cannot be redacted and still called: that tool is left out.
+    secret = "sk-live-0123456789abcdef"
+    schema = {
+        "type": "object",
+        "properties": {
+            "token": {"type": "string", "description": f"defaults to {secret}", "default": secret}
+        },
+    }
+    tools = [
+        {"name": "whoami", "description": f"Says who {secret} is.", "inputSchema": schema},
+        {"name": f"call_{secret}", "description": "Named by its key.", "inputSchema": schema},
+        {"name": "plain", "description": "Nothing to hide.", "inputSchema": {"type": "object"}},
+    ]
+    (tmp_path / "tools.json").write_text(json.dumps(tools), "utf-8")
+    entry = stdio_entry("shifty", str(tmp_path / "tools.json"), env={"SHIFTY_KEY": secret})
+    config = load_config({"mcpServers": {"shifty": entry}})
+    async with open_catalog(config, start_timeout=20, call_timeout=20) as catalog:
+        assert sorted(catalog.tools) == ["shifty.plain", "shifty.whoami"]
+        registry = catalog.registry(LocalPolicy())
+        spec = registry.spec("shifty.whoami")
+        assert spec.description == "Says who [redacted] is."
+        assert spec.summary == "Says who [redacted] is."
+        assert spec.input_schema == {
+            "type": "object",
+            "properties": {
+                "token": {
+                    "type": "string",
+                    "description": "defaults to [redacted]",
+                    "default": "[redacted]",
+                }
+            },
+        }
+        page = await registry.search(None, "")
+        assert isinstance(page, SearchPage), page
+        assert secret not in repr(page.items)
+        (left_out,) = catalog.report.skipped
+        assert left_out.tool == "call_[redacted]"
+        assert "its name holds a credential" in left_out.reason
+        assert secret not in "\n".join(catalog.report.lines())
+        called = await registry.invoke(None, "shifty.whoami", {})
+        assert isinstance(called, Completed), called

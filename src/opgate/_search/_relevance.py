@@ -533,9 +533,9 @@ class RelevanceIndex:
 
     def _query_words(self, query: str) -> tuple[list[str], bool]:
         """The words a query searches with — a request's without its stop words
-        (``_tokens.REQUEST_STOP_WORDS``, when ``STOP_WORDS`` is on), compounds the catalog never uses cut into words it does
-        (``_pieces``) — and whether it is a request (more than ``KEYWORD_QUERY``
-        words)."""
+        (``_tokens.REQUEST_STOP_WORDS``, when ``STOP_WORDS`` is on), compounds the
+        catalog never uses cut into words it does (``_pieces``) — and whether it is a
+        request (more than ``KEYWORD_QUERY`` words)."""
         found = words(query)
         request = len(found) > KEYWORD_QUERY
         if STOP_WORDS and request:

@@ -63,6 +63,7 @@ from typing import Any, Final, Protocol, TextIO
 
 import anyio
 import mcp.types as types
+import pydantic
 
 from opgate import (
     ConfigurationError,
@@ -74,13 +75,14 @@ from opgate import (
     Registry,
 )
 from opgate.json import JSONValue
+from opgate.redact import Redactor
 
 from ._config import Config
 from ._lock import Lock
 from ._naming import Namer
 from ._relay import Relay
 from ._report import Issue, Report, bounded, visible
-from ._results import json_value
+from ._results import json_value, redacted
 from ._session import (
     DEFAULT_BACKOFF,
     MAX_LISTED_TOOLS,
@@ -198,6 +200,16 @@ def summary_of(tool: types.Tool, upstream: str) -> str:
         if text:
             return text
     return bounded(f"{tool.name} ({upstream})", MAX_SUMMARY_CHARS) or upstream
+
+
+def _redacted_tool(tool: types.Tool, redactor: Redactor) -> types.Tool | None:
+    """``tool`` with every credential ``redactor`` knows redacted from its texts and
+    schemas (``tool`` itself when it holds none); ``None`` when the redacted
+    definition is no longer a tool."""
+    try:
+        return redacted(tool, redactor)
+    except pydantic.ValidationError:
+        return None
 
 
 def _annotations(tool: types.Tool) -> JSONValue:
@@ -472,9 +484,27 @@ class Catalog:
                 )
             )
         seen: set[str] = set()
-        names = namer.names(upstream, (t.name for t in session.tools if tools.admits(t.name)))
+        redactor = session.redactor
+        names = namer.names(
+            upstream,
+            (
+                t.name
+                for t in session.tools
+                if tools.admits(t.name) and redactor.text(t.name) == t.name
+            ),
+        )
         candidates: list[tuple[Operation, ToolPlan, str, Issue | None]] = []
-        for tool in sorted(session.tools, key=lambda tool: tool.name):
+        for listed_tool in sorted(session.tools, key=lambda tool: tool.name):
+            tool = _redacted_tool(listed_tool, redactor)
+            if tool is None or tool.name != listed_tool.name:
+                shown = bounded(redactor.text(listed_tool.name), 128)
+                reason = (
+                    "its definition holds a credential that cannot be redacted from it"
+                    if tool is None
+                    else "its name holds a credential of this upstream's entry"
+                )
+                skipped.append(Issue(upstream, shown, "definition", reason))
+                continue
             shown = bounded(tool.name, 128)
             if tool.name in seen:
                 skipped.append(

@@ -482,6 +482,8 @@ class UpstreamSession:
         self._max_message_bytes = max_message_bytes
         self._oversized = False
         self._redactor = redactor_for(server)
+        #: The credentials of this upstream's entry, found in what it sends.
+        self.redactor = self._redactor
         self._reason = "not started"
         self._started = anyio.Event()
         self._stop = anyio.Event()
