@@ -284,3 +284,30 @@ async def test_an_encoded_event_stream_fails_its_call_naming_the_encoding() -> N
                     await client.call_tool("gzipped", {})
                 after = await client.call_tool("echo", {})
     assert [block.text for block in after.content] == ["ok at /mcp"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("charset", "first"),
+    [("utf-7", b"+"), ("unicode_escape", b"\\N{"), ("bz2", b"")],
+    ids=["utf-7 shift never closed", "unicode_escape name never closed", "bz2"],
+)
+async def test_an_event_streams_charset_cannot_hold_or_inflate_its_body(
+    charset: str, first: bytes
+) -> None:
+    # The SDK reads an event stream as text in its declared charset: a utf-7 shift
+    # or a \N{ escape never closed would have the decoder hold the whole body before
+    # the per-event bound saw a character; bz2 (run under -O) would inflate it. An
+    # event stream is UTF-8 (WHATWG).
+    events = Chunks(first, *[b"A" * 600] * 8)
+    seen: list[httpx2.Request] = []
+    headers = {"Content-Type": f"text/event-stream; charset={charset}"}
+    async with (
+        client_of(events, headers, seen) as client,
+        client.stream("GET", "http://upstream/mcp") as response,
+    ):
+        assert response.encoding == "utf-8"
+        source = httpx2.EventSource(response, max_event_size=LIMIT)
+        with pytest.raises(httpx2.SSEError, match="exceeded the 1000 byte limit"):
+            async for _ in source:
+                pass
+    assert events.read <= 3

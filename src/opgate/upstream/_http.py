@@ -94,7 +94,13 @@ def _bound(response: httpx2.Response, limit: int) -> None:
         problem = f"the response is encoded ({coding!r}) although identity was asked"
         refusal = RefusedEventStream(problem) if per_event else OversizedResponse(problem)
         response.stream = _Refused(body, refusal)
-    elif not per_event:
+    elif per_event:
+        # An event stream is UTF-8 whatever its charset says (WHATWG HTML, "Parsing an
+        # event stream"): a charset of utf-7 or unicode_escape would have the text
+        # decoder hold an endless body unconsumed, before the per-event bound sees a
+        # character; one of bz2 or zlib (under -O) would inflate it.
+        response.encoding = "utf-8"
+    else:
         declared = _declared_length(response)
         if declared is not None and declared > limit:
             problem = f"the response is {declared} bytes, over {limit}"
