@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+
+from opgate.redact import Redactor
 from opgate.upstream import Issue, Report, UpstreamStatus
-from opgate.upstream._report import MAX_REASON_CHARS, bounded, visible
+from opgate.upstream._report import MAX_REASON_CHARS, bounded, redacted_line, visible
 
 
 def test_bounded_drops_terminal_escape_sequences_whole() -> None:
@@ -117,3 +120,16 @@ def test_visible_escapes_controls_format_and_separators_and_nothing_else() -> No
         "\\u001b\\u007f\\u0085\\u061c\\u200e\\u2066\\ufeff\\U000e0041\\u2029\\u000d"
     )
     assert visible("\ud800") == "\\ud800"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Bearer\x1b[0mabc1234", "Bearer\x1b]8;;\x07abc1234", "Bearer\tabc1234", "Bearer  abc1234"],
+    ids=["CSI", "OSC", "tab", "two spaces"],
+)
+def test_a_redacted_line_cannot_join_a_credential_of_words(text: str) -> None:
+    # Only the whole value is a secret (its token is under MIN_PART): the space
+    # bounded() puts for the sequence or run would write it out whole.
+    redactor = Redactor({"Authorization": "Bearer abc1234"})
+    assert bounded(redactor.text(f"echo: {text}")) == "echo: Bearer abc1234"
+    assert redacted_line(f"echo: {text}", redactor) == "echo: [redacted]"

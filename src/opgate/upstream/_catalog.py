@@ -81,7 +81,7 @@ from ._config import Config
 from ._lock import Lock
 from ._naming import Namer
 from ._relay import Relay
-from ._report import Issue, Report, bounded, visible
+from ._report import Issue, Report, bounded, redacted_line, visible
 from ._results import json_value, redacted
 from ._session import (
     DEFAULT_BACKOFF,
@@ -497,7 +497,7 @@ class Catalog:
         for listed_tool in sorted(session.tools, key=lambda tool: tool.name):
             tool = _redacted_tool(listed_tool, redactor)
             if tool is None or tool.name != listed_tool.name:
-                shown = bounded(redactor.text(listed_tool.name), 128)
+                shown = redacted_line(listed_tool.name, redactor, 128)
                 reason = (
                     "its definition holds a credential that cannot be redacted from it"
                     if tool is None
@@ -530,7 +530,7 @@ class Catalog:
                     naming.name,
                     upstream,
                     tool.name,
-                    summary_of(tool, upstream),
+                    redactor.text(summary_of(tool, upstream)),  # its one line: again
                     description_of(tool),
                     _annotations(tool),
                     json_value(tool.input_schema),

@@ -9,8 +9,9 @@ operator: they may quote the upstream's own texts (bounded, on one line), never 
 resolved credential.
 
 Two helpers make an upstream's text safe to show: ``bounded`` (one line, cut) for
-reasons, ``visible`` (every invisible or terminal-controlling character written as an
-escape, nothing cut) for what reaches the agent or a person at length.
+reasons (``redacted_line`` when the text may hold a credential), ``visible`` (every
+invisible or terminal-controlling character written as an escape, nothing cut) for
+what reaches the agent or a person at length.
 """
 
 from __future__ import annotations
@@ -20,8 +21,20 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-__all__ = ["MAX_REASON_CHARS", "Issue", "Report", "UpstreamStatus", "bounded", "visible"]
+if TYPE_CHECKING:
+    from opgate.redact import Redactor
+
+__all__ = [
+    "MAX_REASON_CHARS",
+    "Issue",
+    "Report",
+    "UpstreamStatus",
+    "bounded",
+    "redacted_line",
+    "visible",
+]
 
 #: Longest reason kept: reasons may quote what an upstream sent, which may be anything.
 MAX_REASON_CHARS = 300
@@ -51,6 +64,14 @@ def bounded(text: str, limit: int = MAX_REASON_CHARS) -> str:
     if len(text) > limit:
         return text[: limit - 1] + "…"
     return text
+
+
+def redacted_line(text: str, redactor: Redactor, limit: int = MAX_REASON_CHARS) -> str:
+    """``bounded(redactor.text(text), limit)``, redacted again once on its one line:
+    the space ``bounded`` puts for a whitespace run, a control or an escape sequence
+    can join the words of a credential (``Bearer\\tabc``) the first pass did not see."""
+    once = redactor.text(text)
+    return bounded(redactor.text(bounded(once, len(once) + 1)), limit)
 
 
 #: Categories ``visible`` escapes: C0/C1 controls, format characters (bidi controls,

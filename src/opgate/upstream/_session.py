@@ -148,7 +148,7 @@ from opgate.redact import Redactor
 from ._config import PLAIN_HEADERS, ServerConfig, StdioServer
 from ._held import Ended, HeldCall, HeldCalls, ProgressForward
 from ._http import http_client
-from ._report import UpstreamStatus, bounded
+from ._report import UpstreamStatus, redacted_line
 from ._results import redacted
 from ._stdio import bounded_stdio_client
 
@@ -434,7 +434,7 @@ def _start_reason(server: ServerConfig, exc: BaseException, redactor: Redactor) 
     header or environment value: the upstream's own message is redacted)."""
     exc = _leaf(exc)
     if isinstance(exc, MCPError):
-        return f"the handshake failed: error {exc.code}: {bounded(redactor.text(exc.message))}"
+        return f"the handshake failed: error {exc.code}: {redacted_line(exc.message, redactor)}"
     if isinstance(server, StdioServer) and isinstance(exc, OSError):
         return f"could not run {server.command!r}: {exc.strerror or type(exc).__name__}"
     if isinstance(exc, httpx2.HTTPError | OSError):
@@ -547,7 +547,7 @@ class UpstreamSession:
         server = ""
         if info is not None:
             named = f"{info.name} {info.version}".strip()  # the upstream's: redacted first
-            server = bounded(self._redactor.text(named), 80)
+            server = redacted_line(named, self._redactor, 80)
         return UpstreamStatus(
             self.name,
             self.transport,
@@ -919,7 +919,7 @@ class UpstreamSession:
                         )
                     return URLElicitationRequired(
                         f"upstream {name!r} needs a URL hand-off completed first: "
-                        f"error {exc.code}: {bounded(self._redactor.text(exc.message))}",
+                        f"error {exc.code}: {redacted_line(exc.message, self._redactor)}",
                         wanted,
                     )
             if exc.code == types.CONNECTION_CLOSED and self._oversized:
@@ -935,7 +935,7 @@ class UpstreamSession:
                 return UpstreamError(f"upstream {name!r} ended its session during the call")
             return UpstreamError(
                 f"upstream {name!r} failed the call: error {exc.code}: "
-                f"{bounded(self._redactor.text(exc.message))}"
+                f"{redacted_line(exc.message, self._redactor)}"
             )
         if isinstance(exc, pydantic.ValidationError):
             return UpstreamError(
