@@ -196,6 +196,14 @@ def test_thesaurus_verbs_match_names_below_a_literal_match(
         "svc.DescribeWidgets",
     ]
     assert ranked(index, names_, "call") == ["fn.Invoke"]
+    # giving access has several verbs on APIs: allow meets authorize
+    access, access_names = index_of(
+        [
+            ("net.AuthorizeIngress", "net", "Adds an inbound rule.", ""),
+            ("net.AllowList", "net", "Lists allow lists of inbound traffic.", ""),
+        ]
+    )
+    assert ranked(access, access_names, "allow ingress")[0] == "net.AuthorizeIngress"
     monkeypatch.setattr(relevance, "THESAURUS", False)
     assert ranked(index, names_, "call") == []
 

@@ -27,6 +27,7 @@ VERBS: tuple[frozenset[str], ...] = (
     frozenset({"add", "new", "make", "create"}),
     frozenset({"change", "modify", "edit", "update", "set", "put"}),
     frozenset({"save", "write"}),
+    frozenset({"allow", "authorize", "grant", "permit"}),
 )
 
 
