@@ -1,4 +1,4 @@
-"""Discovery quality and cost of the rankings on three real catalogs (issues 11 and 24).
+"""Discovery quality and cost of the rankings on four real catalogs (issues 11 and 24).
 
 ``python benchmarks/bench_relevance.py`` (after ``pip install -e '.[bench]'``) prints:
 
@@ -27,6 +27,10 @@ Catalogs and their query sets:
 * ``github``: GitHub's REST description from ``@octokit/openapi`` through
   ``opgate.openapi.build_catalog`` (installed into the test corpus cache by
   ``tests/openapi_corpus.py``), and ``benchmarks/relevance_queries_github.json``;
+* ``google``: every method of the latest stable version of each Google API whose
+  discovery document ``google-api-python-client`` ships (~12,800 methods of 306 APIs,
+  ``google_catalog``), and ``benchmarks/relevance_queries_google.json``: requests as a
+  person would type them, written while tuning (its note says when);
 * ``livemcpbench``: LiveMCPBench's 527 tools of 70 MCP servers and its tasks as people
   asked them (``benchmarks/data/livemcpbench/``, whose README says what was copied and
   how the tasks split into a development and a held-out half).
@@ -209,6 +213,59 @@ def github_catalog() -> QualityCatalog:
         operations,
         load_queries(HERE / "relevance_queries_github.json"),
         "GitHub REST API (@octokit/openapi)",
+    )
+
+
+def _stable_version(name: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a stable API version (``v3``, ``v1.4``), ``None`` for an
+    alpha, a beta or anything else."""
+    found = re.fullmatch(r"v(\d+)(?:\.(\d+))?", name)
+    return None if found is None else (int(found.group(1)), int(found.group(2) or 0))
+
+
+def _discovery_methods(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every method of a Google discovery document, its resources' at any depth."""
+    found = list((document.get("methods") or {}).values())
+    pending = list((document.get("resources") or {}).values())
+    while pending:
+        resource = pending.pop()
+        found += (resource.get("methods") or {}).values()
+        pending += (resource.get("resources") or {}).values()
+    return found
+
+
+def google_catalog() -> QualityCatalog:
+    """The Google APIs whose discovery documents ``google-api-python-client`` ships (the
+    ``bench`` extra): each API's latest stable version, every method as an operation named
+    by its id, in the API's group (an id two APIs share is kept by the first, by name),
+    the summary its description's first sentence; and
+    ``benchmarks/relevance_queries_google.json``."""
+    import googleapiclient
+
+    folder = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
+    latest: dict[str, tuple[tuple[int, int], Path]] = {}
+    for path in folder.glob("*.json"):
+        api, _, version = path.stem.partition(".")
+        stable = _stable_version(version)
+        if stable is not None and (api not in latest or stable > latest[api][0]):
+            latest[api] = (stable, path)
+    operations, seen = [], set()
+    for api in sorted(latest):
+        document = json.loads(latest[api][1].read_text(encoding="utf-8"))
+        for method in _discovery_methods(document):
+            name, text = method.get("id"), (method.get("description") or "").strip()
+            if not name or name in seen:
+                continue
+            seen.add(name)
+            summary = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0][:300]
+            operations.append(
+                Operation(name, summary or name, _handler, description=text, group=api)
+            )
+    return QualityCatalog(
+        "google",
+        operations,
+        load_queries(HERE / "relevance_queries_google.json"),
+        "Google APIs (google-api-python-client's discovery documents)",
     )
 
 
@@ -645,7 +702,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     parser = argument_parser(__doc__)
     parser.add_argument(
         "--catalog",
-        choices=("aws", "github", "livemcpbench", "all"),
+        choices=("aws", "github", "google", "livemcpbench", "all"),
         action="append",
         help="a catalog to measure (repeatable; default: all)",
     )
@@ -664,13 +721,15 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     args = parser.parse_args(argv)
     chosen = set(args.catalog or ["all"])
     if "all" in chosen:
-        chosen = {"aws", "github", "livemcpbench"}
+        chosen = {"aws", "github", "google", "livemcpbench"}
     print_heading("Relevance benchmark")
     catalogs = []
     if "aws" in chosen:
         catalogs.append(aws_catalog())
     if "github" in chosen:
         catalogs.append(github_catalog())
+    if "google" in chosen:
+        catalogs.append(google_catalog())
     if "livemcpbench" in chosen:
         catalogs.append(livemcpbench_catalog())
     splits = frozenset({"", SPLITS[0]}) if args.development else None
