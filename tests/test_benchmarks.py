@@ -98,6 +98,18 @@ def test_relevance_benchmark_harness_tiny() -> None:
         assert all(2 <= len(q.text.split()) <= 6 and q.relevant for q in queries)
 
 
+def test_google_catalog_holds_every_operation_its_requests_name() -> None:
+    # Each API's latest stable version, from the bench extra's google-api-python-client.
+    catalog = bench_relevance.google_catalog()
+    names = [op.name for op in catalog.operations]
+    assert len(names) == len(set(names)) > 10_000
+    assert {"drive.permissions.create", "vision.images.annotate"} <= set(names)
+    assert len(catalog.queries) == 45
+    assert all(q.relevant and q.relevant <= set(names) for q in catalog.queries)
+    assert bench_relevance._stable_version("v1.4") == (1, 4)
+    assert bench_relevance._stable_version("v2beta1") is None
+
+
 def test_livemcpbench_catalog_is_in_the_project_and_splits_in_halves() -> None:
     # The copy under benchmarks/data (never ../shared): 527 tools, 94 tasks naming one of
     # them, two halves of 47 fixed by the task ids' hashes.
