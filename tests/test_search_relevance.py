@@ -270,6 +270,31 @@ def test_stop_words_do_not_decide_a_request_as_people_write_it(
     assert set(ranked(index, names_, request)) == {"courses.search", "people.man_of_many"}
 
 
+def test_a_request_of_five_words_is_a_request() -> None:
+    # Five words of which two are function words: the locations listing that says
+    # "this" twice outranked the operation that translates, on coverage alone.
+    rows = [
+        (
+            "translate.locations.list",
+            "translate",
+            "Lists the locations for this service.",
+            "This method can be called in two ways.",
+        ),
+        ("translate.translateText", "translate", "Translates input text.", ""),
+    ]
+    index, names_ = index_of(rows)
+    assert index.terms("translate this paragraph into spanish") == [
+        "translat",
+        "paragraph",
+        "spanish",
+    ]
+    assert ranked(index, names_, "translate this paragraph into spanish")[0] == (
+        "translate.translateText"
+    )
+    # four words are still keywords
+    assert index.terms("comment on an issue") == ["comment", "on", "an", "issu"]
+
+
 def test_a_request_drops_the_words_it_is_wrapped_in(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [
         ("feedback.give_feedback", "feedback", "Give feedback after a few days of use.", ""),

@@ -115,7 +115,7 @@ LIFT = 8.0
 #: a name (``cost and usage`` for ``GetCostAndUsage``).
 #: (A switch for the evaluation's figures with and without it.)
 STOP_WORDS = True
-KEYWORD_QUERY = 6
+KEYWORD_QUERY = 4
 
 #: Whether words written as one (``runpagespeed``, ``wordcloud``) are cut into the
 #: catalog's words (``_tokens.segment``): a name or group word into pieces each more
