@@ -234,15 +234,16 @@ def _discovery_methods(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def google_catalog() -> QualityCatalog:
+def google_catalog(folder: Path | None = None) -> QualityCatalog:
     """The Google APIs whose discovery documents ``google-api-python-client`` ships (the
-    ``bench`` extra): each API's latest stable version, every method as an operation named
-    by its id, in the API's group (an id two APIs share is kept by the first, by name),
-    the summary its description's first sentence; and
-    ``benchmarks/relevance_queries_google.json``."""
-    import googleapiclient
+    ``bench`` extra), or those in ``folder`` (``API.VERSION.json``): each API's latest
+    stable version, every method as an operation named by its id, in the API's group (an
+    id two APIs share is kept by the first, by name), the summary its description's first
+    sentence; and ``benchmarks/relevance_queries_google.json``."""
+    if folder is None:
+        import googleapiclient
 
-    folder = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
+        folder = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
     latest: dict[str, tuple[tuple[int, int], Path]] = {}
     for path in folder.glob("*.json"):
         api, _, version = path.stem.partition(".")
