@@ -265,8 +265,10 @@ def test_stop_words_do_not_decide_a_request_as_people_write_it(
         "for",
         "me",
     ]
-    # without the list, the function words alone make the others candidates
+    # without the list (and fillers counted as words), the function words alone make
+    # the others candidates
     monkeypatch.setattr(relevance, "STOP_WORDS", False)
+    monkeypatch.setattr(relevance, "FILLERS", False)
     assert set(ranked(index, names_, request)) == {"courses.search", "people.man_of_many"}
 
 
@@ -293,6 +295,34 @@ def test_a_request_of_five_words_is_a_request() -> None:
     )
     # four words are still keywords
     assert index.terms("comment on an issue") == ["comment", "on", "an", "issu"]
+
+
+def test_a_keyword_querys_fillers_do_not_count_towards_coverage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = [
+        (
+            "translate.locations.list",
+            "translate",
+            "Lists the locations for this service.",
+            "This method can be called in two ways.",
+        ),
+        ("translate.translateText", "translate", "Translates input text.", ""),
+        ("ec2.CreateImage", "ec2", "Creates an AMI from an instance.", "This is one."),
+        ("ec2.CreateInstance", "ec2", "Creates an instance.", "This is another."),
+        ("identity.whoami", "identity", "Who am I.", "This account."),
+    ]  # "this" as common as in a real catalog's documentation
+    index, names_ = index_of(rows)
+    # "this" in its documentation no longer covers a third of the query
+    assert ranked(index, names_, "translate this paragraph")[0] == "translate.translateText"
+    assert index.terms("translate this paragraph") == ["translat", "this", "paragraph"]
+    # a preposition is no filler: it still relates the words around it
+    assert ranked(index, names_, "create ami from instance")[0] == "ec2.CreateImage"
+    # fillers alone make no candidate, unless they are the whole query
+    assert ranked(index, names_, "this forecast") == []
+    assert ranked(index, names_, "who am i")[0] == "identity.whoami"
+    monkeypatch.setattr(relevance, "FILLERS", False)
+    assert ranked(index, names_, "translate this paragraph")[0] == "translate.locations.list"
 
 
 def test_a_request_drops_the_words_it_is_wrapped_in(monkeypatch: pytest.MonkeyPatch) -> None:

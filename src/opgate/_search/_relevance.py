@@ -54,8 +54,8 @@ import numpy.typing as npt
 
 from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
+from ._tokens import FILLER_WORDS, Stems, chunk_words, content_words, segment, words
 from ._tokens import STOP_WORDS as STOP_WORD_SET
-from ._tokens import Stems, chunk_words, content_words, segment, words
 
 __all__ = ["RelevanceEntry", "RelevanceIndex"]
 
@@ -116,6 +116,13 @@ LIFT = 8.0
 #: (A switch for the evaluation's figures with and without it.)
 STOP_WORDS = True
 KEYWORD_QUERY = 4
+
+#: Whether a keyword query's fillers (``_tokens.FILLER_WORDS``: pronouns, determiners,
+#: auxiliaries) leave coverage out: such a word adds its weight and its name matches, but
+#: an operation does not cover more of the query by having ``this`` or ``your`` in its
+#: documentation, nor becomes a candidate by it alone (a query of nothing but fillers
+#: counts them all).
+FILLERS = True
 
 #: Whether words written as one (``runpagespeed``, ``wordcloud``) are cut into the
 #: catalog's words (``_tokens.segment``): a name or group word into pieces each more
@@ -614,8 +621,15 @@ class RelevanceIndex:
         matched = np.zeros(count, dtype=np.int16)
         named = np.zeros(count, dtype=np.int16)
         exact = np.zeros(count, dtype=np.int16)
+        filled: _Ints | None = None  # the fillers matched, apart from ``matched``
+        fillers = 0
         offsets, entries, weights, names = self._offsets, self._entries, self._weights, self._named
         for term, spellings in by_term.items():
+            hit = matched
+            if FILLERS and all(word in FILLER_WORDS for word in spellings):
+                if filled is None:
+                    filled = np.zeros(count, dtype=np.int16)
+                hit, fillers = filled, fillers + 1
             for word in spellings:
                 word_id = self._word_ids.get(word)
                 if word_id is not None:
@@ -641,7 +655,7 @@ class RelevanceIndex:
                 first, end = offsets[known], offsets[known + 1]
                 ids = entries[first:end]
                 total[ids] += weights[first:end]
-                matched[ids] += 1
+                hit[ids] += 1
                 named[ids] += names[first:end]
                 continue
             best = np.zeros(count)
@@ -664,15 +678,18 @@ class RelevanceIndex:
                 best[ids] = np.maximum(best[ids], values * discount)
                 naming[ids] |= flags
             total += best
-            matched += best > 0
+            hit += best > 0
             named += naming
+        terms = len(by_term) - fillers
+        if terms == 0 and filled is not None:  # nothing but fillers: they are the query
+            matched, terms = filled, fillers
         found = np.flatnonzero(matched > 0)  # over a bool array: ~4x faster than int16
-        size = max(len(by_term), 1)
+        size = max(terms, 1)
         steps = np.arange(size + 1) / size
         coverage = steps**COVERAGE
         bonus = 1 + (REQUEST_NAMING if request else NAMING) * steps
         spelled = 1 + SURFACE * steps
-        hits = named[found]
+        hits = np.minimum(named[found], size)  # a filler can name the operation too
         precision = 1 + PRECISION * hits / self._name_sizes[found]
         return found, (
             total[found]

@@ -38,6 +38,7 @@ import numpy as np
 import Stemmer
 
 __all__ = [
+    "FILLER_WORDS",
     "REQUEST_STOP_WORDS",
     "STOP_WORDS",
     "Stems",
@@ -72,6 +73,20 @@ _NLTK_ENGLISH = """
 """
 #: English function words (a standard list, no catalog's words).
 STOP_WORDS = frozenset(_NLTK_ENGLISH.split())
+
+#: The words of NLTK's English list that come, in its own order, before its first
+#: conjunction: the personal and possessive pronouns, the interrogatives, the
+#: demonstratives, the forms of *be*, *have* and *do*, and the articles. Unlike the
+#: prepositions and conjunctions after them (``from``, ``to``, ``on``: ``create ami from
+#: instance``), they relate no word of a query to another (``_relevance``: a keyword
+#: query's filler does not count towards coverage).
+_FILLERS = """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what
+    which who whom this that these those am is are was were be been being have has had
+    having do does did doing a an the
+"""
+FILLER_WORDS = frozenset(_FILLERS.split())
 
 #: The English stop-word list of the Glasgow Information Retrieval Group (318 words), as
 #: scikit-learn 1.9.1 ships it (``sklearn/feature_extraction/_stop_words.py``,
