@@ -380,6 +380,31 @@ def test_compounds_meet_their_words_on_both_sides(monkeypatch: pytest.MonkeyPatc
     assert ranked(plain, plain_names, "run page speed")[0] != "tools.runpagespeed"
 
 
+def test_adjacent_words_the_catalog_writes_as_one_are_joined(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = [
+        ("pubsub.topics.create", "pubsub", "Creates a pubsub topic.", "A pubsub topic."),
+        ("classroom.topics.create", "classroom", "Creates a topic.", ""),
+        ("clubs.pub.list", "clubs", "Lists a pub.", ""),
+        ("mail.sub.get", "mail", "Gets a sub.", ""),
+        ("run.jobs.run", "run", "Runs a job.", "Run it."),
+        ("data.store.get", "data", "Gets data in a store.", "data store"),
+        ("ds.datastore.get", "ds", "Gets a datastore.", ""),
+    ]
+    index, names_ = index_of(rows)
+    # "pubsub" names operations and is used more often than "pub" or "sub"
+    assert index.terms("create pub sub topic") == ["creat", "pubsub", "topic"]
+    assert ranked(index, names_, "create a pub/sub topic")[0] == "pubsub.topics.create"
+    # "data" and "store" are each used as often as "datastore" or more: left apart
+    assert index.terms("data store") == ["data", "store"]
+    # a stop word is never a piece, nor is a join the catalog does not write
+    assert index.terms("a job") == ["a", "job"]
+    assert index.terms("run job") == ["run", "job"]
+    monkeypatch.setattr(relevance, "JOINS", False)
+    assert index.terms("create pub sub topic") == ["creat", "pub", "sub", "topic"]
+
+
 def name_terms(index: RelevanceIndex, position: int) -> set[str]:
     """The terms an entry's name and group hold, compound pieces included."""
     return {

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
@@ -130,6 +131,13 @@ FILLERS = True
 #: word the catalog never uses into words it does, searched instead of it.
 COMPOUNDS = True
 
+#: Whether two adjacent query words the catalog writes as one (``pub sub`` for
+#: ``pubsub``) are searched as that word instead (``_joined``): when the joined word is
+#: a name or group term that the catalog uses more often than either word, neither a
+#: stop word. The converse of ``COMPOUNDS``' cut, which splits a word into pieces each
+#: more frequent than it.
+JOINS = True
+
 #: Whether query verbs also match their generic alternatives (``_thesaurus``).
 #: (A switch for the evaluation's figures with and without it.)
 THESAURUS = True
@@ -155,6 +163,9 @@ _FIRST = 64
 #: large the catalog (freed memory the C allocator keeps counts in the RSS).
 _CHUNKS = 1 << 15
 _BLOCK = 1 << 10
+
+#: The words ``_joins`` joins: ASCII letters only, as ``_tokens.segment`` cuts.
+_LETTERS = re.compile(r"[a-z]+")
 
 _Floats = npt.NDArray[np.float64]
 _Ints = npt.NDArray[np.signedinteger[Any]]
@@ -545,9 +556,43 @@ class RelevanceIndex:
         request (more than ``KEYWORD_QUERY`` words)."""
         found = words(query)
         request = len(found) > KEYWORD_QUERY
+        if JOINS:
+            found = self._joined(found)
         if STOP_WORDS and request:
-            found = content_words(query)
+            found = content_words(found)
         return [piece for word in found for piece in self._pieces(word)], request
+
+    def _joined(self, found: list[str]) -> list[str]:
+        """``found`` with each pair of adjacent words that the catalog writes as one
+        (``JOINS``) replaced by that word, left to right."""
+        joined: list[str] = []
+        at = 0
+        while at < len(found):
+            if at + 1 < len(found) and self._joins(found[at], found[at + 1]):
+                joined.append(found[at] + found[at + 1])
+                at += 2
+            else:
+                joined.append(found[at])
+                at += 1
+        return joined
+
+    def _joins(self, first: str, second: str) -> bool:
+        """Whether ``first`` and ``second`` are a word of the catalog's names or groups
+        written in two (``JOINS``): the catalog uses their join, as a name or group term,
+        more often than either of them, and neither is a stop word."""
+        word = first + second
+        if (
+            word not in self._word_ids  # the cheap test first: most pairs stop here
+            or first in STOP_WORD_SET
+            or second in STOP_WORD_SET
+            or _LETTERS.fullmatch(word) is None
+        ):
+            return False
+        term = self._stem_ids[self._stems(word)]
+        if self._name_offsets[term + 1] == self._name_offsets[term]:
+            return False
+        often = self._frequency(word)
+        return self._frequency(first) < often and self._frequency(second) < often
 
     def _expansions(self, term: str) -> list[int]:
         """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""

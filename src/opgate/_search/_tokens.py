@@ -126,11 +126,11 @@ _GLASGOW_ENGLISH = """
 REQUEST_STOP_WORDS = STOP_WORDS | frozenset(_GLASGOW_ENGLISH.split())
 
 
-def content_words(text: str) -> list[str]:
-    """The folded words of ``text`` that are not ``REQUEST_STOP_WORDS``, in order; all of
-    its words when every one is a stop word (a query such as ``who am i`` still
-    searches)."""
-    found = words(text)
+def content_words(text: str | list[str]) -> list[str]:
+    """The folded words of ``text`` (or the folded words given) that are not
+    ``REQUEST_STOP_WORDS``, in order; all of them when every one is a stop word (a query
+    such as ``who am i`` still searches)."""
+    found = words(text) if isinstance(text, str) else text
     return [word for word in found if word not in REQUEST_STOP_WORDS] or found
 
 
