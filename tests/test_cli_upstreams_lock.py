@@ -281,22 +281,31 @@ def test_the_accept_command_names_the_tool_in_full(
     assert f"accepted shifty.{long} (changed)" in out
 
 
-def test_pinning_a_withheld_tool_names_the_lock_and_how_to_accept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def pinned_after_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tools: list[dict[str, Any]], pin: str
+) -> tuple[str, Path, str]:
+    """Accept ``HONEST`` into a lock, change the upstream to ``tools``, then serve with
+    ``--pin PIN``: the usage error's text, the lock file and the lock warning's accept
+    command up to its ``--check``."""
     upstreams, lock = setup(tmp_path, HONEST)
     base = ("serve", "--upstreams", str(upstreams), "--lock", str(lock))
     assert run_main(capsys, *base, "--check", "--accept-all")[0] == 0
-    setup(tmp_path, POISONED)
-    status, _, err = run_main(capsys, *base, "--pin", "shifty.echo")
+    setup(tmp_path, tools)
+    status, _, err = run_main(capsys, *base, "--pin", pin)
     assert status == 2, err
-    command = shlex.join(["opgate", *base])  # the lock warning's own accept command
+    assert "is not in the registry" not in err
+    return err, lock, shlex.join(["opgate", *base])
+
+
+def test_pinning_a_withheld_tool_names_the_lock_and_how_to_accept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err, lock, command = pinned_after_change(tmp_path, capsys, POISONED, "shifty.echo")
     assert (
         f"opgate serve: --pin shifty.echo: the lock file {lock} withholds this tool (its "
         "definition changed since it was accepted); review the change with --check, then "
         f"accept with: {command} --check --accept shifty.echo"
     ) in err
-    assert "is not in the registry" not in err
 
 
 def test_pinning_a_new_renamed_tool_goes_by_the_name_it_would_be_offered_under(
@@ -304,16 +313,10 @@ def test_pinning_a_new_renamed_tool_goes_by_the_name_it_would_be_offered_under(
 ) -> None:
     # "read file" would be offered as shifty.read_file: the pin names that, the accept
     # command the upstream's own name.
-    upstreams, lock = setup(tmp_path, HONEST)
-    base = ("serve", "--upstreams", str(upstreams), "--lock", str(lock))
-    assert run_main(capsys, *base, "--check", "--accept-all")[0] == 0
-    setup(tmp_path, [*HONEST, {"name": "read file", "inputSchema": OBJECT}])
-    status, _, err = run_main(capsys, *base, "--pin", "shifty.read_file")
-    assert status == 2, err
-    command = shlex.join(["opgate", *base])
+    renamed = [*HONEST, {"name": "read file", "inputSchema": OBJECT}]
+    err, lock, command = pinned_after_change(tmp_path, capsys, renamed, "shifty.read_file")
     assert (
         f"opgate serve: --pin shifty.read_file: the lock file {lock} withholds this tool (the "
         "upstream did not list it when it was accepted); review its definition with --check, "
         f"then accept with: {command} --check --accept 'shifty.read file'"
     ) in err
-    assert "is not in the registry" not in err
