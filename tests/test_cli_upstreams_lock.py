@@ -320,3 +320,24 @@ def test_pinning_a_new_renamed_tool_goes_by_the_name_it_would_be_offered_under(
         "upstream did not list it when it was accepted); review its definition with --check, "
         f"then accept with: {command} --check --accept 'shifty.read file'"
     ) in err
+
+
+def test_check_prints_a_withheld_definition_without_the_entrys_credential(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The definition an upstream lists is redacted before it reaches search or the lock;
+    # the one --check prints for review is the same.
+    secret = "sk-live-0123456789abcdef"
+    upstreams, lock = setup(tmp_path, HONEST)
+    servers = json.loads(upstreams.read_text("utf-8"))
+    servers["mcpServers"]["shifty"]["env"] = {"SHIFTY_KEY": secret}
+    upstreams.write_text(json.dumps(servers), "utf-8")
+    check = ("serve", "--upstreams", str(upstreams), "--lock", str(lock), "--check")
+    assert run_main(capsys, *check, "--accept-all")[0] == 0
+    leaky = [{**HONEST[0], "description": f"Returns the text. Key: {secret}."}, HONEST[1]]
+    (tmp_path / "tools.json").write_text(json.dumps(leaky), "utf-8")
+    status, out, err = run_main(capsys, *check)
+    assert status == 0, err
+    assert "definition of shifty/echo now: " in out
+    assert '"description":"Returns the text. Key: [redacted]."' in out
+    assert secret not in out + err

@@ -233,8 +233,10 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
         )
         if arguments.check:
             for upstream, tool, _ in withheld:
-                found = [t for t in catalog.sessions[upstream].tools if t.name == tool]
+                session = catalog.sessions[upstream]
+                found = [t for t in session.tools if t.name == tool]
                 text = canonical_bytes(definition(found[0])).decode("utf-8", "replace")
+                text = session.redactor.text(text)  # as the catalog saw it: redacted
                 lines.append(
                     f"  definition of {visible_text(upstream)}/{visible_text(tool)} now: "
                     f"{visible_text(text)}"
