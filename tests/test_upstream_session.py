@@ -417,3 +417,22 @@ async def test_an_upstreams_stderr_is_prefixed_and_escaped(tmp_path: Path) -> No
         "[noisy] \\x1b[2J\\x1b[31mopgate: serving 0 operations\\r\\u202eevil\tend",
         "[noisy] second line",
     ]
+
+
+async def test_an_upstreams_stderr_is_redacted_of_its_entrys_credentials(
+    tmp_path: Path,
+) -> None:
+    # A server that logs its configuration at start writes the key it was given into
+    # the gateway's own log, which may be shipped and kept far from the entry.
+    secret = "sk-live-0123456789abcdef"
+    script = "import os, sys; sys.stderr.write('config: key=' + os.environ['KEY'] + '\\n')"
+    entry = {"command": sys.executable, "args": ["-c", script], "env": {"KEY": secret}}
+    config = load_config({"mcpServers": {"chatty": entry}})
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        async with open_catalog(config, start_timeout=30, stderr=stderr):
+            pass
+        with anyio.fail_after(10):
+            while "\n" not in log.read_text():
+                await anyio.sleep(0.05)
+    assert log.read_text().splitlines() == ["[chatty] config: key=[redacted]"]

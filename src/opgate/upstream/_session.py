@@ -388,20 +388,25 @@ def _errlog(stream: TextIO | None) -> TextIO:
 
 class StderrRelay:
     """A pipe for one stdio upstream's stderr (``file``, given to the process) and a
-    thread that copies it to ``target`` a line at a time, each line prefixed with
-    ``[NAME] `` and every character that is not printable (terminal escapes, CR, bidi
-    controls) written as its Python escape, so an upstream can neither forge the
-    gateway's own log lines nor drive the operator's terminal. A line longer than
-    ``MAX_STDERR_LINE`` bytes is copied in pieces, each prefixed. ``close()`` closes
-    the gateway's end; the thread ends once every process holding the other end has.
+    thread that copies it to ``target`` a line at a time, each line redacted of
+    ``redactor``'s credentials, prefixed with ``[NAME] `` and with every character that
+    is not printable (terminal escapes, CR, bidi controls) written as its Python escape,
+    so an upstream can neither forge the gateway's own log lines nor drive the operator's
+    terminal, and a server that logs its configuration does not put its key in the
+    gateway's log. A line longer than ``MAX_STDERR_LINE`` bytes is copied in pieces,
+    each prefixed. ``close()`` closes the gateway's end; the thread ends once every
+    process holding the other end has.
     """
 
-    def __init__(self, name: str, target: TextIO) -> None:
+    def __init__(self, name: str, target: TextIO, redactor: Redactor | None = None) -> None:
         read, write = os.pipe()
         self.file: TextIO = os.fdopen(write, "w")
         source = os.fdopen(read, "rb")
         thread = threading.Thread(
-            target=_copy_stderr, args=(source, name, target), daemon=True, name=f"{name} stderr"
+            target=_copy_stderr,
+            args=(source, name, target, redactor or Redactor(())),
+            daemon=True,
+            name=f"{name} stderr",
         )
         thread.start()
 
@@ -410,10 +415,10 @@ class StderrRelay:
         self.file.close()
 
 
-def _copy_stderr(source: BinaryIO, name: str, target: TextIO) -> None:
+def _copy_stderr(source: BinaryIO, name: str, target: TextIO, redactor: Redactor) -> None:
     with source:
         while line := source.readline(MAX_STDERR_LINE):
-            text = line.decode("utf-8", "replace").removesuffix("\n")
+            text = redactor.text(line.decode("utf-8", "replace").removesuffix("\n"))
             shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
             try:
                 target.write(f"[{name}] {shown}\n")
@@ -585,7 +590,7 @@ class UpstreamSession:
                 env=child_environment(server),
                 cwd=server.cwd,
             )
-            relay = StderrRelay(self.name, _errlog(self._stderr))
+            relay = StderrRelay(self.name, _errlog(self._stderr), self._redactor)
             try:
                 transport = bounded_stdio_client(
                     parameters,
