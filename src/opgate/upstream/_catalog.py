@@ -485,17 +485,21 @@ class Catalog:
             )
         seen: set[str] = set()
         redactor = session.redactor
+        # (as listed, redacted or None): a tool the redaction renames or breaks is left out
+        cleaned = [
+            (tool, _redacted_tool(tool, redactor))
+            for tool in sorted(session.tools, key=lambda tool: tool.name)
+        ]
         names = namer.names(
             upstream,
             (
-                t.name
-                for t in session.tools
-                if tools.admits(t.name) and redactor.text(t.name) == t.name
+                tool.name
+                for tool, clean in cleaned
+                if clean is not None and clean.name == tool.name and tools.admits(tool.name)
             ),
         )
         candidates: list[tuple[Operation, ToolPlan, str, Issue | None]] = []
-        for listed_tool in sorted(session.tools, key=lambda tool: tool.name):
-            tool = _redacted_tool(listed_tool, redactor)
+        for listed_tool, tool in cleaned:
             if tool is None or tool.name != listed_tool.name:
                 shown = redacted_line(listed_tool.name, redactor, 128)
                 reason = (
