@@ -498,47 +498,36 @@ async def test_a_server_version_that_quotes_a_credential_is_redacted() -> None:
         assert secret not in "\n".join(catalog.report.lines())
 
 
-async def test_a_tool_definition_that_quotes_a_credential_is_redacted(tmp_path: Path) -> None:
-    # The credential is the entry's; an upstream that writes it into its tools (a debug
-    # description, a default, an enum) would show it to every agent through search and
-    # inspect. A name holding it cannot be redacted and still called: that tool is left out.
-    secret = "sk-live-0123456789abcdef"
+async def test_an_entrys_settings_never_drop_a_tool_or_change_its_schema(
+    tmp_path: Path,
+) -> None:
+    # The redactor counts every env value of 8 characters or more as a secret, which is
+    # right for what an upstream sends back, where a false hit only hides text. Applied
+    # to the tools it lists it dropped list_pull_requests and served the enum as
+    # ["staging", "[redacted]"]: tool definitions stay as the upstream lists them.
     schema = {
         "type": "object",
-        "properties": {
-            "token": {"type": "string", "description": f"defaults to {secret}", "default": secret}
-        },
+        "properties": {"target": {"type": "string", "enum": ["staging", "production"]}},
+        "required": ["target"],
     }
     tools = [
-        {"name": "whoami", "description": f"Says who {secret} is.", "inputSchema": schema},
-        {"name": f"call_{secret}", "description": "Named by its key.", "inputSchema": schema},
-        {"name": "plain", "description": "Nothing to hide.", "inputSchema": {"type": "object"}},
+        {
+            "name": "list_pull_requests",
+            "description": "Lists pull_requests.",
+            "inputSchema": schema,
+        },
+        {"name": "deploy", "description": "Deploys to production.", "inputSchema": schema},
     ]
     (tmp_path / "tools.json").write_text(json.dumps(tools), "utf-8")
-    entry = stdio_entry("shifty", str(tmp_path / "tools.json"), env={"SHIFTY_KEY": secret})
+    env = {"GITHUB_TOOLSETS": "repos,issues,pull_requests", "DEPLOY_TARGET": "production"}
+    entry = stdio_entry("shifty", str(tmp_path / "tools.json"), env=env)
     config = load_config({"mcpServers": {"shifty": entry}})
     async with open_catalog(config, start_timeout=20, call_timeout=20) as catalog:
-        assert sorted(catalog.tools) == ["shifty.plain", "shifty.whoami"]
+        assert sorted(catalog.tools) == ["shifty.deploy", "shifty.list_pull_requests"]
+        assert catalog.report.skipped == ()
         registry = catalog.registry(LocalPolicy())
-        spec = registry.spec("shifty.whoami")
-        assert spec.description == "Says who [redacted] is."
-        assert spec.summary == "Says who [redacted] is."
-        assert spec.input_schema == {
-            "type": "object",
-            "properties": {
-                "token": {
-                    "type": "string",
-                    "description": "defaults to [redacted]",
-                    "default": "[redacted]",
-                }
-            },
-        }
-        page = await registry.search(None, "")
-        assert isinstance(page, SearchPage), page
-        assert secret not in repr(page.items)
-        (left_out,) = catalog.report.skipped
-        assert left_out.tool == "call_[redacted]"
-        assert "its name holds a credential" in left_out.reason
-        assert secret not in "\n".join(catalog.report.lines())
-        called = await registry.invoke(None, "shifty.whoami", {})
+        spec = registry.spec("shifty.deploy")
+        assert spec.description == "Deploys to production."
+        assert spec.input_schema == schema
+        called = await registry.invoke(None, "shifty.deploy", {"target": "production"})
         assert isinstance(called, Completed), called

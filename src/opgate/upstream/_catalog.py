@@ -63,7 +63,6 @@ from typing import Any, Final, Protocol, TextIO
 
 import anyio
 import mcp.types as types
-import pydantic
 
 from opgate import (
     ConfigurationError,
@@ -75,14 +74,13 @@ from opgate import (
     Registry,
 )
 from opgate.json import JSONValue
-from opgate.redact import Redactor
 
 from ._config import Config
 from ._lock import Lock
 from ._naming import Namer
 from ._relay import Relay
-from ._report import Issue, Report, bounded, redacted_line, visible
-from ._results import json_value, redacted
+from ._report import Issue, Report, bounded, visible
+from ._results import json_value
 from ._session import (
     DEFAULT_BACKOFF,
     MAX_LISTED_TOOLS,
@@ -200,16 +198,6 @@ def summary_of(tool: types.Tool, upstream: str) -> str:
         if text:
             return text
     return bounded(f"{tool.name} ({upstream})", MAX_SUMMARY_CHARS) or upstream
-
-
-def _redacted_tool(tool: types.Tool, redactor: Redactor) -> types.Tool | None:
-    """``tool`` with every credential ``redactor`` knows redacted from its texts and
-    schemas (``tool`` itself when it holds none); ``None`` when the redacted
-    definition is no longer a tool."""
-    try:
-        return redacted(tool, redactor)
-    except pydantic.ValidationError:
-        return None
 
 
 def _annotations(tool: types.Tool) -> JSONValue:
@@ -484,31 +472,9 @@ class Catalog:
                 )
             )
         seen: set[str] = set()
-        redactor = session.redactor
-        # (as listed, redacted or None): a tool the redaction renames or breaks is left out
-        cleaned = [
-            (tool, _redacted_tool(tool, redactor))
-            for tool in sorted(session.tools, key=lambda tool: tool.name)
-        ]
-        names = namer.names(
-            upstream,
-            (
-                tool.name
-                for tool, clean in cleaned
-                if clean is not None and clean.name == tool.name and tools.admits(tool.name)
-            ),
-        )
+        names = namer.names(upstream, (t.name for t in session.tools if tools.admits(t.name)))
         candidates: list[tuple[Operation, ToolPlan, str, Issue | None]] = []
-        for listed_tool, tool in cleaned:
-            if tool is None or tool.name != listed_tool.name:
-                shown = redacted_line(listed_tool.name, redactor, 128)
-                reason = (
-                    "its definition holds a credential that cannot be redacted from it"
-                    if tool is None
-                    else "its name holds a credential of this upstream's entry"
-                )
-                skipped.append(Issue(upstream, shown, "definition", reason))
-                continue
+        for tool in sorted(session.tools, key=lambda tool: tool.name):
             shown = bounded(tool.name, 128)
             if tool.name in seen:
                 skipped.append(
@@ -534,7 +500,7 @@ class Catalog:
                     naming.name,
                     upstream,
                     tool.name,
-                    redactor.text(summary_of(tool, upstream)),  # its one line: again
+                    summary_of(tool, upstream),
                     description_of(tool),
                     _annotations(tool),
                     json_value(tool.input_schema),
