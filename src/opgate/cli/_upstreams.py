@@ -236,7 +236,7 @@ def print_lock(arguments: argparse.Namespace, catalog: Any, lock: Any, stream: T
                 session = catalog.sessions[upstream]
                 found = [t for t in session.tools if t.name == tool]
                 text = canonical_bytes(definition(found[0])).decode("utf-8", "replace")
-                text = session.redactor.text(text)  # as the catalog saw it: redacted
+                text = session.redactor.text(text)  # for display: the entry's keys hidden
                 lines.append(
                     f"  definition of {visible_text(upstream)}/{visible_text(tool)} now: "
                     f"{visible_text(text)}"

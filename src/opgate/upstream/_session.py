@@ -487,8 +487,6 @@ class UpstreamSession:
         self._max_message_bytes = max_message_bytes
         self._oversized = False
         self._redactor = redactor_for(server)
-        #: The credentials of this upstream's entry, found in what it sends.
-        self.redactor = self._redactor
         self._reason = "not started"
         self._started = anyio.Event()
         self._stop = anyio.Event()
@@ -612,6 +610,12 @@ class UpstreamSession:
             )
             async with self._client(transport) as client:
                 yield client
+
+    @property
+    def redactor(self) -> Redactor:
+        """The credentials of this upstream's entry (``redactor_for``), found in what
+        it sends."""
+        return self._redactor
 
     def _client(self, transport: Any) -> Client:
         """The SDK client over ``transport``: either era, no cache, this session's
