@@ -10,11 +10,13 @@ the upstream.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pwd
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,6 +41,7 @@ from opgate import (
     URLPrompt,
 )
 from opgate.mcp import GatewayServer, uvicorn_config
+from opgate.redact import Redactor
 from opgate.upstream import (
     DEFAULT_BACKOFF,
     DUMPABLE_ENV,
@@ -51,7 +54,7 @@ from opgate.upstream import (
     load_config,
     open_catalog,
 )
-from opgate.upstream._session import MIN_ENV_SECRET, redactor_for
+from opgate.upstream._session import MAX_STDERR_LINE, MIN_ENV_SECRET, StderrRelay, redactor_for
 
 from conftest import free_port
 from relay_servers import HANDOFF_URL
@@ -436,3 +439,38 @@ async def test_an_upstreams_stderr_is_redacted_of_its_entrys_credentials(
             while "\n" not in log.read_text():
                 await anyio.sleep(0.05)
     assert log.read_text().splitlines() == ["[chatty] config: key=[redacted]"]
+
+
+def _relayed(redactor: Redactor, written: bytes) -> list[str]:
+    """What a ``StderrRelay`` copies of ``written`` (then the pipe's end), line by line."""
+    target = io.StringIO()
+    relay = StderrRelay("long", target, redactor)
+    relay.file.buffer.write(written)
+    relay.close()
+    deadline = 100
+    while not target.getvalue().endswith("[long] end\n") and deadline:
+        deadline -= 1
+        time.sleep(0.05)
+    return target.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("offset", [-20, -9, -1, 0, 1, 7])
+def test_a_secret_across_the_cut_of_a_long_stderr_line_is_redacted(offset: int) -> None:
+    # A line longer than MAX_STDERR_LINE is relayed in pieces; a credential the cut
+    # falls inside must not come out as two halves, each too short to be recognised.
+    secret = "sk-live-0123456789abcdef"
+    start = MAX_STDERR_LINE - len(secret) // 2 + offset
+    line = "x" * start + "key=" + secret + " rest"
+    lines = _relayed(Redactor([secret]), (line + "\nend\n").encode())
+    assert lines[-1] == "[long] end"
+    pieces = [shown.removeprefix("[long] ") for shown in lines[:-1]]
+    assert all(shown.startswith("[long] ") for shown in lines)
+    assert "".join(pieces) == "x" * start + "key=[redacted] rest"
+    longest = MAX_STDERR_LINE + Redactor([secret]).tail
+    assert all(len(piece.encode()) <= longest for piece in pieces)
+
+
+def test_a_character_across_the_cut_of_a_long_stderr_line_is_kept_whole() -> None:
+    line = "x" * (MAX_STDERR_LINE - 1) + "é" + "y"
+    lines = _relayed(Redactor(()), (line + "\nend\n").encode())
+    assert "".join(shown.removeprefix("[long] ") for shown in lines[:-1]) == line

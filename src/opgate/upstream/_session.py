@@ -116,6 +116,7 @@ carrying them (redacted as a question is), for the relay to hand off.
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 import math
 import os
@@ -394,8 +395,9 @@ class StderrRelay:
     so an upstream can neither forge the gateway's own log lines nor drive the operator's
     terminal, and a server that logs its configuration does not put its key in the
     gateway's log. A line longer than ``MAX_STDERR_LINE`` bytes is copied in pieces,
-    each prefixed. ``close()`` closes the gateway's end; the thread ends once every
-    process holding the other end has.
+    each prefixed; each piece's last ``redactor.tail`` characters wait for the next, so
+    a credential a cut falls inside is still redacted. ``close()`` closes the gateway's
+    end; the thread ends once every process holding the other end has.
     """
 
     def __init__(self, name: str, target: TextIO, redactor: Redactor | None = None) -> None:
@@ -416,15 +418,33 @@ class StderrRelay:
 
 
 def _copy_stderr(source: BinaryIO, name: str, target: TextIO, redactor: Redactor) -> None:
+    # A line cut into pieces keeps the last ``redactor.tail`` characters of each piece
+    # (after redaction) for the next: a credential the cut falls inside is then seen
+    # whole, and a character's bytes are never split between two pieces.
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    held = ""
     with source:
-        while line := source.readline(MAX_STDERR_LINE):
-            text = redactor.text(line.decode("utf-8", "replace").removesuffix("\n"))
-            shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
-            try:
-                target.write(f"[{name}] {shown}\n")
-                target.flush()
-            except (OSError, ValueError):  # stderr gone: keep draining so the upstream never blocks
-                continue
+        while piece := source.readline(MAX_STDERR_LINE):
+            ended = piece.endswith(b"\n")
+            text = redactor.text(held + decoder.decode(piece, final=ended))
+            held = ""
+            if ended:
+                text = text.removesuffix("\n")
+            elif redactor.tail:
+                text, held = text[: -redactor.tail], text[-redactor.tail :]
+            if text or ended:
+                _write_stderr(target, name, text)
+        if rest := redactor.text(held + decoder.decode(b"", final=True)):
+            _write_stderr(target, name, rest)
+
+
+def _write_stderr(target: TextIO, name: str, text: str) -> None:
+    shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+    try:
+        target.write(f"[{name}] {shown}\n")
+        target.flush()
+    except (OSError, ValueError):  # stderr gone: keep draining so the upstream never blocks
+        pass
 
 
 def _leaf(exc: BaseException) -> BaseException:
