@@ -3,9 +3,9 @@
 An import walk over every module of the adapters (``opgate.mcp``, ``opgate.redis``,
 ``opgate.openapi``, ``opgate.upstream``, ``opgate.demo``) and of the command line
 (``opgate.cli``): each import of an opgate module must be the module's own subpackage,
-or a public module (``opgate``, ``opgate.ledger``, ``opgate.json``, ``opgate.names``,
-``opgate.redact``, ``opgate.schema``, another adapter's package) naming only what that
-module lists in ``__all__``. A private core module (``opgate._ledger``) or a name
+or a public module (``opgate``, ``opgate.ledger``, ``opgate.json``, ``opgate.loopback``,
+``opgate.names``, ``opgate.redact``, ``opgate.schema``, another adapter's package) naming
+only what that module lists in ``__all__``. A private core module (``opgate._ledger``) or a name
 outside ``__all__`` fails, naming file, line and name.
 """
 
@@ -24,7 +24,15 @@ ADAPTERS = ("mcp", "redis", "openapi", "upstream", "demo")
 
 #: The core's public modules an adapter may import from (names in their ``__all__``).
 PUBLIC_CORE = frozenset(
-    {"opgate", "opgate.ledger", "opgate.json", "opgate.names", "opgate.redact", "opgate.schema"}
+    {
+        "opgate",
+        "opgate.ledger",
+        "opgate.json",
+        "opgate.loopback",
+        "opgate.names",
+        "opgate.redact",
+        "opgate.schema",
+    }
 )
 
 #: The adapters' own public packages, which another adapter (and the CLI) may import.

@@ -10,9 +10,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from opgate.loopback import is_loopback
+
 from ._load import call_factory, load
 from ._options import HTTP_LIMIT_OPTIONS
-from ._ports import http_address, is_loopback, listen
+from ._ports import http_address, listen
 from ._usage import UsageError
 
 __all__ = ["http_limits", "http_server", "serve_over_http"]

@@ -9,8 +9,9 @@ import os
 import sys
 from typing import Any
 
+from opgate.loopback import is_loopback
+
 from ._options import DEFAULT_LEDGER_PREFIX, LEDGER_PASSWORD_ENV, LEDGER_URL_ENV
-from ._ports import is_loopback
 from ._secrets import read_secret_file
 from ._usage import UsageError
 

@@ -4,13 +4,12 @@ before the server says it is serving (a port in use is a usage error, not a trac
 from __future__ import annotations
 
 import errno
-import ipaddress
 import os
 import socket
 
 from ._usage import UsageError
 
-__all__ = ["LOOPBACK", "http_address", "is_loopback", "listen"]
+__all__ = ["LOOPBACK", "http_address", "listen"]
 
 #: Where ``--http PORT`` listens when no host is given.
 LOOPBACK = "127.0.0.1"
@@ -29,16 +28,6 @@ def http_address(value: str) -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise UsageError(f"--http port {port} is out of range")
     return host, port
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine's loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def listen(host: str, port: int) -> list[socket.socket]:

@@ -49,7 +49,6 @@ left out of it.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -60,6 +59,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from opgate.json import JSONError, parse
+from opgate.loopback import is_loopback
 
 __all__ = [
     "MAX_UPSTREAM_NAME",
@@ -290,19 +290,10 @@ def _literal_warnings(entry: Mapping[str, Any], pointer: str) -> list[str]:
     ]
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _clear_text_warnings(server: HTTPServer, pointer: str) -> list[str]:
     """A warning when ``server`` sends credentials over ``http://`` to another machine."""
     parts = urlsplit(server.url)
-    if parts.scheme != "http" or _is_loopback(parts.hostname or ""):
+    if parts.scheme != "http" or is_loopback(parts.hostname or ""):
         return []
     credentials = [k for k in server.headers if k.lower() not in PLAIN_HEADERS]
     if parts.password:
