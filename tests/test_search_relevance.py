@@ -431,6 +431,23 @@ def test_compounds_never_cut_into_stop_words_or_rarer_pieces() -> None:
     assert name_terms(index, names_.index("c.getthing")) == {"c", "getth", "get", "thing"}
 
 
+def test_derivations_match_names_below_a_literal_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        ("pubsub.subscriptions.create", "pubsub", "Creates a subscription to a topic.", ""),
+        ("pubsub.topics.create", "pubsub", "Creates a topic.", ""),
+        ("pubsub.topics.list", "pubsub", "Lists the topics.", ""),
+    ]
+    index, names_ = index_of(rows)
+    # subscribe meets subscription (Snowball keeps their stems apart) in a name
+    assert ranked(index, names_, "subscribe topic")[0] == "pubsub.subscriptions.create"
+    literal, literal_names = index_of(
+        [*rows, ("pubsub.topics.subscribe", "pubsub", "Subscribes to a topic.", "")]
+    )
+    assert ranked(literal, literal_names, "subscribe topic")[0] == "pubsub.topics.subscribe"
+    monkeypatch.setattr(relevance, "DERIVATIONS", False)
+    assert ranked(index, names_, "subscribe topic")[0] != "pubsub.subscriptions.create"
+
+
 def test_save_meets_write_in_names() -> None:
     rows = [
         ("fs.write_file", "fs", "Create or overwrite a file.", ""),

@@ -2,7 +2,8 @@
 
 ``words`` and ``chunk_words`` split names and prose into folded words, ``Stems`` joins
 inflections without growing on query words, ``content_words`` drops stop words and
-``segment`` cuts a word written as one into known pieces. The thesaurus's verb groups are
+``segment`` cuts a word written as one into known pieces, ``derivations`` finds the stems
+spelled as derivations of the same word. The thesaurus's verb groups are
 ``test_search_thesaurus.py``.
 """
 
@@ -18,6 +19,7 @@ from opgate._search._tokens import (
     Stems,
     chunk_words,
     content_words,
+    derivations,
     segment,
     words,
 )
@@ -158,3 +160,36 @@ def test_segment_prefers_the_cut_whose_rarest_piece_is_most_frequent() -> None:
     ]
     # pieces shorter than three letters are never cut
     assert segment("abcdef", frequencies(ab=9, cdef=9, abc=1, de=9)) is None
+
+
+def test_derivations_share_a_long_beginning_and_short_endings() -> None:
+    stems = Stems()
+    vocabulary = sorted(
+        {
+            stems(word)
+            for word in (
+                "subscription",
+                "subscriber",
+                "subscribe",
+                "transcript",
+                "subscriptionmanager",
+                "sub",
+                "substitute",
+                "instance",
+                "instant",
+            )
+        }
+    )
+    # Snowball leaves subscribe and subscription apart; spelling joins them
+    assert stems("subscribe") != stems("subscription")
+    assert derivations(stems("subscribe"), vocabulary) == [stems("subscription")]
+    assert derivations(stems("subscriptions"), vocabulary) == [stems("subscribe")]
+    # a compound goes on too long, a shorter beginning is no derivation
+    assert stems("subscriptionmanager") not in derivations(stems("subscription"), vocabulary)
+    assert derivations(stems("substitution"), vocabulary) == []
+    assert derivations(stems("instances"), vocabulary) == []
+    # short stems and stems holding anything but ASCII letters have none
+    assert derivations("subscri", ["subscri", "subscript"]) == ["subscript"]
+    assert derivations("subscr", ["subscr", "subscrib"]) == []
+    assert derivations("subscrib2", ["subscript"]) == []
+    assert derivations("subscrib", ["subscript2", "subscrib"]) == []

@@ -28,7 +28,8 @@ matches the vocabulary terms it is a prefix of (at least ``PREFIX_MIN`` characte
 at most ``PREFIX_LIMIT`` of them, the most frequent first), at ``PREFIX_DISCOUNT``
 of their weight: ``postgres`` meets ``postgresql``. A query term also matches, in
 names and groups only and at a discount, the name terms that abbreviate it (prefixes,
-and short contractions the catalog attests: ``db`` for ``database``) and the generic
+and short contractions the catalog attests: ``db`` for ``database``), those spelled as
+its word's derivations (``subscript`` for ``subscrib``) and the generic
 verbs of its ``_thesaurus`` group (``list`` meets ``describe``); each operation takes
 the best of a term's sources. An operation's score is the sum
 of its terms' weights times the *coverage* factor ``(matched / terms) ** COVERAGE``:
@@ -55,7 +56,15 @@ import numpy.typing as npt
 
 from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
-from ._tokens import FILLER_WORDS, Stems, chunk_words, content_words, segment, words
+from ._tokens import (
+    FILLER_WORDS,
+    Stems,
+    chunk_words,
+    content_words,
+    derivations,
+    segment,
+    words,
+)
 from ._tokens import STOP_WORDS as STOP_WORD_SET
 
 __all__ = ["RelevanceEntry", "RelevanceIndex"]
@@ -108,6 +117,12 @@ CONTRACTION_SIZES = (2, 4)
 CONTRACTION_SOURCE_MAX = 12
 ATTESTED_NAMES = 5
 LIFT = 8.0
+
+#: Whether derivations in names match (``_tokens.derivations``): a name or group term
+#: spelled as a derivation of a query term's word (``subscript``, the stem of
+#: *subscription*, for ``subscrib``, of *subscribe*) matches it as an abbreviation does,
+#: at ``ABBREVIATION`` of its weight.
+DERIVATIONS = True
 
 #: Whether the stop words (``_tokens.REQUEST_STOP_WORDS``) of a query of more than
 #: ``KEYWORD_QUERY`` words are dropped (``content_words``): such a query is a request
@@ -619,6 +634,13 @@ class RelevanceIndex:
             found += [t for t in self._contractions(term) if t not in found]
         return found
 
+    def _derivations(self, term: str) -> list[int]:
+        """The ids of the name and group terms spelled as derivations of ``term``'s word
+        (``_tokens.derivations``)."""
+        ids, offsets = self._stem_ids, self._name_offsets
+        found = [ids[stem] for stem in derivations(term, self._vocabulary)]
+        return [t for t in found if offsets[t + 1] > offsets[t]]
+
     def _contractions(self, term: str) -> list[int]:
         """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
         ``term``'s first letter then some of its later letters in order (``db`` for
@@ -685,7 +707,10 @@ class RelevanceIndex:
             known = self._stem_ids.get(term)
             # (term id, discount, names only) sources of this term's weight
             sources = [(known, 1.0, False)] if known is not None else []
-            sources += [(t, ABBREVIATION, True) for t in self._abbreviations(term)]
+            abbreviations = self._abbreviations(term)
+            if DERIVATIONS:
+                abbreviations += [t for t in self._derivations(term) if t not in abbreviations]
+            sources += [(t, ABBREVIATION, True) for t in abbreviations]
             if THESAURUS:
                 sources += [
                     (self._stem_ids[other], SYNONYM, True)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import Stemmer
@@ -45,6 +46,7 @@ __all__ = [
     "chunk_words",
     "content_words",
     "count_words",
+    "derivations",
     "segment",
     "words",
 ]
@@ -219,6 +221,36 @@ def segment(word: str, frequency: Callable[[str], int]) -> list[str] | None:
                 best[end] = candidate
     found = best[size]
     return found[2] if found is not None and found[0] >= 2 else None
+
+
+#: The shortest beginning two stems share in ``derivations``, and the most letters either
+#: goes on for after it.
+DERIVATION_PREFIX = 7
+DERIVATION_SUFFIX = 3
+
+
+def derivations(stem: str, vocabulary: Sequence[str]) -> list[str]:
+    """The stems of ``vocabulary`` (sorted) that are derived from the same word as
+    ``stem``, as far as spelling can tell: they share a beginning of at least
+    ``DERIVATION_PREFIX`` letters, and each of the two goes on for at most
+    ``DERIVATION_SUFFIX`` letters after it. Snowball leaves such derivations apart:
+    ``subscrib`` (*subscribe*) and ``subscript`` (*subscription*), ``transcrib`` and
+    ``transcript``. Stems of ASCII letters only; ``stem`` itself is not one of them."""
+    if len(stem) < DERIVATION_PREFIX or _ASCII_LETTERS.fullmatch(stem) is None:
+        return []
+    head = stem[:DERIVATION_PREFIX]
+    first = bisect_left(vocabulary, head)
+    end = bisect_left(vocabulary, head + "\U0010ffff", first)
+    found = []
+    for other in vocabulary[first:end]:
+        if other == stem or _ASCII_LETTERS.fullmatch(other) is None:
+            continue
+        common = DERIVATION_PREFIX
+        while common < min(len(stem), len(other)) and stem[common] == other[common]:
+            common += 1
+        if max(len(stem), len(other)) - common <= DERIVATION_SUFFIX:
+            found.append(other)
+    return found
 
 
 def count_words(text: str) -> Counter[str]:
