@@ -457,6 +457,15 @@ def test_save_meets_write_in_names() -> None:
     assert ranked(index, names_, "save the report to a file")[0] == "fs.write_file"
 
 
+def test_upload_meets_insert_in_names() -> None:
+    rows = [
+        ("videos.insert", "videos", "Adds a video to a channel.", ""),
+        ("media.upload_image", "media", "Stores an image.", "Videos are not accepted."),
+    ]
+    index, names_ = index_of(rows)
+    assert ranked(index, names_, "upload video")[0] == "videos.insert"
+
+
 def test_coverage_ranks_all_terms_above_most() -> None:
     index, names_ = index_of(
         [

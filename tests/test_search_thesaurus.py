@@ -20,6 +20,7 @@ def test_thesaurus_groups_are_generic_verbs() -> None:
     assert stem("describe") in table[stem("list")]
     assert stem("list") in table[stem("describe")]  # symmetric
     assert stem("delete") not in table[stem("list")]
+    assert stem("insert") in table[stem("upload")]  # REST APIs insert what they store
     assert 0 < SYNONYM < 1
 
 

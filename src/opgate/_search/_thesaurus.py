@@ -21,7 +21,7 @@ SYNONYM = 0.5
 #: Groups of verbs that name the same action on an API.
 VERBS: tuple[frozenset[str], ...] = (
     frozenset({"list", "describe", "get", "enumerate"}),
-    frozenset({"upload", "put"}),
+    frozenset({"upload", "put", "insert"}),
     frozenset({"call", "run", "execute", "invoke", "start"}),
     frozenset({"remove", "delete"}),
     frozenset({"add", "new", "make", "create"}),
