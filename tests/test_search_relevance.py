@@ -448,6 +448,32 @@ def test_derivations_match_names_below_a_literal_match(monkeypatch: pytest.Monke
     assert ranked(index, names_, "subscribe topic")[0] != "pubsub.subscriptions.create"
 
 
+def test_derivations_are_the_pure_functions_and_bounded() -> None:
+    # the name terms _tokens.derivations finds over the whole vocabulary, looked up by
+    # beginning instead of scanned; and a catalog of many names sharing a beginning
+    # gives one query term at most DERIVATION_LIMIT of them, the most used first
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rows = [
+        (f"svc.get_connector{a}{b}", "svc", f"Gets connector{a}{b}.", "")
+        for a in letters
+        for b in letters
+    ]
+    rows += [(f"hub.connectorzz_{n}", "hub", "Connects things.", "") for n in range(30)]
+    rows += [("pubsub.subscriptions.create", "pubsub", "Creates a subscription.", "")]
+    index, _ = index_of(rows)
+    vocabulary, ids = index._vocabulary, index._stem_ids
+    names = index._name_offsets
+    for term in ["subscrib", "subscript", "connectorx", "connector", "connect", "connectorzzq"]:
+        derived = [ids[s] for s in tokens.derivations(term, vocabulary)]
+        expected = {t for t in derived if names[t + 1] > names[t]}
+        found = index._derivations(term)
+        assert len(found) == len(set(found)) == min(len(expected), relevance.DERIVATION_LIMIT)
+        assert set(found) <= expected
+    assert len(tokens.derivations("connectorx", vocabulary)) > 600
+    # connectorzz is in 31 names, more than any other connector..
+    assert index._derivations("connectorx")[0] == ids["connectorzz"]
+
+
 def test_save_meets_write_in_names() -> None:
     rows = [
         ("fs.write_file", "fs", "Create or overwrite a file.", ""),

@@ -57,11 +57,12 @@ import numpy.typing as npt
 from ._index import TIER_NAME, IndexEntry, Scope, SearchIndex, fold_group
 from ._thesaurus import SYNONYM, alternatives
 from ._tokens import (
+    DERIVATION_PREFIX,
+    DERIVATION_SUFFIX,
     FILLER_WORDS,
     Stems,
     chunk_words,
     content_words,
-    derivations,
     segment,
     words,
 )
@@ -123,6 +124,10 @@ LIFT = 8.0
 #: *subscription*, for ``subscrib``, of *subscribe*) matches it as an abbreviation does,
 #: at ``ABBREVIATION`` of its weight.
 DERIVATIONS = True
+#: The most derivations one query term matches (the name terms most used first): a
+#: catalog of many names sharing a beginning (``connectoraab``, ``connectoraac``...)
+#: would otherwise make one term a source per name term.
+DERIVATION_LIMIT = 8
 
 #: Whether the stop words (``_tokens.REQUEST_STOP_WORDS``) of a query of more than
 #: ``KEYWORD_QUERY`` words are dropped (``content_words``): such a query is a request
@@ -360,6 +365,7 @@ class RelevanceIndex:
     __slots__ = (
         "_contracted",
         "_counts",
+        "_derived",
         "_entries",
         "_group_codes",
         "_groups",
@@ -463,6 +469,7 @@ class RelevanceIndex:
             self._name_sizes = np.ones(count)
             self._name_offsets = self._offsets
             self._name_entries, self._name_weights = self._entries, self._weights
+            self._derived = {}
             return
         # Each block's pairs go after the earlier blocks' pairs of their terms: blocks
         # hold ascending operations, so the postings end up by (term, operation), as
@@ -506,6 +513,29 @@ class RelevanceIndex:
         )
         self._name_entries = self._entries[self._named]
         self._name_weights = self._weights[self._named]
+        self._derived = self._derivation_table()
+
+    def _derivation_table(self) -> dict[str, list[int]]:
+        """The name and group terms ``_derivations`` may return, by beginning: each
+        term of ASCII letters under its beginnings of ``DERIVATION_PREFIX`` letters or
+        more that leave at most ``DERIVATION_SUFFIX`` of its letters after them, the
+        terms used in most names first (then by id). Two terms are derivations of each other
+        (``_tokens.derivations``) exactly when one of the beginnings of the query
+        term that leave it at most ``DERIVATION_SUFFIX`` letters is one of these."""
+        offsets = self._name_offsets
+        table: dict[str, list[int]] = {}
+        for stem, known in self._stem_ids.items():
+            if (
+                len(stem) < DERIVATION_PREFIX
+                or offsets[known + 1] == offsets[known]
+                or _LETTERS.fullmatch(stem) is None
+            ):
+                continue
+            for size in range(max(DERIVATION_PREFIX, len(stem) - DERIVATION_SUFFIX), len(stem) + 1):
+                table.setdefault(stem[:size], []).append(known)
+        for found in table.values():
+            found.sort(key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), t))
+        return table
 
     def _compounds(self, found: _Ints, vocabulary: _Vocabulary) -> tuple[_Ints, _Ints] | None:
         """The pieces of the compound words among ``found`` (word ids of names and
@@ -636,10 +666,23 @@ class RelevanceIndex:
 
     def _derivations(self, term: str) -> list[int]:
         """The ids of the name and group terms spelled as derivations of ``term``'s word
-        (``_tokens.derivations``)."""
-        ids, offsets = self._stem_ids, self._name_offsets
-        found = [ids[stem] for stem in derivations(term, self._vocabulary)]
-        return [t for t in found if offsets[t + 1] > offsets[t]]
+        (``_tokens.derivations``), at most ``DERIVATION_LIMIT`` of them, the most used in
+        names first: a few dictionary look-ups (``_derivation_table``), whatever the
+        catalog's vocabulary."""
+        if len(term) < DERIVATION_PREFIX or _LETTERS.fullmatch(term) is None:
+            return []
+        known = self._stem_ids.get(term)
+        found: dict[int, None] = {}
+        table = self._derived
+        for size in range(max(DERIVATION_PREFIX, len(term) - DERIVATION_SUFFIX), len(term) + 1):
+            for other in table.get(term[:size], ())[: DERIVATION_LIMIT + 1]:
+                if other != known:
+                    found[other] = None
+        if len(found) <= DERIVATION_LIMIT:
+            return list(found)
+        offsets = self._name_offsets
+        ranked = sorted(found, key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), t))
+        return ranked[:DERIVATION_LIMIT]
 
     def _contractions(self, term: str) -> list[int]:
         """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
