@@ -70,11 +70,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: to this many at once, before any protocol sees them.
 LISTEN_BACKLOG = 128
 
-#: Descriptors kept beyond ``max_connections``: two accept bursts (a connection
-#: closed to make room frees its descriptor a loop iteration later) and 64 for
+#: Descriptors kept beyond ``max_connections``: three accept bursts and 64 for
 #: everything else (the listening socket, logs, a shared ledger's connections, files
-#: a handler opens).
-DESCRIPTOR_RESERVE = 2 * LISTEN_BACKLOG + 64
+#: a handler opens). asyncio hands an accepted socket to its protocol two loop
+#: iterations later, and a connection closed to make room frees its descriptor one
+#: iteration after that, while each iteration may accept another burst.
+DESCRIPTOR_RESERVE = 3 * LISTEN_BACKLOG + 64
 
 
 @dataclass(frozen=True, slots=True)
