@@ -19,6 +19,7 @@ HTTP_LIMITS = [
     ["--header-timeout", "3"],
     ["--body-timeout", "3"],
     ["--keep-alive-timeout", "3"],
+    ["--send-timeout", "3"],
 ]
 
 

@@ -383,6 +383,116 @@ async def test_slow_connections_beyond_max_connections_are_evicted(
         assert sum(1 for seconds in drippers.closed_after if seconds < ROOM_MADE) >= 50
 
 
+def _unread_pipeline(port: int) -> socket.socket:
+    """A connection that sends unauthenticated requests back to back and reads none of
+    the answers, until the server stops taking them (every buffer between is full)."""
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
+        "\r\nContent-Length: 2\r\n\r\n{}"
+    ).encode("ascii")
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    connection.setblocking(False)
+    batch = memoryview(request * 500)
+    sent = 0
+    blocked_since = time.monotonic()
+    while time.monotonic() - blocked_since < 1.0:
+        try:
+            sent = (sent + connection.send(batch[sent:])) % len(batch)
+            blocked_since = time.monotonic()
+        except BlockingIOError:
+            time.sleep(0.01)
+        except OSError:  # closed already: nothing it sent is read
+            break
+    return connection
+
+
+def _answers_until_closed(connection: socket.socket, *, pace: float = 0.0) -> tuple[int, bool]:
+    """The responses read from ``connection`` until it ends, and whether the server
+    ended it (a reset, or the end while ``pace`` reads were still waiting)."""
+    connection.setblocking(True)
+    connection.settimeout(5)
+    received = 0
+    tail = b""
+    try:
+        while chunk := connection.recv(16384):
+            received += (tail + chunk).count(b"HTTP/1.1 401")
+            tail = chunk[-11:]  # a status line across two chunks is counted once
+            if pace:
+                time.sleep(pace)
+    except (ConnectionResetError, TimeoutError):
+        return received, True
+    return received, False
+
+
+async def test_a_client_reading_no_answers_holds_no_connection(tmp_path: Path) -> None:
+    """Clients that send requests back to back and never read the answers (a slow
+    read) hold every connection only until ``--send-timeout``: then they are closed,
+    the unread answers dropped, and an authenticated client is served."""
+    options = ("--max-connections", "4", "--send-timeout", "2", "--log-level", "info")
+    with serving(tmp_path, *VERIFIER, *options) as s:
+        readers = [_unread_pipeline(s.port) for _ in range(4)]
+        try:
+            with anyio.fail_after(60):
+                calls = await timed_calls(s.url, "alice-token")
+                while s.stderr().count("output not read within 2 s") < 4:
+                    await anyio.sleep(0.1)
+            ended = [_answers_until_closed(reader) for reader in readers]
+        finally:
+            for reader in readers:
+                reader.close()
+    assert max(calls) < ROOM_MADE, calls
+    assert all(received < 1000 for received, _ in ended), ended  # the rest was dropped
+
+
+async def _answer_big(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app answering every request with ``BIG`` bytes in one write."""
+    if scope["type"] == "lifespan":
+        await _answer_ok(scope, receive, send)
+        return
+    headers = [(b"content-length", str(BIG).encode("ascii"))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"x" * BIG})
+
+
+BIG = 8 * 1024 * 1024
+
+
+async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None:
+    """A client that reads, if slowly, is never closed for it: each time some of the
+    waiting output has been read, the client has another ``send_timeout``."""
+    import uvicorn
+
+    from opgate.mcp import HTTPLimits, uvicorn_config
+
+    from conftest import free_port
+
+    port = free_port()
+    config = uvicorn_config(_answer_big, port=port, limits=HTTPLimits(send_timeout=0.5))
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.02)
+        try:
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+                await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                started = time.monotonic()
+                received = 0
+                with anyio.fail_after(60):
+                    while received < BIG:  # the head's bytes too: stops near the end
+                        received += len(await stream.receive(65536))
+                        # 2 MiB/s: 4 s for the whole answer, 1 MiB per send_timeout
+                        await anyio.sleep(max(0, received / (2 << 20) - time.monotonic() + started))
+                taken = time.monotonic() - started
+        finally:
+            server.should_exit = True
+    assert taken > 3.5, taken
+
+
 async def test_unauthenticated_request_bodies_are_never_buffered(tmp_path: Path) -> None:
     """40 unauthenticated requests whose near-4 MiB bodies are sent but for 5 bytes, held
     open: the server reads no more of them than uvicorn's flow control lets in."""

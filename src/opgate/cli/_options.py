@@ -89,6 +89,12 @@ HTTP_LIMIT_OPTIONS: tuple[tuple[str, type, str, str], ...] = (
         "SECONDS",
         "with --http: idle time between requests on one connection (default 5)",
     ),
+    (
+        "--send-timeout",
+        float,
+        "SECONDS",
+        "with --http: time output may wait on a client reading none of it (default 30)",
+    ),
 )
 
 

@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Hashable, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,16 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .. import ConfigurationError
+
+if sys.platform == "linux":
+    import fcntl
+    import termios
+
+    #: ``ioctl`` request for a socket's send queue not yet acknowledged (Linux's
+    #: ``SIOCOUTQ``, the same number as ``TIOCOUTQ``).
+    _SIOCOUTQ: int | None = termios.TIOCOUTQ
+else:  # pragma: no cover - only asyncio's buffer is measured
+    _SIOCOUTQ = None
 
 __all__ = [
     "HTTPLimits",
@@ -112,6 +123,10 @@ class HTTPLimits:
       connection's start or from the first byte of a following request.
     * ``body_timeout`` (30 s): time to receive a request's body after its head.
     * ``keep_alive_timeout`` (5 s): idle time between requests on one connection.
+    * ``send_timeout`` (30 s): time output may wait on a client that reads none of
+      it. A connection (open or closing) whose unsent output does not shrink within
+      this time is closed, the output dropped: a client that sends requests and never
+      reads the answers holds no connection for longer.
     * ``max_header_bytes`` (16 KiB): largest request head (a larger one gets 400).
     """
 
@@ -124,6 +139,7 @@ class HTTPLimits:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     keep_alive_timeout: float = 5.0
+    send_timeout: float = 30.0
     max_header_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
@@ -136,7 +152,7 @@ class HTTPLimits:
             _positive_int(self, name)
         _positive_int(self, "max_connections")
         _positive_int(self, "max_header_bytes")
-        for name in ("session_idle_timeout", "header_timeout", "body_timeout"):
+        for name in ("session_idle_timeout", "header_timeout", "body_timeout", "send_timeout"):
             _positive_seconds(self, name)
         _positive_seconds(self, "keep_alive_timeout")
         if self.principal_sessions > self.max_sessions:
@@ -410,11 +426,16 @@ class _GuardedH11(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._unsent_deadline: asyncio.TimerHandle | None = None
+        self._unsent = 0  # output waiting when the unsent deadline was armed
         self._phase = ""
         self._since = 0.0  # when the connection entered its table (arriving or idle)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
+        # Writes pause as soon as output waits on the client, so that any output
+        # waiting (on an open or a closing connection) runs the unsent deadline.
+        self.transport.set_write_buffer_limits(high=0)
         if len(self.connections) > self._limits.max_connections and not self._make_room():
             _warn_at_capacity(len(self.connections) - 1)
             self.transport.close()
@@ -432,9 +453,18 @@ class _GuardedH11(H11Protocol):
         if not self.transport.is_closing():
             self._follow()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_unsent()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_unsent()  # every byte written has been sent
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._forget()
         self._cancel()
+        self._cancel_unsent()
         self._phase = "closed"
         super().connection_lost(exc)
         # uvicorn cancels its keep-alive timer only on a clean close: after a reset the
@@ -503,14 +533,54 @@ class _GuardedH11(H11Protocol):
             seconds = self._limits.header_timeout if phase == "head" else self._limits.body_timeout
             self._close(f"request {phase} not received within {seconds:g} s")
 
-    def _close(self, why: str) -> None:
+    def _close(self, why: str, *, drop_output: bool = False) -> None:
+        """Close the connection; output still waiting is sent first (within the
+        send timeout) unless ``drop_output``, which frees the descriptor at once."""
         self._forget()
         self._cancel()
         self._phase = "closed"
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
         logger.info("closed the connection of %s: %s", client, why)
-        if not self.transport.is_closing():
+        if drop_output:
+            self.transport.abort()
+        elif not self.transport.is_closing():
             self.transport.close()
+
+    def _unsent_bytes(self) -> int:
+        """Output written and not yet taken by the client: asyncio's buffer, and on
+        Linux the kernel's send queue (which a reading client drains first)."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if _SIOCOUTQ is not None and sock is not None and sock.fileno() >= 0:
+            try:
+                queued = bytearray(4)
+                fcntl.ioctl(sock.fileno(), _SIOCOUTQ, queued)
+                unsent += int.from_bytes(queued, sys.byteorder, signed=True)
+            except OSError:
+                pass
+        return unsent
+
+    def _watch_unsent(self) -> None:
+        """Arm the unsent deadline while output waits on the client."""
+        unsent = self._unsent_bytes()
+        if self._unsent_deadline is None and self.transport.get_write_buffer_size():
+            self._unsent = unsent
+            self._unsent_deadline = self.loop.call_later(
+                self._limits.send_timeout, self._check_unsent
+            )
+
+    def _check_unsent(self) -> None:
+        self._unsent_deadline = None
+        unsent = self._unsent_bytes()
+        if self.transport.get_write_buffer_size() and unsent >= self._unsent:
+            self._close(f"output not read within {self._limits.send_timeout:g} s", drop_output=True)
+        else:
+            self._watch_unsent()  # the client read some: another send_timeout
+
+    def _cancel_unsent(self) -> None:
+        if self._unsent_deadline is not None:
+            self._unsent_deadline.cancel()
+            self._unsent_deadline = None
 
 
 _last_capacity_warning = [-math.inf]
