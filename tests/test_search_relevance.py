@@ -565,3 +565,22 @@ async def test_scope_narrows_relevance_results() -> None:
     assert all(n.startswith(("billing.", "orders.op00")) for n in found)
     unscoped, _ = await all_pages(relevance_registry(), "alpha beta")
     assert found == [n for n in unscoped if n.startswith(("billing.", "orders.op00"))]
+
+
+def test_an_unknown_word_expands_to_the_most_used_terms_it_begins() -> None:
+    """At most ``PREFIX_LIMIT`` terms, the most used first, then alphabetically: the
+    operations holding the others are not reached through the prefix."""
+    letters = "abcdefghijkl"  # twelve terms beginning "zet", more than PREFIX_LIMIT
+    assert len(letters) > relevance.PREFIX_LIMIT
+    terms = [f"zet{letter}ox" for letter in letters]
+    # names run against the terms' order, so vocabulary order is not operation order
+    rows = [
+        (f"ops.Op{len(terms) - at:02d}", "ops", f"Holds {term}.", "")
+        for at, term in enumerate(terms)
+    ]
+    rows += [(f"ops.More{at}", "ops", f"Also {terms[at]}.", "") for at in (10, 11)]
+    index, names_ = index_of(rows)
+    found = {names_[position] for _, position in index.ranked("zet")}
+    holding = {term: {row[0] for row in rows if term in row[2]} for term in terms}
+    chosen = terms[10:] + terms[: relevance.PREFIX_LIMIT - 2]  # twice used, then a to f
+    assert found == set().union(*(holding[term] for term in chosen))

@@ -384,6 +384,7 @@ class RelevanceIndex:
         "_surface_offsets",
         "_synonyms",
         "_vocabulary",
+        "_vocabulary_ids",
         "_weights",
         "_word_ids",
     )
@@ -453,6 +454,9 @@ class RelevanceIndex:
         )
         del name_words, order
         self._vocabulary = sorted(stem_ids)
+        self._vocabulary_ids = np.fromiter(
+            (stem_ids[stem] for stem in self._vocabulary), np.int64, len(stem_ids)
+        )
         size = len(stem_ids)
         # The postings, a block of operations at a time: each block's (term, operation)
         # pairs in order, their tf and whether the name or group holds the term.
@@ -640,17 +644,19 @@ class RelevanceIndex:
         return self._frequency(first) < often and self._frequency(second) < often
 
     def _expansions(self, term: str) -> list[int]:
-        """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of."""
+        """The ids of the vocabulary terms that ``term`` (not in it) is a prefix of: at
+        most ``PREFIX_LIMIT``, those with the most postings first, then alphabetically."""
         if len(term) < PREFIX_MIN:
             return []
-        vocabulary, ids, offsets = self._vocabulary, self._stem_ids, self._offsets
+        vocabulary = self._vocabulary
         first = bisect_left(vocabulary, term)
         end = bisect_left(vocabulary, term + "\U0010ffff", first)
-        found = [ids[stem] for stem in vocabulary[first:end]]
+        found = self._vocabulary_ids[first:end]
         if len(found) > PREFIX_LIMIT:
-            found.sort(key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), vocabulary[t]))
-            found = found[:PREFIX_LIMIT]
-        return found
+            postings = self._offsets[found + 1] - self._offsets[found]
+            # a stable sort of terms in vocabulary order: ties stay alphabetical
+            found = found[np.argsort(-postings, kind="stable")[:PREFIX_LIMIT]]
+        return found.tolist()  # type: ignore[no-any-return]
 
     def _abbreviations(self, term: str) -> list[int]:
         """The ids of the vocabulary terms that begin ``term`` (shorter, at least
