@@ -67,3 +67,21 @@ def test_port_zero_announces_the_port_it_got() -> None:
         stop_process(process)  # type: ignore[arg-type]
         if process.stderr is not None:
             process.stderr.close()
+
+
+def test_localhost_naming_another_address_is_not_served_unauthenticated(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``localhost`` counts as this machine by its name, so the listening sockets must
+    be too: a hosts file that maps it to the wildcard address (as some blocklists do)
+    would otherwise serve every network without authentication."""
+    resolve = socket.getaddrinfo
+
+    def wildcard_localhost(host: str, *args: object, **kwargs: object) -> object:
+        return resolve("0.0.0.0" if host == "localhost" else host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", wildcard_localhost)
+    status, out, err = run_main(capsys, *SERVE[3:], "--http", "localhost:0")
+    assert (status, out) == (2, "")
+    assert "refusing to serve localhost without authentication: it names 0.0.0.0" in err
+    assert "serving" not in err

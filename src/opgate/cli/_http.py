@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -84,6 +85,8 @@ def http_server(
         limits=limits,
     )
     sockets = listen(host, port)
+    if verifier is None and not arguments.allow_unauthenticated:
+        _refuse_beyond_loopback(host, sockets)
     port = sockets[0].getsockname()[1]  # the one chosen for port 0
     print(_serving_line(len(gateway.registry), host, port), file=sys.stderr, flush=True)
     opened = any(name.split(".")[0] == "uvicorn" for name in arguments.log_logger)
@@ -98,3 +101,19 @@ def _serving_line(count: int, host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     noun = "operation" if count == 1 else "operations"
     return f"opgate: serving {count} {noun} at http://{shown}:{port}/mcp"
+
+
+def _refuse_beyond_loopback(host: str, sockets: list[socket.socket]) -> None:
+    """Serving without authentication is allowed on this machine's loopback only, and
+    ``localhost`` counts as it by its name: refuse when a socket it named listens on
+    another address (a hosts file may map ``localhost`` to any)."""
+    beyond = [s.getsockname()[0] for s in sockets if not is_loopback(s.getsockname()[0])]
+    if beyond:
+        for listener in sockets:
+            listener.close()
+        raise UsageError(
+            f"refusing to serve {host} without authentication: it names {beyond[0]}, "
+            "beyond this machine's loopback; pass --http 127.0.0.1:PORT, or "
+            "--token-verifier, or --allow-unauthenticated if a proxy in front "
+            "authenticates callers"
+        )
