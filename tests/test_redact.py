@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from decimal import Decimal
+from random import Random
 
 from opgate.redact import MIN_PART, MIN_PASSWORD, MIN_SECRET, REDACTED, Redactor
 
@@ -89,3 +90,24 @@ def test_a_redactor_without_credentials_changes_nothing() -> None:
     assert not redactor.found("anything")
     assert redactor.value({"a": "b"}, '{"a":"b"}') == {"a": "b"}
     assert redactor.tail == 0
+
+
+def test_a_stream_split_anywhere_is_redacted_as_its_whole_text() -> None:
+    """``split`` piece by piece, then ``text`` of what is held at the end, gives what
+    ``text`` of the whole gives, wherever the pieces are cut: a secret, or a word of
+    one that is a secret alone, is never redacted before its end has arrived."""
+    value = "Token abcdefghijkl x9"
+    redactor = Redactor({"Authorization": value, "X-Api-Key": "k3y-0123456789"})
+    forms = [value, "abcdefghijkl", "k3y-0123456789", "Token%20abcdefghijkl%20x9", "x9"]
+    random = Random(7)
+    for _ in range(300):
+        whole = "".join(random.choice([*forms, " ", "ab", "Token "]) for _ in range(30))
+        streamed, held, at = [], "", 0
+        while at < len(whole):
+            size = random.randint(1, 40)
+            out, held = redactor.split(held + whole[at : at + size])
+            streamed.append(out)
+            at += size
+        streamed.append(redactor.text(held))
+        assert "".join(streamed) == redactor.text(whole), whole
+        assert len(held) <= redactor.tail

@@ -470,6 +470,21 @@ def test_a_secret_across_the_cut_of_a_long_stderr_line_is_redacted(offset: int) 
     assert all(len(piece.encode()) <= longest for piece in pieces)
 
 
+@pytest.mark.parametrize("offset", [-3, -1, 0, 1, 3])
+def test_a_credential_of_words_across_the_cut_is_redacted_whole(offset: int) -> None:
+    # The cut falls just after the long word of a credential of several words: that
+    # word alone is a secret, but redacting it before the next piece arrives would
+    # leave the value's other words (" x9") to be relayed in clear.
+    value = "Token abcdefghijkl x9"
+    start = MAX_STDERR_LINE - len("auth: Token abcdefghijkl") + offset
+    line = "x" * start + "auth: " + value + " rest"
+    lines = _relayed(Redactor({"Authorization": value}), (line + "\nend\n").encode())
+    assert lines[-1] == "[long] end"
+    assert "".join(shown.removeprefix("[long] ") for shown in lines[:-1]) == (
+        "x" * start + "auth: [redacted] rest"
+    )
+
+
 def test_a_character_across_the_cut_of_a_long_stderr_line_is_kept_whole() -> None:
     line = "x" * (MAX_STDERR_LINE - 1) + "é" + "y"
     lines = _relayed(Redactor(()), (line + "\nend\n").encode())

@@ -28,8 +28,9 @@ and strings; a number whose JSON text holds a secret becomes the string
 ``[redacted]``), looking for the secrets whose runs occur in ``probe`` (the body it was
 parsed from), so a result is redacted before it is serialised and its text copy is
 made from the redacted value; ``found(s)`` says whether any secret occurs.
-``TAIL`` bounds how long one encoded occurrence can be, so that a body cut at a
-byte limit can drop the tail in which a secret might have been cut in two.
+``tail`` bounds how long one encoded occurrence can be, so that a body cut at a
+byte limit can drop the tail in which a secret might have been cut in two, and
+``split(s)`` redacts a piece of a stream but for the tail the next piece may complete.
 """
 
 from __future__ import annotations
@@ -161,6 +162,27 @@ class Redactor:
         """``text`` with every occurrence of a secret replaced by ``[redacted]``."""
         pattern = self._pattern(text)
         return text if pattern is None else pattern.sub(REDACTED, text)
+
+    def split(self, text: str) -> tuple[str, str]:
+        """``text`` as a piece of a stream that goes on: the part no secret continuing
+        in the next piece can begin in, redacted, and the rest (at most ``tail``
+        characters) as it is, to be put before the next piece. A secret found in the
+        rest waits with it, since it may be part of a longer one (a credential's word,
+        of the whole credential)."""
+        cut = max(len(text) - self.tail, 0)
+        pattern = self._pattern(text)
+        if pattern is None:
+            return text[:cut], text[cut:]
+        parts: list[str] = []
+        at = 0
+        for match in pattern.finditer(text):
+            if match.start() >= cut:
+                break
+            parts += (text[at : match.start()], REDACTED)
+            at = match.end()
+        cut = max(cut, at)
+        parts.append(text[at:cut])
+        return "".join(parts), text[cut:]
 
     def found(self, text: str) -> bool:
         """Whether ``text`` holds a secret in any of the encodings recognised."""

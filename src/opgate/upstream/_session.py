@@ -419,19 +419,18 @@ class StderrRelay:
 
 def _copy_stderr(source: BinaryIO, name: str, target: TextIO, redactor: Redactor) -> None:
     # A line cut into pieces keeps the last ``redactor.tail`` characters of each piece
-    # (after redaction) for the next: a credential the cut falls inside is then seen
-    # whole, and a character's bytes are never split between two pieces.
+    # (unredacted: ``Redactor.split``) for the next: a credential the cut falls inside
+    # is then seen whole, and a character's bytes are never split between two pieces.
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     held = ""
     with source:
         while piece := source.readline(MAX_STDERR_LINE):
             ended = piece.endswith(b"\n")
-            text = redactor.text(held + decoder.decode(piece, final=ended))
-            held = ""
+            text = held + decoder.decode(piece, final=ended)
             if ended:
-                text = text.removesuffix("\n")
-            elif redactor.tail:
-                text, held = text[: -redactor.tail], text[-redactor.tail :]
+                text, held = redactor.text(text).removesuffix("\n"), ""
+            else:
+                text, held = redactor.split(text)
             if text or ended:
                 _write_stderr(target, name, text)
         if rest := redactor.text(held + decoder.decode(b"", final=True)):
