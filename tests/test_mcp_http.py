@@ -493,6 +493,49 @@ async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None
     assert taken > 3.5, taken
 
 
+async def test_an_unread_answer_is_dropped_with_its_connection() -> None:
+    """A connection closed for output not read is reset, so the kernel drops the output
+    it holds too: closed without a reset, the socket lingered for minutes (FIN-WAIT-1)
+    with megabytes of the answer, delivered to the client once it read after all."""
+    import uvicorn
+
+    from opgate.mcp import HTTPLimits, uvicorn_config
+
+    from conftest import free_port
+
+    port = free_port()
+    config = uvicorn_config(_answer_big, port=port, limits=HTTPLimits(send_timeout=0.5))
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.02)
+        try:
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+                await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                with anyio.fail_after(10):  # the server has the connection, then drops it
+                    while not server.server_state.connections:
+                        await anyio.sleep(0.02)
+                    while server.server_state.connections:
+                        await anyio.sleep(0.05)
+                received, reset = 0, False
+                with anyio.fail_after(10):
+                    try:
+                        while True:
+                            received += len(await stream.receive(65536))
+                    except anyio.BrokenResourceError:
+                        reset = True
+                    except anyio.EndOfStream:
+                        pass
+        finally:
+            server.should_exit = True
+    assert reset, received
+    assert received < BIG // 4, received  # what the client's own buffer held, at most
+
+
 async def test_unauthenticated_request_bodies_are_never_buffered(tmp_path: Path) -> None:
     """40 unauthenticated requests whose near-4 MiB bodies are sent but for 5 bytes, held
     open: the server reads no more of them than uvicorn's flow control lets in."""

@@ -25,11 +25,13 @@ Two layers, both bounded by ``HTTPLimits``:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import math
 import socket
+import struct
 import sys
 import time
 from collections.abc import Awaitable, Callable, Hashable, MutableMapping, Sequence
@@ -56,6 +58,10 @@ if sys.platform == "linux":
     _SIOCOUTQ: int | None = termios.TIOCOUTQ
 else:  # pragma: no cover - only asyncio's buffer is measured
     _SIOCOUTQ = None
+
+#: ``SO_LINGER`` on, with no time: closing the socket resets the connection and drops
+#: the kernel's send queue.
+_RESET_ON_CLOSE = struct.pack("ii", 1, 0)
 
 __all__ = [
     "HTTPLimits",
@@ -542,6 +548,13 @@ class _GuardedH11(H11Protocol):
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
         logger.info("closed the connection of %s: %s", client, why)
         if drop_output:
+            # A reset: closed normally, the kernel would keep the socket (FIN-WAIT-1,
+            # for minutes against a client that reads nothing) with its send queue,
+            # megabytes of the output, and still deliver it once the client read.
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None and sock.fileno() >= 0:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
             self.transport.abort()
         elif not self.transport.is_closing():
             self.transport.close()
