@@ -458,9 +458,10 @@ async def _answer_big(scope: Any, receive: Any, send: Any) -> None:
 BIG = 8 * 1024 * 1024
 
 
-async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None:
-    """A client that reads, if slowly, is never closed for it: each time some of the
-    waiting output has been read, the client has another ``send_timeout``."""
+@asynccontextmanager
+async def _asking_for_a_big_answer() -> AsyncIterator[tuple[Any, anyio.abc.SocketStream]]:
+    """An in-process server (``send_timeout`` 0.5 s) answering ``BIG`` bytes, and a
+    connection with a small receive buffer that has asked for the answer."""
     import uvicorn
 
     from opgate.mcp import HTTPLimits, uvicorn_config
@@ -480,16 +481,23 @@ async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None
                 raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
                 raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
                 await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                started = time.monotonic()
-                received = 0
-                with anyio.fail_after(60):
-                    while received < BIG:  # the head's bytes too: stops near the end
-                        received += len(await stream.receive(65536))
-                        # 2 MiB/s: 4 s for the whole answer, 1 MiB per send_timeout
-                        await anyio.sleep(max(0, received / (2 << 20) - time.monotonic() + started))
-                taken = time.monotonic() - started
+                yield server, stream
         finally:
             server.should_exit = True
+
+
+async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None:
+    """A client that reads, if slowly, is never closed for it: each time some of the
+    waiting output has been read, the client has another ``send_timeout``."""
+    async with _asking_for_a_big_answer() as (_, stream):
+        started = time.monotonic()
+        received = 0
+        with anyio.fail_after(60):
+            while received < BIG:  # the head's bytes too: stops near the end
+                received += len(await stream.receive(65536))
+                # 2 MiB/s: 4 s for the whole answer, 1 MiB per send_timeout
+                await anyio.sleep(max(0, received / (2 << 20) - time.monotonic() + started))
+        taken = time.monotonic() - started
     assert taken > 3.5, taken
 
 
@@ -497,41 +505,21 @@ async def test_an_unread_answer_is_dropped_with_its_connection() -> None:
     """A connection closed for output not read is reset, so the kernel drops the output
     it holds too: closed without a reset, the socket lingered for minutes (FIN-WAIT-1)
     with megabytes of the answer, delivered to the client once it read after all."""
-    import uvicorn
-
-    from opgate.mcp import HTTPLimits, uvicorn_config
-
-    from conftest import free_port
-
-    port = free_port()
-    config = uvicorn_config(_answer_big, port=port, limits=HTTPLimits(send_timeout=0.5))
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:
+    async with _asking_for_a_big_answer() as (server, stream):
+        with anyio.fail_after(10):  # the server has the connection, then drops it
+            while not server.server_state.connections:
                 await anyio.sleep(0.02)
-        try:
-            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
-                await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                with anyio.fail_after(10):  # the server has the connection, then drops it
-                    while not server.server_state.connections:
-                        await anyio.sleep(0.02)
-                    while server.server_state.connections:
-                        await anyio.sleep(0.05)
-                received, reset = 0, False
-                with anyio.fail_after(10):
-                    try:
-                        while True:
-                            received += len(await stream.receive(65536))
-                    except anyio.BrokenResourceError:
-                        reset = True
-                    except anyio.EndOfStream:
-                        pass
-        finally:
-            server.should_exit = True
+            while server.server_state.connections:
+                await anyio.sleep(0.05)
+        received, reset = 0, False
+        with anyio.fail_after(10):
+            try:
+                while True:
+                    received += len(await stream.receive(65536))
+            except anyio.BrokenResourceError:
+                reset = True
+            except anyio.EndOfStream:
+                pass
     assert reset, received
     assert received < BIG // 4, received  # what the client's own buffer held, at most
 
