@@ -23,6 +23,7 @@ import json
 import resource
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -240,9 +241,10 @@ async def test_idle_sessions_are_reclaimed_after_the_configured_timeout(tmp_path
 class Drippers:
     """``count`` connections that send a request one byte per ``interval``, and reconnect.
 
-    ``body=False`` drips the request head; ``body=True`` sends a complete head with a
-    ``Content-Length`` and drips the body. Each reconnects when the server closes it
-    (until ``stop``), as an attacker keeping the connections full would.
+    ``body=False`` drips the request head; ``body=True`` sends a complete,
+    authenticated head with a ``Content-Length`` and drips the body. Each reconnects
+    when the server closes it (until ``stop``), as an attacker keeping the connections
+    full would.
     """
 
     def __init__(self, port: int, count: int, interval: float, *, body: bool = False) -> None:
@@ -255,7 +257,8 @@ class Drippers:
 
     def _opening(self) -> bytes:
         head = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
-        if self.body:
+        if self.body:  # authenticated: a 401 would close the connection at once
+            head += "Authorization: Bearer bob-token\r\n"
             head += "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
         return head.encode("ascii")
 
@@ -370,8 +373,8 @@ async def test_slow_connections_past_the_descriptor_limit_leave_a_client_served(
 async def test_slow_connections_beyond_max_connections_are_evicted(
     tmp_path: Path, body: bool
 ) -> None:
-    """Dripped heads, or complete heads with dripped bodies (which unauthenticated
-    requests may send after their 401), are closed to make room for a prompt client."""
+    """Dripped heads, or complete authenticated heads with dripped bodies, are closed
+    to make room for a prompt client."""
     with serving(tmp_path, *VERIFIER, *PATIENT, "--max-connections", "50") as s:
         drippers = Drippers(s.port, 120, 1.0, body=body)
         with anyio.fail_after(90):
@@ -384,11 +387,12 @@ async def test_slow_connections_beyond_max_connections_are_evicted(
 
 
 def _unread_pipeline(port: int) -> socket.socket:
-    """A connection that sends unauthenticated requests back to back and reads none of
-    the answers, until the server stops taking them (every buffer between is full)."""
+    """A connection that sends authenticated requests back to back and reads none of
+    the answers, until the server stops taking them (every buffer between is full).
+    (An unauthenticated one gets a single 401 and the connection's close.)"""
     request = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
-        "\r\nContent-Length: 2\r\n\r\n{}"
+        "\r\nAuthorization: Bearer bob-token\r\nContent-Length: 2\r\n\r\n{}"
     ).encode("ascii")
     connection = socket.create_connection(("127.0.0.1", port))
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -416,13 +420,24 @@ def _answers_until_closed(connection: socket.socket, *, pace: float = 0.0) -> tu
     tail = b""
     try:
         while chunk := connection.recv(16384):
-            received += (tail + chunk).count(b"HTTP/1.1 401")
-            tail = chunk[-11:]  # a status line across two chunks is counted once
+            received += (tail + chunk).count(b"HTTP/1.1 ")
+            tail = chunk[-8:]  # a status line across two chunks is counted once
             if pace:
                 time.sleep(pace)
     except (ConnectionResetError, TimeoutError):
         return received, True
     return received, False
+
+
+async def _served(url: str, token: str) -> list[float]:
+    """``timed_calls``, tried again each time the server, at capacity, closes the
+    connection: the calls of the first attempt served."""
+    while True:
+        try:
+            with anyio.fail_after(5):
+                return await timed_calls(url, token)
+        except Exception:  # closed at capacity (the SDK says so in an exception group)
+            await anyio.sleep(0.2)
 
 
 async def test_a_client_reading_no_answers_holds_no_connection(tmp_path: Path) -> None:
@@ -434,15 +449,74 @@ async def test_a_client_reading_no_answers_holds_no_connection(tmp_path: Path) -
         readers = [_unread_pipeline(s.port) for _ in range(4)]
         try:
             with anyio.fail_after(60):
-                calls = await timed_calls(s.url, "alice-token")
+                started = time.monotonic()
+                calls = await _served(s.url, "alice-token")
+                waited = time.monotonic() - started
                 while s.stderr().count("output not read within 2 s") < 4:
                     await anyio.sleep(0.1)
             ended = [_answers_until_closed(reader) for reader in readers]
         finally:
             for reader in readers:
                 reader.close()
-    assert max(calls) < ROOM_MADE, calls
+    assert waited < ROOM_MADE, (waited, calls)
     assert all(received < 1000 for received, _ in ended), ended  # the rest was dropped
+
+
+def _drip_read_pipeline(port: int, stop: threading.Event, every: float) -> None:
+    """Like ``_unread_pipeline``, but reading up to 8 KiB of the answers every ``every``
+    seconds, until ``stop``: a few KiB per ``--send-timeout``. Closed, it reconnects."""
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
+        "\r\nContent-Length: 2\r\n\r\n{}"
+    ).encode("ascii")
+    while not stop.is_set():
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)) as c:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.setblocking(False)
+            read_at = time.monotonic()
+            while not stop.is_set():
+                with contextlib.suppress(BlockingIOError):
+                    c.send(request * 200)
+                if time.monotonic() - read_at > every:
+                    read_at = time.monotonic()
+                    with contextlib.suppress(BlockingIOError):
+                        if not c.recv(8192):
+                            break
+                time.sleep(0.01)
+
+
+async def test_clients_reading_answers_in_drips_hold_no_connection_for_good(
+    tmp_path: Path,
+) -> None:
+    """Clients that send unauthenticated requests back to back and read a few KiB of
+    the answers per ``--send-timeout`` would restart the send deadline each time (four
+    of them locked ``--max-connections 4`` for as long as they dripped): a 401 closes
+    its connection, so each gets one answer per connection and an authenticated
+    client is served."""
+    options = ("--max-connections", "4", "--send-timeout", "1", "--log-level", "info")
+    with serving(tmp_path, *VERIFIER, *options) as s:
+        stop = threading.Event()
+        drippers = [
+            threading.Thread(target=_drip_read_pipeline, args=(s.port, stop, 0.5)) for _ in range(4)
+        ]
+        for dripper in drippers:
+            dripper.start()
+        try:
+            await anyio.sleep(2)  # every buffer between is full
+            served = False
+            with anyio.move_on_after(10):
+                while not served:
+                    try:
+                        with anyio.fail_after(3):
+                            await timed_calls(s.url, "alice-token")
+                        served = True
+                    except Exception:  # refused: the server is at capacity
+                        await anyio.sleep(0.5)
+        finally:
+            stop.set()
+            for dripper in drippers:
+                dripper.join()
+    assert served
 
 
 async def _answer_big(scope: Any, receive: Any, send: Any) -> None:

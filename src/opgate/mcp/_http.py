@@ -624,6 +624,29 @@ def guarded_protocol(limits: HTTPLimits) -> type[H11Protocol]:
     )
 
 
+class _CloseOnRefusal:
+    """ASGI wrapper: a 401 answer says ``Connection: close``, so uvicorn closes the
+    connection after it. A client without credentials then gets one answer per
+    connection: it cannot pipeline requests whose answers it reads in drips, holding
+    the connection with a little progress every send timeout."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                headers = [*message.get("headers", ()), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self._app(scope, receive, closing)
+
+
 def uvicorn_config(
     app: ASGIApp,
     *,
@@ -634,11 +657,12 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """A ``uvicorn.Config`` serving ``app`` with ``limits``' connection bounds.
 
-    The h11 protocol is always used (``guarded_protocol``); WebSockets are off.
+    The h11 protocol is always used (``guarded_protocol``); WebSockets are off. A
+    401 answer closes its connection (``Connection: close``).
     """
     limits = HTTPLimits() if limits is None else limits
     return uvicorn.Config(
-        app,
+        _CloseOnRefusal(app),
         host=host,
         port=port,
         http=guarded_protocol(limits),
