@@ -533,31 +533,43 @@ BIG = 8 * 1024 * 1024
 
 
 @asynccontextmanager
-async def _asking_for_a_big_answer() -> AsyncIterator[tuple[Any, anyio.abc.SocketStream]]:
-    """An in-process server (``send_timeout`` 0.5 s) answering ``BIG`` bytes, and a
-    connection with a small receive buffer that has asked for the answer."""
+async def _in_process(app: Any, limits: Any) -> AsyncIterator[tuple[Any, int]]:
+    """uvicorn serving ``app`` with ``limits`` (``uvicorn_config``) in this process,
+    started: the server and its port."""
     import uvicorn
 
-    from opgate.mcp import HTTPLimits, uvicorn_config
+    from opgate.mcp import uvicorn_config
 
     from conftest import free_port
 
     port = free_port()
-    config = uvicorn_config(_answer_big, port=port, limits=HTTPLimits(send_timeout=0.5))
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, port=port, limits=limits))
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)
         with anyio.fail_after(30):
             while not server.started:
                 await anyio.sleep(0.02)
         try:
-            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
-                await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                yield server, stream
+            yield server, port
         finally:
             server.should_exit = True
+
+
+@asynccontextmanager
+async def _asking_for_a_big_answer() -> AsyncIterator[tuple[Any, anyio.abc.SocketStream]]:
+    """An in-process server (``send_timeout`` 0.5 s) answering ``BIG`` bytes, and a
+    connection with a small receive buffer that has asked for the answer."""
+    from opgate.mcp import HTTPLimits
+
+    limits = HTTPLimits(send_timeout=0.5)
+    async with (
+        _in_process(_answer_big, limits) as (server, port),
+        await anyio.connect_tcp("127.0.0.1", port) as stream,
+    ):
+        raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        yield server, stream
 
 
 async def test_a_client_reading_its_answer_slowly_keeps_its_connection() -> None:
@@ -784,38 +796,25 @@ async def test_a_connection_reset_after_its_response_is_freed_at_once() -> None:
     # after each 2025-11-25 event stream) the timer kept the dead connection alive.
     import gc
 
-    import uvicorn
+    from opgate.mcp import HTTPLimits
 
-    from opgate.mcp import HTTPLimits, uvicorn_config
+    async with _in_process(_answer_ok, HTTPLimits(keep_alive_timeout=60)) as (server, port):
+        protocol = server.config.http_protocol_class
 
-    from conftest import free_port
+        def alive() -> int:
+            gc.collect()
+            return sum(1 for item in gc.get_objects() if type(item) is protocol)
 
-    port = free_port()
-    config = uvicorn_config(_answer_ok, port=port, limits=HTTPLimits(keep_alive_timeout=60))
-    server = uvicorn.Server(config)
-
-    def alive() -> int:
-        gc.collect()
-        return sum(1 for item in gc.get_objects() if type(item) is config.http_protocol_class)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:
-                await anyio.sleep(0.02)
-        try:
-            for _ in range(20):
-                async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-                    await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                    answer = b""
-                    while not answer.endswith(b"ok"):
-                        answer += await stream.receive()
-                    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-                    raw.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
-                    )
-            with anyio.fail_after(10):  # the resets reach the server; none is kept
-                while alive():
-                    await anyio.sleep(0.05)
-        finally:
-            server.should_exit = True
+        for _ in range(20):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                answer = b""
+                while not answer.endswith(b"ok"):
+                    answer += await stream.receive()
+                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+                raw.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
+        with anyio.fail_after(10):  # the resets reach the server; none is kept
+            while alive():
+                await anyio.sleep(0.05)
