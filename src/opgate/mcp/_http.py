@@ -575,9 +575,8 @@ class _GuardedH11(H11Protocol):
 
     def _watch_unsent(self) -> None:
         """Arm the unsent deadline while output waits on the client."""
-        unsent = self._unsent_bytes()
         if self._unsent_deadline is None and self.transport.get_write_buffer_size():
-            self._unsent = unsent
+            self._unsent = self._unsent_bytes()
             self._unsent_deadline = self.loop.call_later(
                 self._limits.send_timeout, self._check_unsent
             )
