@@ -2,8 +2,9 @@
 
 The order is read in ``serve``: options that need another, ``--openapi`` and
 ``--upstreams`` over HTTP only with authentication, logging, ``--check``, the HTTP limits,
-the gateway (secret, ledger, target, ranking), ``LocalPolicy`` refused over HTTP, the
-ledger's answer, the heap frozen, then stdio or HTTP. ``--upstreams`` takes the same
+the gateway (secret, ledger, target, ranking: built with the collector paused),
+``LocalPolicy`` refused over HTTP, the ledger's answer, the heap frozen, then stdio or
+HTTP. ``--upstreams`` takes the same
 steps from the gateway on, inside the event loop its upstreams' connections belong to
 (``_serve_catalog``).
 """
@@ -11,8 +12,10 @@ steps from the gateway on, inside the event loop its upstreams' connections belo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
+from collections.abc import Iterator
 from typing import Any
 
 from ._http import http_limits, http_server, serve_over_http
@@ -48,7 +51,8 @@ def serve(arguments: argparse.Namespace) -> int:
         if arguments.check:
             return check_openapi(arguments)
         limits = http_limits(arguments)
-        gateway = build_gateway(arguments)
+        with _collector_paused():
+            gateway = build_gateway(arguments)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
     if arguments.http is not None:
@@ -81,6 +85,26 @@ async def _serve_catalog(
         await http_server(gateway, arguments, limits)()
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic collector while the target is imported and built, then restore it.
+
+    A start-up allocates its catalog's containers by the million and keeps them: every
+    young pass re-scans the survivors and every full pass the whole growing heap, for
+    nothing. Nothing else runs in the process meanwhile. The cycles the
+    build leaves behind are frozen with the heap (``_freeze_heap``) rather than
+    collected: a full pass here would cost what the pause saves. A target that makes
+    cyclic garbage by the megabyte can call ``gc.collect()`` before it returns.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _freeze_heap() -> None:
     """Take everything built so far, the registry first, out of the collector's walks.
 
@@ -89,9 +113,9 @@ def _freeze_heap() -> None:
     hundreds of milliseconds on whichever request it falls. ``gc.freeze()`` moves them
     to the permanent generation. Reference counting still frees a frozen object; only a
     cycle among frozen objects is never collected. Start-up leaves few such cycles
-    (imports, argument parsing: about a hundred objects), so no full collection runs
-    first: it would cost the start as much as the pause it avoids. Objects made later,
-    per request, are collected as before.
+    (imports, argument parsing, the target's build: hundreds of objects), so no full
+    collection runs first: it would cost the start as much as the pause it avoids.
+    Objects made later, per request, are collected as before.
     """
     gc.freeze()
 
