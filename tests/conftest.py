@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,10 +25,14 @@ settings.load_profile("opgate")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A cold npm install (``tests/node_tools.py``: the MCP tools, the OpenAPI corpus) is
-    announced on the terminal as it starts, not kept in the captured output of the test
-    whose fixture triggered it."""
+    """The patterns builds prove are remembered in a directory of this run's own, not in
+    the user's cache (servers the tests start inherit it). A cold npm install
+    (``tests/node_tools.py``: the MCP tools, the OpenAPI corpus) is announced on the
+    terminal as it starts, not kept in the captured output of the test whose fixture
+    triggered it."""
     import node_tools
+
+    os.environ["OPGATE_CACHE_DIR"] = tempfile.mkdtemp(prefix="opgate-test-cache-")
 
     def announce(line: str) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")

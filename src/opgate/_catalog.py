@@ -3,7 +3,8 @@
 ``snapshot_catalog`` turns the host's ``Operation`` definitions into ``Entry``
 values in name order: it checks each definition (an ``Operation``, a unique name,
 the definition budget, a search item that fits an empty page) and fully checks
-every schema (each distinct schema once). An ``Entry`` holds what search, inspect
+every schema (each distinct schema once; the patterns an earlier build proved to
+compile are remembered, ``_proven_patterns``). An ``Entry`` holds what search, inspect
 and invoke read on their hot paths, computed here once: the compiled schemas,
 whether the handler is async, the search page item, its encoded size and the
 ``Discover`` request. ``catalog_revision`` derives the definitions revision from
@@ -27,6 +28,7 @@ from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
 from ._policy import Discover
+from ._proven_patterns import load_proven, remember_proven
 from ._schema import CompiledSchema, SchemaCache, SchemaCompiler, SchemaRole
 from ._text import json_string_size, utf8_size
 from ._version import __version__
@@ -66,7 +68,8 @@ def snapshot_catalog(
     definition over its budgets.
     """
     compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
-    cache = SchemaCache()  # this build's only: dropped when it returns
+    loaded = load_proven(regex_backtrack_limit)
+    cache = SchemaCache(loaded)  # this build's only: dropped when it returns
     default_input = compiler.compile(
         _ANY_OBJECT, role=SchemaRole.INPUT, where="default", cache=cache
     )
@@ -77,6 +80,7 @@ def snapshot_catalog(
         if operation.name in entries:
             raise ConfigurationError(f"operation name {operation.name!r} is not unique")
         entries[operation.name] = _snapshot(operation, limits, compiler, default_input, cache)
+    remember_proven(regex_backtrack_limit, loaded, cache.patterns - loaded)
     return tuple(entries[name] for name in sorted(entries))
 
 

@@ -270,20 +270,20 @@ class SchemaCache:
     that build only: the ``CompiledSchema`` of every schema accepted so far, by its
     content as given (JSON text, or exact Python values compared value for value)
     and by its canonical bytes, so identical schemas share one; and the patterns
-    that compiled with the compiler's regex engine. A refused schema leaves nothing
-    behind. Nothing in it reaches another registry, and a built registry does not
-    keep it (its ``CompiledSchema`` values keep only their compiler, for compiling
-    validators on first use). Unbounded and not thread-safe: a build runs on one
-    thread and ends.
+    that compiled with the compiler's regex engine (``proven``: those known to compile
+    before the build began). A refused schema leaves no compiled schema behind.
+    Nothing in it reaches another registry, and a built registry does not keep it (its
+    ``CompiledSchema`` values keep only their compiler, for compiling validators on
+    first use). Unbounded and not thread-safe: a build runs on one thread and ends.
     """
 
     __slots__ = ("compiler", "patterns", "schemas", "sources")
 
-    def __init__(self) -> None:
+    def __init__(self, proven: Iterable[str] = ()) -> None:
         self.compiler: SchemaCompiler | None = None  # the one it serves, from its first use
         self.sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
         self.schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
-        self.patterns: set[str] = set()
+        self.patterns: set[str] = set(proven)
 
 
 class SchemaCompiler:

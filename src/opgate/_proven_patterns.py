@@ -1,0 +1,153 @@
+"""Regular expressions proven to compile, remembered from one build to the next.
+
+A ``Registry`` build proves every ``pattern`` of its schemas valid by compiling it with
+the regex engine, and at a real catalog's scale that is one of its largest costs; the
+validators compiled later, on first use, compile them again. This module keeps the
+texts of the patterns a build proved in one file per engine (the opgate version, the
+jsonschema-rs binary and the regex options), so that the next build of the same
+catalog, in another process, starts knowing them.
+
+What it remembers can only ever say "this pattern compiled": a pattern read from the
+file skips the build's proof, never a profile rule or the meta-schema. A file someone
+else could have written is not read (it must be a regular file owned by this user and
+writable by no one else), and a pattern that would not compile after all still fails
+where its validator is compiled, on first use.
+
+``$OPGATE_CACHE_DIR`` names the directory; empty turns the memory off. Unset, it is
+``$XDG_CACHE_HOME/opgate``, else ``~/.cache/opgate``. Every failure to read or write is
+silent: the build then proves every pattern, as it would without the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Collection, Set
+from pathlib import Path
+
+from ._version import __version__
+
+__all__ = ["CACHE_ENV", "MAX_FILE_BYTES", "cache_directory", "load_proven", "remember_proven"]
+
+#: The environment variable naming the directory (empty: remember nothing).
+CACHE_ENV = "OPGATE_CACHE_DIR"
+
+#: A file is read only up to this size, and written with only the last build's patterns
+#: when the union would outgrow it.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+_FORMAT = 1
+
+
+def cache_directory() -> Path | None:
+    """The directory the memory lives in, or ``None`` when it is off."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen is not None:
+        return Path(chosen) if chosen else None
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base:
+        return Path(base) / "opgate"
+    try:
+        return Path.home() / ".cache" / "opgate"
+    except RuntimeError:  # no home directory to resolve
+        return None
+
+
+def load_proven(backtrack_limit: int | None) -> frozenset[str]:
+    """The patterns an earlier build proved with this engine (empty when none or off)."""
+    path = _file(backtrack_limit)
+    if path is None:
+        return frozenset()
+    try:
+        data = _read_own_file(path)
+    except OSError:
+        return frozenset()
+    if data is None:
+        return frozenset()
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return frozenset()
+    if not isinstance(document, dict) or document.get("format") != _FORMAT:
+        return frozenset()
+    patterns = document.get("patterns")
+    if not isinstance(patterns, list) or not all(type(p) is str for p in patterns):
+        return frozenset()
+    return frozenset(patterns)
+
+
+def remember_proven(backtrack_limit: int | None, loaded: Set[str], proven: Collection[str]) -> None:
+    """Write the patterns a build knows to compile: ``loaded`` (what it started from)
+    and ``proven`` (what it proved itself).
+
+    Nothing is written when the build proved nothing new. The union is kept unless it
+    would outgrow ``MAX_FILE_BYTES``; then only what the build proved itself is, and
+    nothing when even that would.
+    """
+    if not proven:
+        return
+    path = _file(backtrack_limit)
+    if path is None:
+        return
+    for patterns in (sorted({*loaded, *proven}), sorted(proven)):
+        # ASCII escapes keep any string, lone surrogates too, readable by json.loads.
+        data = json.dumps({"format": _FORMAT, "patterns": patterns}).encode("ascii")
+        if len(data) <= MAX_FILE_BYTES:
+            with contextlib.suppress(OSError):
+                _replace(path, data)
+            return
+
+
+def _file(backtrack_limit: int | None) -> Path | None:
+    directory = cache_directory()
+    if directory is None:
+        return None
+    return directory / f"patterns-{_engine_key(backtrack_limit)}.json"
+
+
+def _engine_key(backtrack_limit: int | None) -> str:
+    """Which engine proved the patterns: opgate, the jsonschema-rs binary, the options."""
+    import jsonschema_rs
+
+    binary = Path(jsonschema_rs.__file__).parent
+    identity = [__version__, repr(backtrack_limit)]
+    with contextlib.suppress(OSError):
+        for entry in sorted(binary.glob("*.so")) + sorted(binary.glob("*.pyd")):
+            status = entry.stat()
+            identity.append(f"{entry}:{status.st_size}:{status.st_mtime_ns}")
+    return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:32]
+
+
+def _read_own_file(path: Path) -> bytes | None:
+    """The file's bytes if this user owns it, no one else may write it, and it is small."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags)
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and (
+            status.st_uid != getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
+            return None
+        data = file.read(MAX_FILE_BYTES + 1)
+        return data if len(data) <= MAX_FILE_BYTES else None
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a private temporary file, then a rename)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".patterns-")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

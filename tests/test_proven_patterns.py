@@ -1,0 +1,203 @@
+"""A build remembers the patterns it proved to compile; the next build skips their proof.
+
+``opgate._proven_patterns`` keeps one file per regex engine in ``$OPGATE_CACHE_DIR``.
+What it holds can only spare a build a regex compile: a file another user could have
+written is not read, a broken one is ignored, and the memory can be turned off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opgate import ConfigurationError, Operation, Registry, finish
+from opgate import _proven_patterns as proven_patterns
+from opgate._schema import SchemaCompiler
+
+from conftest import AllowAll
+
+pytestmark = pytest.mark.anyio
+
+
+def handler(invocation: Any) -> Any:
+    return finish("ok")
+
+
+def operation(name: str, *patterns: str) -> Operation:
+    properties = {f"p{i}": {"type": "string", "pattern": p} for i, p in enumerate(patterns)}
+    return Operation(
+        name, "Test.", handler, input_schema={"type": "object", "properties": properties}
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(proven_patterns.CACHE_ENV, str(directory))
+    return directory
+
+
+@pytest.fixture
+def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every pattern the build hands the regex engine to prove, in order."""
+    seen: list[str] = []
+    batch, single = SchemaCompiler._all_compile, SchemaCompiler._compiles
+
+    def all_compile(self: SchemaCompiler, patterns: list[str], known: set[str]) -> bool:
+        seen.extend(patterns)
+        return batch(self, patterns, known)
+
+    def compiles(self: SchemaCompiler, pattern: str, known: set[str]) -> bool:
+        if pattern not in known:
+            seen.append(pattern)
+        return single(self, pattern, known)
+
+    monkeypatch.setattr(SchemaCompiler, "_all_compile", all_compile)
+    monkeypatch.setattr(SchemaCompiler, "_compiles", compiles)
+    return seen
+
+
+def remembered(cache: Path) -> list[str]:
+    (path,) = cache.glob("patterns-*.json")
+    patterns: list[str] = json.loads(path.read_text())["patterns"]
+    return patterns
+
+
+def test_a_second_build_proves_no_pattern_the_first_proved(
+    cache: Path, compiled: list[str]
+) -> None:
+    Registry([operation("a", "^a+$", "^b{1,9}$")], AllowAll())
+    assert sorted(compiled) == ["^a+$", "^b{1,9}$"]
+    assert remembered(cache) == ["^a+$", "^b{1,9}$"]
+    compiled.clear()
+    Registry([operation("a", "^a+$"), operation("b", "^b{1,9}$", "^c$")], AllowAll())
+    assert compiled == ["^c$"]  # only the new one
+    assert remembered(cache) == ["^a+$", "^b{1,9}$", "^c$"]
+
+
+def test_the_file_is_private_to_this_user(cache: Path) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+    assert stat.S_IMODE(cache.stat().st_mode) & 0o077 == 0
+
+
+def test_an_invalid_pattern_is_refused_and_never_remembered(
+    cache: Path, compiled: list[str]
+) -> None:
+    for _ in range(2):
+        with pytest.raises(ConfigurationError, match="pattern"):
+            Registry([operation("a", "^a+$", "(unclosed")], AllowAll())
+    assert "(unclosed" in compiled
+    assert not list(cache.glob("patterns-*.json"))  # a failed build writes nothing
+
+
+def test_an_empty_directory_name_turns_the_memory_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[str]
+) -> None:
+    monkeypatch.setenv(proven_patterns.CACHE_ENV, "")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        Registry([operation("a", "^a+$")], AllowAll())
+    assert compiled == ["^a+$", "^a+$"]
+    assert not list(tmp_path.rglob("patterns-*"))
+
+
+def test_the_default_directory_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(proven_patterns.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere")
+    assert proven_patterns.cache_directory() == Path("/somewhere/opgate")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert proven_patterns.cache_directory() == Path("/home/someone/.cache/opgate")
+
+
+def test_each_engine_has_its_own_file(cache: Path, compiled: list[str]) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    Registry([operation("a", "^a+$")], AllowAll(), regex_backtrack_limit=1000)
+    assert compiled == ["^a+$", "^a+$"]  # proven once per engine
+    assert len(list(cache.glob("patterns-*.json"))) == 2
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda path: os.chmod(path, 0o664), id="group-writable"),
+        pytest.param(lambda path: os.chmod(path, 0o646), id="world-writable"),
+        pytest.param(lambda path: path.write_text("{not json"), id="not-json"),
+        pytest.param(
+            lambda path: path.write_text(json.dumps({"format": 2, "patterns": ["^a+$"]})),
+            id="another-format",
+        ),
+        pytest.param(
+            lambda path: path.write_text(json.dumps({"format": 1, "patterns": [1]})),
+            id="not-strings",
+        ),
+        pytest.param(
+            lambda path: path.write_bytes(b" " * (proven_patterns.MAX_FILE_BYTES + 1)),
+            id="oversized",
+        ),
+    ],
+)
+def test_a_file_that_may_not_be_trusted_is_not_read(
+    cache: Path, compiled: list[str], spoil: Any
+) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    spoil(path)
+    compiled.clear()
+    Registry([operation("a", "^a+$")], AllowAll())
+    assert compiled == ["^a+$"]  # proven again
+
+
+def test_a_symbolic_link_is_not_followed(cache: Path, tmp_path: Path, compiled: list[str]) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(path.read_bytes())
+    elsewhere.chmod(0o600)
+    path.unlink()
+    path.symlink_to(elsewhere)
+    compiled.clear()
+    Registry([operation("a", "^a+$")], AllowAll())
+    assert compiled == ["^a+$"]
+
+
+def test_an_unwritable_directory_only_costs_the_proof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(proven_patterns.CACHE_ENV, str(blocker / "cache"))
+    for _ in range(2):
+        Registry([operation("a", "^a+$")], AllowAll())
+    assert compiled == ["^a+$", "^a+$"]
+
+
+def test_a_union_too_large_keeps_only_what_the_build_proved(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Registry([operation("a", "^" + "a" * 60 + "$")], AllowAll())
+    first = remembered(cache)
+    size = len(next(cache.glob("patterns-*.json")).read_bytes())
+    monkeypatch.setattr(proven_patterns, "MAX_FILE_BYTES", size + 20)
+    Registry([operation("b", "^" + "b" * 60 + "$")], AllowAll())
+    assert remembered(cache) == ["^" + "b" * 60 + "$"]
+    assert first != remembered(cache)
+
+
+async def test_a_pattern_wrongly_remembered_fails_where_it_is_compiled(cache: Path) -> None:
+    """Only this user can write the file; if it claims a pattern compiles that does not,
+    the build accepts the schema and the operation's first use fails, never validates."""
+    invalid = operation("a", "(unclosed")
+    Registry([operation("b", "^b$")], AllowAll())  # makes the file and its directory
+    (path,) = cache.glob("patterns-*.json")
+    path.write_text(json.dumps({"format": 1, "patterns": ["(unclosed"]}))
+    registry = Registry([invalid], AllowAll())
+    outcome: Any = await registry.invoke(None, "a", {"p0": "x"})
+    assert outcome.failure.code == "internal"
