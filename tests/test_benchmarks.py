@@ -216,6 +216,7 @@ def test_startup_benchmark_tiny() -> None:
     start = bench_startup.start_table("synthetic:30", 1, compare=False)
     assert [row["server"] for row in start.rows] == [
         "opgate serve (rule)",
+        "opgate serve (rule), first start",
         "opgate serve --ranking relevance",
     ]
     for row in start.rows:
