@@ -111,3 +111,48 @@ def test_a_stream_split_anywhere_is_redacted_as_its_whole_text() -> None:
         streamed.append(redactor.text(held))
         assert "".join(streamed) == redactor.text(whole), whole
         assert len(held) <= redactor.tail
+
+
+def _zero_padded(secret: str, zeros: int) -> str:
+    """``secret`` with each character but letters and digits written as an HTML
+    character reference with ``zeros`` leading zeros."""
+    return "".join(c if c.isalnum() else f"&#{'0' * zeros}{ord(c)};" for c in secret)
+
+
+def test_character_references_padded_beyond_the_tail_are_still_redacted_in_a_stream() -> None:
+    """Leading zeros make a reference as long as the sender likes; a stream cut inside
+    such a secret must not let its first characters out before its end arrives."""
+    import html
+
+    secret = "k3y-01234/56789"
+    redactor = Redactor({"X-Api-Key": secret})
+    random = Random(11)
+    for zeros in (20, 500, 5000):
+        whole = "before " + _zero_padded(secret, zeros) + " after"
+        assert redactor.text(whole) == "before [redacted] after"
+        for _ in range(30):
+            streamed, held, at = [], "", 0
+            while at < len(whole):
+                size = random.randint(1, 3 * redactor.tail)
+                out, held = redactor.split(held + whole[at : at + size])
+                streamed.append(out)
+                at += size
+                assert len(held) <= redactor.tail
+            streamed.append(redactor.text(held))
+            shown = "".join(streamed)
+            assert secret not in html.unescape(shown), zeros
+            assert html.unescape(shown) == "before [redacted] after"
+
+
+def test_a_text_cut_at_a_limit_keeps_no_part_of_a_padded_secret() -> None:
+    import html
+
+    secret = "k3y-01234/56789"
+    redactor = Redactor({"X-Api-Key": secret})
+    whole = "before " + _zero_padded(secret, 800)
+    for limit in range(7, len(whole), 97):
+        shown = html.unescape(redactor.truncated(whole[:limit]))
+        assert "01234" not in shown, limit
+    padding = "x" * redactor.tail
+    assert redactor.truncated(whole + " after" + padding) == "before [redacted] after"
+    assert redactor.truncated("plain" + padding) == "plain"

@@ -28,9 +28,12 @@ and strings; a number whose JSON text holds a secret becomes the string
 ``[redacted]``), looking for the secrets whose runs occur in ``probe`` (the body it was
 parsed from), so a result is redacted before it is serialised and its text copy is
 made from the redacted value; ``found(s)`` says whether any secret occurs.
-``tail`` bounds how long one encoded occurrence can be, so that a body cut at a
-byte limit can drop the tail in which a secret might have been cut in two, and
-``split(s)`` redacts a piece of a stream but for the tail the next piece may complete.
+``tail`` bounds how long one encoded occurrence can be once the leading zeros of
+character references, which a sender may make as many as it likes, are cut to a few:
+``truncated(s)`` redacts a text cut at a byte limit without the tail in which a secret
+might have been cut in two, and ``split(s)`` redacts a piece of a stream but for the
+tail the next piece may complete. Both cut those zeros first (``&#00000000065;`` means
+what ``&#0000000000000065;`` does).
 """
 
 from __future__ import annotations
@@ -51,8 +54,11 @@ MIN_SECRET = 4
 MIN_PART = 8
 #: Shortest Basic-auth password redacted on its own.
 MIN_PASSWORD = 6
-#: Longest encoding of one character recognised (``%25XX`` for each of four bytes).
+#: Longest encoding of one character recognised (``%25XX`` for each of four bytes), once
+#: a character reference's leading zeros are at most ``_ZEROS_KEPT``.
 _PER_CHARACTER = 20
+_ZEROS_KEPT = 8
+_LONG_ZEROS = re.compile(rf"(&#[xX]?)0{{{_ZEROS_KEPT + 1},}}")
 _WORDS = re.compile(r"[\s,;]+")
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"}
 _SHORT_ESCAPES |= {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -163,12 +169,22 @@ class Redactor:
         pattern = self._pattern(text)
         return text if pattern is None else pattern.sub(REDACTED, text)
 
+    def truncated(self, text: str) -> str:
+        """``text``, cut at a read limit, redacted and without its last ``tail``
+        characters, in which a secret may have been cut in two (and so not be found)."""
+        if not self.tail:
+            return text
+        text = _short_zeros(text)
+        return self.text(text[: max(0, len(text) - self.tail)])
+
     def split(self, text: str) -> tuple[str, str]:
         """``text`` as a piece of a stream that goes on: the part no secret continuing
         in the next piece can begin in, redacted, and the rest (at most ``tail``
-        characters) as it is, to be put before the next piece. A secret found in the
-        rest waits with it, since it may be part of a longer one (a credential's word,
-        of the whole credential)."""
+        characters) as it is but for character references' leading zeros, to be put
+        before the next piece. A secret found in the rest waits with it, since it may
+        be part of a longer one (a credential's word, of the whole credential)."""
+        if self.tail:
+            text = _short_zeros(text)
         cut = max(len(text) - self.tail, 0)
         pattern = self._pattern(text)
         if pattern is None:
@@ -193,6 +209,14 @@ class Redactor:
         """``value`` (parsed from ``probe``) with its strings and member names redacted."""
         pattern = self._pattern(probe)
         return value if pattern is None else _redacted(value, pattern)
+
+
+def _short_zeros(text: str) -> str:
+    """``text`` with at most ``_ZEROS_KEPT`` leading zeros in each character reference
+    (a reference cut short at the end too: the next piece's zeros join it again)."""
+    if "&#" not in text:
+        return text
+    return _LONG_ZEROS.sub(lambda match: match[1] + "0" * _ZEROS_KEPT, text)
 
 
 def _redacted(value: Any, pattern: re.Pattern[str]) -> Any:

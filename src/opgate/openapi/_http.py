@@ -616,9 +616,7 @@ def _redacted(value: Any, body: bytes, response: httpx2.Response, redactor: Reda
 def _shown_text(text: str, truncated: bool, redactor: Redactor) -> str:
     """``text`` redacted; when the body was cut at the read limit, without the tail in
     which a credential could have been cut in two (and so not be recognised)."""
-    if truncated and redactor.tail:
-        text = text[: max(0, len(text) - redactor.tail)]
-    return redactor.text(text)
+    return redactor.truncated(text) if truncated else redactor.text(text)
 
 
 def _cut_text(text: str, truncated: bool, budget: int) -> str:
