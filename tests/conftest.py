@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,7 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
     triggered it."""
     import node_tools
 
-    os.environ["OPGATE_CACHE_DIR"] = tempfile.mkdtemp(prefix="opgate-test-cache-")
+    cache = tempfile.mkdtemp(prefix="opgate-test-cache-")
+    os.environ["OPGATE_CACHE_DIR"] = cache
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
 
     def announce(line: str) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
