@@ -8,11 +8,12 @@ collection walks, and whether a cycle made during the request is still collected
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -21,6 +22,8 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+
+from opgate.cli._serve import _collector_paused
 
 from conftest import ROOT, await_port, free_port, serve_environment, stop_process
 
@@ -35,8 +38,8 @@ from opgate import Registry, operation
 
 
 #: The module is imported, and its registry built, while ``opgate serve`` pauses the
-#: collector: a start-up's millions of allocations trigger no passes.
-IMPORTED_WITH_COLLECTOR = gc.isenabled()
+#: collector (a zero first threshold): a start-up's millions of allocations trigger no passes.
+IMPORTED_WITH_COLLECTOR = gc.isenabled() and gc.get_threshold()[0] != 0
 
 
 class Node:
@@ -132,3 +135,40 @@ async def test_serve_freezes_the_registry_and_still_collects_requests(
     assert seen["cycle collected"]
     assert seen["collector enabled"]
     assert seen["imported with collector"] is False
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """Whatever a test does to the collector is undone after it."""
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        (gc.enable if enabled else gc.disable)()
+
+
+def test_a_target_that_turns_the_collector_off_keeps_it_off(collector: None) -> None:
+    """A target may run without the cyclic collector (``gc.disable()`` at import, its own
+    ``gc.collect()`` later): the pause around its import must not turn it back on."""
+    gc.enable()
+    with _collector_paused():
+        gc.disable()  # the target's own choice
+    assert not gc.isenabled()
+
+
+def test_a_target_that_tunes_the_collector_keeps_its_thresholds(collector: None) -> None:
+    gc.enable()
+    with _collector_paused():
+        gc.set_threshold(50_000, 20, 20)
+    assert gc.isenabled()
+    assert gc.get_threshold() == (50_000, 20, 20)
+
+
+def test_the_collector_runs_again_after_a_failed_build(collector: None) -> None:
+    gc.enable()
+    before = gc.get_threshold()
+    with pytest.raises(KeyboardInterrupt), _collector_paused():
+        raise KeyboardInterrupt
+    assert gc.isenabled()
+    assert gc.get_threshold() == before

@@ -62,6 +62,16 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def linear_file(cache: Path) -> Path:
+    """Where the linear engine's file goes (the default ``regex_backtrack_limit=None``)."""
+    return cache / f"patterns-{proven_patterns._engine_key(None)}.json"
+
+
+def engine(path: Path) -> str:
+    """The engine a file is named for (``patterns-ENGINE.json``)."""
+    return path.stem.removeprefix("patterns-")
+
+
 def remembered(cache: Path) -> list[str]:
     (path,) = cache.glob("patterns-*.json")
     patterns: list[str] = json.loads(path.read_text())["patterns"]
@@ -131,13 +141,24 @@ def test_each_engine_has_its_own_file(cache: Path, compiled: list[str]) -> None:
         pytest.param(lambda path: os.chmod(path, 0o646), id="world-writable"),
         pytest.param(lambda path: path.write_text("{not json"), id="not-json"),
         pytest.param(
-            lambda path: path.write_text(json.dumps({"format": 2, "patterns": ["^a+$"]})),
+            lambda path: path.write_text(
+                json.dumps({"format": 2, "engine": engine(path), "patterns": ["^a+$"]})
+            ),
             id="another-format",
         ),
         pytest.param(
-            lambda path: path.write_text(json.dumps({"format": 1, "patterns": [1]})),
+            lambda path: path.write_text(
+                json.dumps({"format": 1, "engine": engine(path), "patterns": [1]})
+            ),
             id="not-strings",
         ),
+        pytest.param(
+            lambda path: path.write_text(
+                json.dumps({"format": 1, "engine": "0" * 32, "patterns": ["^a+$"]})
+            ),
+            id="another-engine",
+        ),
+        pytest.param(lambda path: path.write_text("[" * 200_000), id="nested-too-deep"),
         pytest.param(
             lambda path: path.write_bytes(b" " * (proven_patterns.MAX_FILE_BYTES + 1)),
             id="oversized",
@@ -197,7 +218,73 @@ async def test_a_pattern_wrongly_remembered_fails_where_it_is_compiled(cache: Pa
     invalid = operation("a", "(unclosed")
     Registry([operation("b", "^b$")], AllowAll())  # makes the file and its directory
     (path,) = cache.glob("patterns-*.json")
-    path.write_text(json.dumps({"format": 1, "patterns": ["(unclosed"]}))
+    document = json.loads(path.read_text())
+    document["patterns"] = ["(unclosed"]
+    path.write_text(json.dumps(document))
     registry = Registry([invalid], AllowAll())
     outcome: Any = await registry.invoke(None, "a", {"p0": "x"})
     assert outcome.failure.code == "internal"
+
+
+def test_a_file_renamed_from_another_engine_is_not_read(cache: Path) -> None:
+    """The file names its engine inside: one proven by the backtracking engine, moved to the
+    linear engine's name (by this user, or by whoever may rename in a shared directory),
+    does not make the linear engine accept a lookaround it refuses."""
+    lookaround = operation("a", "(?=a)a")
+    Registry([lookaround], AllowAll(), regex_backtrack_limit=1000)
+    (fancy,) = cache.glob("patterns-*.json")
+    fancy.rename(linear_file(cache))
+    with pytest.raises(ConfigurationError, match=r"lookaround|backtrack"):
+        Registry([lookaround], AllowAll())
+
+
+def test_a_fifo_in_place_of_the_file_does_not_hang_the_build(
+    cache: Path, compiled: list[str]
+) -> None:
+    """Whoever may write the directory could leave a FIFO where the file goes: opening it
+    for reading would wait for a writer forever."""
+    import threading
+
+    cache.mkdir(mode=0o700)
+    fifo = linear_file(cache)
+    os.mkfifo(fifo, 0o600)
+    built = threading.Event()
+
+    def build() -> None:
+        Registry([operation("a", "^a+$")], AllowAll())
+        built.set()
+
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    try:
+        assert built.wait(10), "the build waits on the FIFO"
+    finally:
+        if not built.is_set():  # release the blocked open so the worker can end
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+    assert compiled == ["^a+$"]
+
+
+async def test_a_wrongly_remembered_output_pattern_fails_before_the_handler_runs(
+    cache: Path,
+) -> None:
+    """A wrongly remembered pattern in an output schema must not let the handler act and
+    then fail the call: the failure comes first, as for an input schema."""
+    from opgate import Result, Text
+
+    ran: list[int] = []
+
+    def acting(invocation: Any) -> Any:
+        ran.append(1)
+        return finish(Result([Text("done")], structured={"v": "x"}))
+
+    Registry([operation("b", "^b$")], AllowAll())  # makes the file and its directory
+    (path,) = cache.glob("patterns-*.json")
+    document = json.loads(path.read_text())
+    document["patterns"] = ["(unclosed"]
+    path.write_text(json.dumps(document))
+    output = {"type": "object", "properties": {"v": {"type": "string", "pattern": "(unclosed"}}}
+    registry = Registry([Operation("a", "Test.", acting, output_schema=output)], AllowAll())
+    outcome: Any = await registry.invoke(None, "a", {})
+    assert outcome.failure.code == "internal"
+    assert ran == []

@@ -3,8 +3,9 @@
 ``call_options`` checks ``input_support``, ``progress``, ``input_expiry`` and
 ``lifetime`` and returns what the call needs of them; ``validated_arguments``
 applies the argument budget, the strict parse, the object check and the operation's
-input schema. Each raises a ``Failure`` whose message states the rule; the invoke
-sequence (``_invoke``) calls them in that order. Neither runs a callback or awaits.
+input schema, and makes sure the output schema's validator compiles. Each raises a
+``Failure`` whose message states the rule; the invoke sequence (``_invoke``) calls them
+in that order. Neither runs a callback or awaits.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ def validated_arguments(
     violation = entry.input_schema.first_violation(values)
     if violation is not None:
         raise Failure(FailureCode.INVALID_ARGUMENTS, f"arguments: {violation}")
+    if entry.output_schema is not None:
+        # Its validator must compile before the handler acts, not only after it returned.
+        entry.output_schema.prepare()
     return values, canonical
 
 

@@ -10,8 +10,9 @@ catalog, in another process, starts knowing them.
 What it remembers can only ever say "this pattern compiled": a pattern read from the
 file skips the build's proof, never a profile rule or the meta-schema. A file someone
 else could have written is not read (it must be a regular file owned by this user and
-writable by no one else), and a pattern that would not compile after all still fails
-where its validator is compiled, on first use.
+writable by no one else), nor one that names another engine inside (renamed from that
+engine's file name), and a pattern that would not compile after all still fails where
+its validator is compiled, on first use.
 
 ``$OPGATE_CACHE_DIR`` names the directory; empty turns the memory off. Unset, it is
 ``$XDG_CACHE_HOME/opgate``, else ``~/.cache/opgate``. Every failure to read or write is
@@ -59,20 +60,27 @@ def cache_directory() -> Path | None:
 
 def load_proven(backtrack_limit: int | None) -> frozenset[str]:
     """The patterns an earlier build proved with this engine (empty when none or off)."""
-    path = _file(backtrack_limit)
-    if path is None:
+    directory = cache_directory()
+    if directory is None:
         return frozenset()
+    engine = _engine_key(backtrack_limit)
     try:
-        data = _read_own_file(path)
+        data = _read_own_file(_file(directory, engine))
     except OSError:
         return frozenset()
     if data is None:
         return frozenset()
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return frozenset()
-    if not isinstance(document, dict) or document.get("format") != _FORMAT:
+    # The engine is named inside too: a file renamed from another engine's name is not
+    # read (the backtracking engine compiles lookarounds the linear one refuses).
+    if (
+        not isinstance(document, dict)
+        or document.get("format") != _FORMAT
+        or document.get("engine") != engine
+    ):
         return frozenset()
     patterns = document.get("patterns")
     if not isinstance(patterns, list) or not all(type(p) is str for p in patterns):
@@ -90,23 +98,23 @@ def remember_proven(backtrack_limit: int | None, loaded: Set[str], proven: Colle
     """
     if not proven:
         return
-    path = _file(backtrack_limit)
-    if path is None:
+    directory = cache_directory()
+    if directory is None:
         return
+    engine = _engine_key(backtrack_limit)
+    path = _file(directory, engine)
     for patterns in (sorted({*loaded, *proven}), sorted(proven)):
         # ASCII escapes keep any string, lone surrogates too, readable by json.loads.
-        data = json.dumps({"format": _FORMAT, "patterns": patterns}).encode("ascii")
+        document = {"format": _FORMAT, "engine": engine, "patterns": patterns}
+        data = json.dumps(document).encode("ascii")
         if len(data) <= MAX_FILE_BYTES:
             with contextlib.suppress(OSError):
                 _replace(path, data)
             return
 
 
-def _file(backtrack_limit: int | None) -> Path | None:
-    directory = cache_directory()
-    if directory is None:
-        return None
-    return directory / f"patterns-{_engine_key(backtrack_limit)}.json"
+def _file(directory: Path, engine: str) -> Path:
+    return directory / f"patterns-{engine}.json"
 
 
 def _engine_key(backtrack_limit: int | None) -> str:
@@ -123,8 +131,12 @@ def _engine_key(backtrack_limit: int | None) -> str:
 
 
 def _read_own_file(path: Path) -> bytes | None:
-    """The file's bytes if this user owns it, no one else may write it, and it is small."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    """The file's bytes if this user owns it, no one else may write it, and it is small.
+
+    Opened without blocking: a FIFO left in its place would otherwise wait for a writer
+    (the descriptor is then refused as not a regular file).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     descriptor = os.open(path, flags)
     with os.fdopen(descriptor, "rb") as file:
         status = os.fstat(file.fileno())

@@ -221,10 +221,12 @@ class CompiledSchema:
     ``1.0`` reads back as ``1``), and the compiled validator lives in its
     ``SchemaCompiler``'s bounded cache, recompiled from the bytes on first use after
     it was dropped. Every schema was fully checked once before its ``CompiledSchema``
-    existed, so compiling it cannot fail.
+    existed, so compiling it cannot fail, unless the build skipped the proof of a
+    pattern wrongly remembered as compiling (``_proven_patterns``): then every compile
+    fails, and ``prepare`` lets a caller find that out before it acts.
     """
 
-    __slots__ = ("_compiler", "_role", "canonical", "dialect")
+    __slots__ = ("_compiled", "_compiler", "_role", "canonical", "dialect")
 
     dialect: str
     canonical: bytes
@@ -236,6 +238,14 @@ class CompiledSchema:
         self._role = role
         self.canonical = canonical
         self.dialect = dialect
+        self._compiled = False  # True once its validator compiled (then it always does)
+
+    def prepare(self) -> None:
+        """Compile the validator now if it never was; raises ``ConfigurationError`` if it
+        cannot compile (a pattern wrongly remembered as proven). Cheap once it did."""
+        if not self._compiled:
+            self._compiler.validator(self._role, self.canonical)
+            self._compiled = True
 
     def document(self) -> JSONValue:
         """A fresh, detached copy of the schema document."""

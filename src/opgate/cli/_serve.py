@@ -95,14 +95,19 @@ def _collector_paused() -> Iterator[None]:
     build leaves behind are frozen with the heap (``_freeze_heap``) rather than
     collected: a full pass here would cost what the pause saves. A target that makes
     cyclic garbage by the megabyte can call ``gc.collect()`` before it returns.
+
+    The pause is a zero first threshold, not ``gc.disable()``: a target that turns the
+    collector off itself (``gc.disable()``) or sets its own thresholds keeps its choice,
+    since only thresholds still as paused are restored.
     """
-    enabled = gc.isenabled()
-    gc.disable()
+    thresholds = gc.get_threshold()
+    paused = (0, *thresholds[1:])
+    gc.set_threshold(*paused)
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        if gc.get_threshold() == paused:  # the target set none of its own
+            gc.set_threshold(*thresholds)
 
 
 def _freeze_heap() -> None:
