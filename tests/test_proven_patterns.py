@@ -122,8 +122,10 @@ def test_the_default_directory_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv(proven_patterns.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere")
     assert proven_patterns.cache_directory() == Path("/somewhere/opgate")
-    monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", "/home/someone")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the spec says
+    assert proven_patterns.cache_directory() == Path("/home/someone/.cache/opgate")
+    monkeypatch.delenv("XDG_CACHE_HOME")
     assert proven_patterns.cache_directory() == Path("/home/someone/.cache/opgate")
 
 

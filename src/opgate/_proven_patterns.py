@@ -15,8 +15,9 @@ engine's file name), and a pattern that would not compile after all still fails 
 its validator is compiled, on first use.
 
 ``$OPGATE_CACHE_DIR`` names the directory; empty turns the memory off. Unset, it is
-``$XDG_CACHE_HOME/opgate``, else ``~/.cache/opgate``. Every failure to read or write is
-silent: the build then proves every pattern, as it would without the file.
+``$XDG_CACHE_HOME/opgate`` (an absolute one), else ``~/.cache/opgate``. Every failure to
+read or write is silent: the build then proves every pattern, as it would without the
+file.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def cache_directory() -> Path | None:
     if chosen is not None:
         return Path(chosen) if chosen else None
     base = os.environ.get("XDG_CACHE_HOME")
-    if base:
+    if base and os.path.isabs(base):  # a relative one is ignored, as the XDG spec says
         return Path(base) / "opgate"
     try:
         return Path.home() / ".cache" / "opgate"
