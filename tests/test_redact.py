@@ -156,3 +156,18 @@ def test_a_text_cut_at_a_limit_keeps_no_part_of_a_padded_secret() -> None:
     padding = "x" * redactor.tail
     assert redactor.truncated(whole + " after" + padding) == "before [redacted] after"
     assert redactor.truncated("plain" + padding) == "plain"
+
+
+def test_a_text_cut_at_a_limit_shows_no_part_of_a_secret_its_own_cut_falls_inside() -> None:
+    """The tail dropped from a cut text is counted from its end: a secret that arrived
+    whole but straddles where the tail begins is redacted whole, not shown in part."""
+    secret = "k3y-01234/56789"
+    redactor = Redactor({"X-Api-Key": secret})
+    for extra in range(len(secret) + 1):
+        body = "before " + secret + "x" * (redactor.tail - len(secret) + extra)
+        shown = redactor.truncated(body)
+        assert shown in ("before ", "before [redacted]"), (extra, shown)
+    padded = "before " + _zero_padded(secret, 600) + "x" * redactor.tail
+    for limit in range(7, len(padded), 53):
+        shown = redactor.truncated(padded[:limit])
+        assert shown in ("", "before ", "before [redacted]"), (limit, shown)

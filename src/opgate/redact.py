@@ -171,11 +171,11 @@ class Redactor:
 
     def truncated(self, text: str) -> str:
         """``text``, cut at a read limit, redacted and without its last ``tail``
-        characters, in which a secret may have been cut in two (and so not be found)."""
-        if not self.tail:
-            return text
-        text = _short_zeros(text)
-        return self.text(text[: max(0, len(text) - self.tail)])
+        characters, in which a secret may have been cut in two (and so not be found);
+        a secret that began before them is redacted whole."""
+        # as a stream's last piece but one: a secret that begins before the tail and
+        # ends inside it arrived whole, and is redacted whole rather than cut in two
+        return self.split(text)[0] if self.tail else text
 
     def split(self, text: str) -> tuple[str, str]:
         """``text`` as a piece of a stream that goes on: the part no secret continuing
