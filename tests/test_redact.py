@@ -171,3 +171,12 @@ def test_a_text_cut_at_a_limit_shows_no_part_of_a_secret_its_own_cut_falls_insid
     for limit in range(7, len(padded), 53):
         shown = redactor.truncated(padded[:limit])
         assert shown in ("", "before ", "before [redacted]"), (limit, shown)
+
+
+def test_hex_character_references_are_found_without_leading_zeros() -> None:
+    """``&#x3A9;`` as well as ``&#x03A9;``: an encoder (JavaScript's ``he``, for one)
+    writes a hex reference's digits without padding them to four."""
+    redactor = Redactor({"X-Api-Key": "pässwΩrd-Ā1234"})
+    for omega in ("&#x3A9;", "&#x3a9;", "&#X03a9;", "&#937;"):
+        for a in ("&#x100;", "&#x0100;", "&#256;"):
+            assert redactor.text(f"<pässw{omega}rd-{a}1234>") == "<[redacted]>", (omega, a)

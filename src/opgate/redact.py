@@ -94,7 +94,7 @@ def _character(char: str) -> str:
     else:
         forms.append(rf"\\u{_hex(point, 4)}")
     forms.append(rf"&#0*{point};")
-    forms.append(rf"&#[xX]0*{_hex(point, 1 if point < 16 else 2 if point < 256 else 4)};")
+    forms.append(rf"&#[xX]0*{_hex(point, 1)};")  # &#x3A9; as well as &#x03A9;
     forms.extend(f"&{name};" for name in _NAMED.get(char, ()))
     return "(?:" + "|".join(forms) + ")"
 
