@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from decimal import Decimal
 from random import Random
 
@@ -180,3 +181,52 @@ def test_hex_character_references_are_found_without_leading_zeros() -> None:
     for omega in ("&#x3A9;", "&#x3a9;", "&#X03a9;", "&#937;"):
         for a in ("&#x100;", "&#x0100;", "&#256;"):
             assert redactor.text(f"<pässw{omega}rd-{a}1234>") == "<[redacted]>", (omega, a)
+
+
+def _written(char: str, random: Random) -> str:
+    """``char`` as one of the encoders the module docstring lists may write it."""
+    if char.isascii() and char.isalnum():
+        return char
+    point, raw = ord(char), char.encode()
+    zeros = "0" * random.choice([0, 0, 1, 9, 40, 900])
+    forms = [
+        char,
+        "".join(random.choice(["%", "%25"]) + f"{byte:02X}" for byte in raw),
+        json.dumps(char)[1:-1],
+        f"&#{zeros}{point};",
+        f"&#{random.choice('xX')}{zeros}{point:x};",
+        {" ": "+", '"': "&quot;", "&": "&amp;", "<": "&lt;"}.get(char, char),
+    ]
+    return random.choice(forms)
+
+
+def test_streams_and_cut_texts_of_any_encoding_are_redacted_as_the_whole() -> None:
+    """Seeded: secrets written in any mix of encodings (zero-padded references too)
+    among look-alike noise, streamed in pieces of any size, give what ``text`` of the
+    whole gives once references' zeros are cut; a text cut anywhere gives a beginning
+    of it."""
+    secrets = ["k3y-01234/56789", 'pa ss"wΩrd😀x<&>', "Bearer tok.en_12345678"]
+    redactor = Redactor({"A": secrets[0], "B": secrets[1], "C": secrets[2]})
+    noise = ["&", "#", "&#", "&#x", "0" * 30, " ", "%25", "\\u", "-", ";", "&#0000000000"]
+    noise.append("x" * redactor.tail)
+    random = Random(5)
+    for _ in range(150):
+        parts = [random.choice([*secrets, *secrets, *noise]) for _ in range(random.randint(1, 10))]
+        whole = "".join(
+            "".join(_written(c, random) for c in part) if part in secrets else part
+            for part in parts
+        )
+        expected = redactor.text(re.sub(r"(&#[xX]?)0{9,}", r"\g<1>00000000", whole))
+        assert expected.count(REDACTED) == redactor.text(whole).count(REDACTED)
+        assert expected.count(REDACTED) == sum(part in secrets for part in parts), whole
+        streamed, held, at = [], "", 0
+        while at < len(whole):
+            size = random.choice([1, 2, random.randint(1, 3 * redactor.tail)])
+            out, held = redactor.split(held + whole[at : at + size])
+            streamed.append(out)
+            at += size
+            assert len(held) <= redactor.tail
+        streamed.append(redactor.text(held))
+        assert "".join(streamed) == expected, whole
+        for limit in {random.randint(0, len(whole)) + redactor.tail for _ in range(10)}:
+            assert expected.startswith(redactor.truncated(whole[:limit])), (whole, limit)
