@@ -4,9 +4,8 @@ The order is read in ``serve``: options that need another, ``--openapi`` and
 ``--upstreams`` over HTTP only with authentication, logging, ``--check``, the HTTP limits,
 the gateway (secret, ledger, target, ranking: built with the collector paused),
 ``LocalPolicy`` refused over HTTP, the ledger's answer, the heap frozen, then stdio or
-HTTP. ``--upstreams`` takes the same
-steps from the gateway on, inside the event loop its upstreams' connections belong to
-(``_serve_catalog``).
+HTTP. ``--upstreams`` takes the same steps from the gateway on, inside the event loop
+its upstreams' connections belong to (``_serve_catalog``).
 """
 
 from __future__ import annotations
@@ -91,10 +90,10 @@ def _collector_paused() -> Iterator[None]:
 
     A start-up allocates its catalog's containers by the million and keeps them: every
     young pass re-scans the survivors and every full pass the whole growing heap, for
-    nothing. Nothing else runs in the process meanwhile. The cycles the
-    build leaves behind are frozen with the heap (``_freeze_heap``) rather than
-    collected: a full pass here would cost what the pause saves. A target that makes
-    cyclic garbage by the megabyte can call ``gc.collect()`` before it returns.
+    nothing. Nothing else runs in the process meanwhile. The cycles the build leaves
+    behind are frozen with the heap (``_freeze_heap``) rather than collected: a full
+    pass here would cost what the pause saves. A target that makes cyclic garbage by
+    the megabyte can call ``gc.collect()`` before it returns.
 
     The pause is a zero first threshold, not ``gc.disable()``: a target that turns the
     collector off itself (``gc.disable()``) or sets its own thresholds keeps its choice,
