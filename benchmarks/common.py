@@ -37,6 +37,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
@@ -646,15 +647,21 @@ def host_speed_ms() -> float:
 def run_probe(script: str, *arguments: str) -> dict[str, float]:
     """Run ``script`` (a benchmark's ``__file__``) in a fresh Python process with
     ``arguments`` and return the JSON object its last line of output prints: how the
-    benchmarks measure construction and memory without the parent's heap."""
+    benchmarks measure construction and memory without the parent's heap.
+
+    The child starts with an empty memory of proven patterns (``$OPGATE_CACHE_DIR``, a
+    directory of its own, removed after): a construction figure is a full build's,
+    whatever earlier runs left, and no probe writes into the user's cache."""
     path = Path(script).resolve()
-    output = subprocess.run(
-        [sys.executable, str(path), *arguments],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=path.parent,
-    ).stdout
+    with tempfile.TemporaryDirectory(prefix="opgate-probe-memory-") as memory:
+        output = subprocess.run(
+            [sys.executable, str(path), *arguments],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=path.parent,
+            env={**os.environ, "OPGATE_CACHE_DIR": memory},
+        ).stdout
     result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
     return result
 
