@@ -448,6 +448,68 @@ def test_derivations_match_names_below_a_literal_match(monkeypatch: pytest.Monke
     assert ranked(index, names_, "subscribe topic")[0] != "pubsub.subscriptions.create"
 
 
+def association_rows(extra: int, word: str = "Kubernetes") -> list[tuple[str, str, str, str]]:
+    # six container operations, five of whose documentation explains them by a word no
+    # name uses; the one that creates clusters does not say it
+    rows = [
+        (f"container.clusters.{verb}", "container", f"{verb.title()}s a cluster.", doc)
+        for verb, doc in (
+            ("create", ""),
+            ("delete", f"Deletes the {word} endpoint and its nodes."),
+            ("get", f"The {word} version of a cluster."),
+            ("list", f"Every {word} cluster of a zone."),
+            ("update", f"Updates the {word} master."),
+            ("upgrade", f"Upgrades {word} on each node."),
+        )
+    ]
+    rows += [("dataproc.clusters.create", "dataproc", "Creates a cluster.", "")]
+    rows += [(f"misc.Op{i:03}", "misc", "Does a thing.", "Unrelated text.") for i in range(extra)]
+    return rows
+
+
+def test_associations_attested_by_the_catalog_match_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index, names_ = index_of(association_rows(600))
+    # kubernetes is in no name, and in the documentation of five of six container
+    # operations: container (and cluster) name it, so container's create ranks first
+    ids = index._stem_ids
+    assert index._associations(ids["kubernet"]) == [ids["contain"], ids["cluster"]]
+    assert ranked(index, names_, "create kubernetes cluster")[0] == "container.clusters.create"
+    monkeypatch.setattr(relevance, "ASSOCIATIONS", False)
+    # without it, both creates match two words of three: the shorter name wins
+    assert ranked(index, names_, "create kubernetes cluster")[0] == "dataproc.clusters.create"
+
+
+def test_associations_weigh_below_a_literal_match() -> None:
+    rows = [*association_rows(600), ("kubernetes.clusters.create", "x", "Creates a cluster.", "")]
+    index, names_ = index_of(rows)
+    found = ranked(index, names_, "create kubernetes cluster")
+    assert found[:2] == ["kubernetes.clusters.create", "container.clusters.create"]
+
+
+def test_associations_need_a_rare_word_enough_holders_and_lift() -> None:
+    # a word in more than ASSOCIATION_USE of the operations says little about any
+    index, _ = index_of(association_rows(400))
+    assert index._associations(index._stem_ids["kubernet"]) == []
+    # a word that names operations already meets them literally
+    rows = association_rows(600)
+    rows += [(f"kubernetes.Op{i}", "kubernetes", "Does a thing.", "") for i in range(3)]
+    index, _ = index_of(rows)
+    assert index._associations(index._stem_ids["kubernet"]) == []
+    # a stop word associates nothing, even where its operations share a name
+    index, names_ = index_of(association_rows(600, word="those"))
+    assert ranked(index, names_, "create those cluster")[0] == "dataproc.clusters.create"
+    # too few operations use it
+    index, _ = index_of([r for r in association_rows(600) if "upgrade" not in r[0]][1:])
+    assert index._associations(index._stem_ids["kubernet"]) == []
+    # misc, the holders' group now, is in nearly every name: no association
+    rows = [(n, "misc" if g == "container" else g, s, d) for n, g, s, d in association_rows(600)]
+    index, _ = index_of(rows)
+    ids = index._stem_ids
+    assert index._associations(ids["kubernet"]) == [ids["contain"], ids["cluster"]]
+
+
 def test_derivations_are_the_pure_functions_and_bounded() -> None:
     # the name terms _tokens.derivations finds over the whole vocabulary, looked up by
     # beginning instead of scanned; and a catalog of many names sharing a beginning

@@ -29,7 +29,8 @@ at most ``PREFIX_LIMIT`` of them, the most frequent first), at ``PREFIX_DISCOUNT
 of their weight: ``postgres`` meets ``postgresql``. A query term also matches, in
 names and groups only and at a discount, the name terms that abbreviate it (prefixes,
 and short contractions the catalog attests: ``db`` for ``database``), those spelled as
-its word's derivations (``subscript`` for ``subscrib``) and the generic
+its word's derivations (``subscript`` for ``subscrib``), those the catalog associates
+with a rare term (``contain`` for ``kubernet``, ``ASSOCIATIONS``) and the generic
 verbs of its ``_thesaurus`` group (``list`` meets ``describe``); each operation takes
 the best of a term's sources. An operation's score is the sum
 of its terms' weights times the *coverage* factor ``(matched / terms) ** COVERAGE``:
@@ -161,6 +162,24 @@ JOINS = True
 #: Whether query verbs also match their generic alternatives (``_thesaurus``).
 #: (A switch for the evaluation's figures with and without it.)
 THESAURUS = True
+
+#: Associations (``_associations``): a rare query term (used by at most
+#: ``ASSOCIATION_USE`` of the operations, and in at most ``ASSOCIATION_NAMED`` names or
+#: groups) also matches, in names and groups only and at ``ASSOCIATION`` of their
+#: weight, the name and group terms the catalog attests for it: held by at least
+#: ``ASSOCIATED_NAMES`` of the operations using the term, at least
+#: ``ASSOCIATION_SHARE`` of them and ``ASSOCIATION_LIFT`` times the name term's share of
+#: the whole catalog; at most ``ASSOCIATION_LIMIT``, the most shared first. The
+#: catalog names a concept differently from the documentation that explains it
+#: (``kubernetes`` in the documentation of a ``container`` API's operations).
+ASSOCIATIONS = True
+ASSOCIATION = 0.25
+ASSOCIATION_USE = 0.01
+ASSOCIATION_NAMED = 2
+ASSOCIATED_NAMES = 5
+ASSOCIATION_SHARE = 0.2
+ASSOCIATION_LIFT = 8.0
+ASSOCIATION_LIMIT = 3
 
 #: BM25 saturation and length normalization.
 K1 = 1.2
@@ -363,6 +382,7 @@ class RelevanceIndex:
     ``SearchIndex`` beside it, whose exact names it reuses to resume after a cursor)."""
 
     __slots__ = (
+        "_associated",
         "_contracted",
         "_counts",
         "_derived",
@@ -373,6 +393,8 @@ class RelevanceIndex:
         "_name_entries",
         "_name_offsets",
         "_name_sizes",
+        "_name_term_offsets",
+        "_name_terms",
         "_name_weights",
         "_named",
         "_offsets",
@@ -439,6 +461,7 @@ class RelevanceIndex:
         self._synonyms = alternatives(stems)
         # short alphabetic terms: the candidates for contractions (found on first use)
         self._contracted: dict[str, list[int]] = {}
+        self._associated: dict[int, list[int]] = {}  # found on first use, as contractions
         low, high = CONTRACTION_SIZES
         self._short_names = {
             stem: known
@@ -473,6 +496,8 @@ class RelevanceIndex:
             self._name_sizes = np.ones(count)
             self._name_offsets = self._offsets
             self._name_entries, self._name_weights = self._entries, self._weights
+            self._name_terms = np.zeros(0, dtype=np.int32)
+            self._name_term_offsets = np.zeros(count + 1, dtype=np.int64)
             self._derived = {}
             return
         # Each block's pairs go after the earlier blocks' pairs of their terms: blocks
@@ -512,12 +537,19 @@ class RelevanceIndex:
             np.bincount(self._entries[self._named], minlength=count), 1
         ).astype(np.float64)
         # the postings restricted to names and groups, for the sources matching only there
+        named_terms = term_of[self._named]
         self._name_offsets = np.concatenate(
-            ([0], np.cumsum(np.bincount(term_of[self._named], minlength=size)))
+            ([0], np.cumsum(np.bincount(named_terms, minlength=size)))
         )
         self._name_entries = self._entries[self._named]
         self._name_weights = self._weights[self._named]
         self._derived = self._derivation_table()
+        # the name and group terms of each operation (CSR by operation), for associations
+        order = np.argsort(self._name_entries, kind="stable")
+        self._name_terms = named_terms[order]
+        self._name_term_offsets = np.concatenate(
+            ([0], np.cumsum(np.bincount(self._name_entries, minlength=count)))
+        )
 
     def _derivation_table(self) -> dict[str, list[int]]:
         """The name and group terms ``_derivations`` may return, by beginning: each
@@ -690,6 +722,43 @@ class RelevanceIndex:
         ranked = sorted(found, key=lambda t: (int(offsets[t]) - int(offsets[t + 1]), t))
         return ranked[:DERIVATION_LIMIT]
 
+    def _associations(self, known: int) -> list[int]:
+        """The ids of the name and group terms the catalog attests for vocabulary term
+        ``known`` (see ``ASSOCIATIONS``): none unless the term is rare and rarely in a
+        name; else those most of its operations have in their names, far more often
+        than the catalog's other operations do. Worked out once per term and
+        remembered."""
+        remembered = self._associated.get(known)
+        if remembered is not None:
+            return remembered
+        kept: list[int] = []
+        name_offsets, operations = self._name_offsets, len(self._lengths)
+        first, end = self._offsets[known], self._offsets[known + 1]  # one per operation
+        if (
+            name_offsets[known + 1] - name_offsets[known] <= ASSOCIATION_NAMED
+            and ASSOCIATED_NAMES <= end - first <= ASSOCIATION_USE * operations
+        ):
+            holders = self._entries[first:end]
+            starts = self._name_term_offsets[holders]
+            sizes = self._name_term_offsets[holders + 1] - starts
+            # every holder's name terms, one gather: each run starts where its holder's do
+            at = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(sizes.sum())
+            terms, counts = np.unique(self._name_terms[at], return_counts=True)
+            share = counts / len(holders)
+            elsewhere = (name_offsets[terms + 1] - name_offsets[terms]) / operations
+            attested = (
+                (counts >= ASSOCIATED_NAMES)
+                & (share >= ASSOCIATION_SHARE)
+                & (share >= ASSOCIATION_LIFT * elsewhere)
+                & (terms != known)
+            )
+            terms, counts = terms[attested], counts[attested]
+            # the most shared first, ties by term id: the same on every replica
+            kept = terms[np.lexsort((terms, -counts))][:ASSOCIATION_LIMIT].tolist()
+        # at most one entry per vocabulary term; a race stores the same list twice
+        self._associated[known] = kept
+        return kept
+
     def _contractions(self, term: str) -> list[int]:
         """The ids of the name terms of ``CONTRACTION_SIZES`` letters that spell
         ``term``'s first letter then some of its later letters in order (``db`` for
@@ -760,6 +829,16 @@ class RelevanceIndex:
             if DERIVATIONS:
                 abbreviations += [t for t in self._derivations(term) if t not in abbreviations]
             sources += [(t, ABBREVIATION, True) for t in abbreviations]
+            if (
+                ASSOCIATIONS
+                and known is not None
+                and not all(word in STOP_WORD_SET for word in spellings)
+            ):
+                sources += [
+                    (t, ASSOCIATION, True)
+                    for t in self._associations(known)
+                    if t not in abbreviations
+                ]
             if THESAURUS:
                 sources += [
                     (self._stem_ids[other], SYNONYM, True)
