@@ -554,6 +554,19 @@ def test_upload_meets_insert_in_names() -> None:
     assert ranked(index, names_, "upload video")[0] == "videos.insert"
 
 
+def test_rename_meets_update_and_search_meets_filter_in_names() -> None:
+    rows = [
+        ("files.update", "files", "Updates a file's metadata.", "Its name, its labels."),
+        ("files.copy", "files", "Copies a file under a new name.", ""),
+        ("logs.FilterLogEvents", "logs", "Lists log events matching a pattern.", ""),
+        ("logs.DescribeLogGroups", "logs", "Lists the log groups.", "Search by prefix."),
+    ]
+    index, names_ = index_of(rows)
+    assert ranked(index, names_, "rename a file")[0] == "files.update"
+    assert ranked(index, names_, "search logs")[0] == "logs.FilterLogEvents"
+    assert ranked(index, names_, "query logs")[0] == "logs.FilterLogEvents"
+
+
 def test_coverage_ranks_all_terms_above_most() -> None:
     index, names_ = index_of(
         [

@@ -25,9 +25,10 @@ VERBS: tuple[frozenset[str], ...] = (
     frozenset({"call", "run", "execute", "invoke", "start"}),
     frozenset({"remove", "delete"}),
     frozenset({"add", "new", "make", "create"}),
-    frozenset({"change", "modify", "edit", "update", "set", "put"}),
+    frozenset({"change", "modify", "edit", "update", "set", "put", "rename"}),
     frozenset({"save", "write"}),
     frozenset({"allow", "authorize", "grant", "permit"}),
+    frozenset({"search", "query", "filter"}),
 )
 
 
