@@ -1,4 +1,4 @@
-"""Discovery quality and cost of the rankings on four real catalogs (issues 11 and 24).
+"""Discovery quality and cost of the rankings on real catalogs (issues 11 and 24).
 
 ``python benchmarks/bench_relevance.py`` (after ``pip install -e '.[bench]'``) prints:
 
@@ -33,7 +33,10 @@ Catalogs and their query sets:
   person would type them, written while tuning (its note says when);
 * ``livemcpbench``: LiveMCPBench's 527 tools of 70 MCP servers and its tasks as people
   asked them (``benchmarks/data/livemcpbench/``, whose README says what was copied and
-  how the tasks split into a development and a held-out half).
+  how the tasks split into a development and a held-out half);
+* ``livemcpbench-servers``: the same tasks over its 70 servers, each server one operation
+  named by its key and described by its own description (``livemcpbench_servers_catalog``):
+  products named by brand, one description each, as in a catalog of plugins.
 
 The AWS and GitHub query sets were written and committed before the ranking was tuned,
 and are unchanged since.
@@ -340,6 +343,46 @@ def livemcpbench_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
         queries,
         "LiveMCPBench (70 MCP servers, tasks as asked)",
         schemas,
+    )
+
+
+def livemcpbench_servers_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
+    """LiveMCPBench's 70 servers as the operations, the tasks as queries: a catalog of
+    products named by brand, each one description long (``KEY``, no group; the summary
+    the server's description's first line, the description all of it), the shape of a
+    plugin catalog. A task's gold tools are the servers offering each tool it names;
+    its half and its clipped question are those of ``livemcpbench_catalog``."""
+    servers = json.loads((root / "tools.json").read_text(encoding="utf-8"))["servers"]
+    operations = []
+    offering: dict[str, set[str]] = {}
+    for server in servers:
+        key = re.sub(r"[^A-Za-z0-9_.-]+", "-", server["key"])
+        text = (server.get("description") or "").strip()
+        operations.append(Operation(key, _first_line(text) or key, _handler, description=text))
+        for tool in server["tools"]:
+            offering.setdefault(tool["name"], set()).add(key)
+    tasks = json.loads((root / "tasks.json").read_text(encoding="utf-8"))["tasks"]
+    tasks = [t for t in tasks if any(tool in offering for tool in t["tools"])]
+    halves = split_tasks([t["task_id"] for t in tasks])
+    queries = []
+    for task in tasks:
+        gold = tuple(
+            frozenset(offering[tool]) for tool in dict.fromkeys(task["tools"]) if tool in offering
+        )
+        gold = tuple(dict.fromkeys(gold))  # two tools of one server are one server
+        queries.append(
+            Query(
+                clip_query(task["question"]),
+                frozenset().union(*gold),
+                gold,
+                halves[task["task_id"]],
+            )
+        )
+    return QualityCatalog(
+        "livemcpbench servers",
+        operations,
+        queries,
+        "LiveMCPBench's 70 servers, each its own description",
     )
 
 
@@ -703,7 +746,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     parser = argument_parser(__doc__)
     parser.add_argument(
         "--catalog",
-        choices=("aws", "github", "google", "livemcpbench", "all"),
+        choices=("aws", "github", "google", "livemcpbench", "livemcpbench-servers", "all"),
         action="append",
         help="a catalog to measure (repeatable; default: all)",
     )
@@ -722,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
     args = parser.parse_args(argv)
     chosen = set(args.catalog or ["all"])
     if "all" in chosen:
-        chosen = {"aws", "github", "google", "livemcpbench"}
+        chosen = {"aws", "github", "google", "livemcpbench", "livemcpbench-servers"}
     print_heading("Relevance benchmark")
     catalogs = []
     if "aws" in chosen:
@@ -733,6 +776,8 @@ def main(argv: Sequence[str] | None = None) -> list[Table]:
         catalogs.append(google_catalog())
     if "livemcpbench" in chosen:
         catalogs.append(livemcpbench_catalog())
+    if "livemcpbench-servers" in chosen:
+        catalogs.append(livemcpbench_servers_catalog())
     splits = frozenset({"", SPLITS[0]}) if args.development else None
     tables = run(
         catalogs,

@@ -151,6 +151,21 @@ def test_livemcpbench_catalog_is_in_the_project_and_splits_in_halves() -> None:
     assert sorted(again.values()) == ["development", "development", "held-out"]
 
 
+def test_livemcpbench_servers_are_one_operation_each_with_the_same_tasks() -> None:
+    tools = bench_relevance.livemcpbench_catalog()
+    servers = bench_relevance.livemcpbench_servers_catalog()
+    assert len(servers.operations) == len({op.group for op in tools.operations}) == 70
+    names = {op.name for op in servers.operations}
+    assert all(op.group == "" for op in servers.operations)
+    assert [q.text for q in servers.queries] == [q.text for q in tools.queries]
+    assert [q.split for q in servers.queries] == [q.split for q in tools.queries]
+    for by_tool, by_server in zip(tools.queries, servers.queries, strict=True):
+        # each gold server offers a gold tool of the task, and every gold tool has one
+        assert by_server.relevant <= names
+        assert by_server.relevant == {name.split(".")[0] for name in by_tool.relevant}
+        assert len(by_server.gold) == len(set(by_server.gold))
+
+
 def test_gold_share_counts_each_tool_once() -> None:
     query = bench_relevance.Query(
         "q", frozenset({"a.x", "b.x", "a.y"}), (frozenset({"a.x", "b.x"}), frozenset({"a.y"}))
