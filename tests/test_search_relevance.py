@@ -10,23 +10,25 @@ groups ``test_search_thesaurus.py``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import Counter
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
-from opgate import Ranking, Registry
+from opgate import Ranking, Registry, SearchPage
 from opgate._search import _relevance as relevance
 from opgate._search import _tokens as tokens
 from opgate._search._index import IndexEntry, SearchIndex
 from opgate._search._relevance import RelevanceEntry, RelevanceIndex
 from opgate._search._tokens import STOP_WORDS, Stems, segment, words
-from search_support import all_pages, catalog, relevance_registry
+from search_support import SECRET, all_pages, catalog, op, relevance_registry
 
-from conftest import Ctx, TeamPolicy
+from conftest import AllowAll, Ctx, TeamPolicy
 
 # --- scores ---------------------------------------------------------------------------
 
@@ -510,6 +512,120 @@ def test_associations_need_a_rare_word_enough_holders_and_lift() -> None:
     assert index._associations(ids["kubernet"]) == [ids["contain"], ids["cluster"]]
 
 
+def test_associations_bounds_are_inclusive() -> None:
+    # five holders of 500 operations are exactly ASSOCIATION_USE of them; of 499, more
+    assert relevance.ASSOCIATED_NAMES == 5
+    assert relevance.ASSOCIATION_USE * 500 == 5
+    index, _ = index_of(association_rows(500 - 7))
+    ids = index._stem_ids
+    assert index._associations(ids["kubernet"]) == [ids["contain"], ids["cluster"]]
+    index, _ = index_of(association_rows(499 - 7))
+    assert index._associations(index._stem_ids["kubernet"]) == []
+    # named exactly ASSOCIATION_NAMED times (seven holders then, of 807 operations)
+    rows = association_rows(800)
+    rows += [(f"kubernetes.Op{i}", "kubernetes", "Does a thing.", "") for i in range(2)]
+    index, _ = index_of(rows)
+    ids = index._stem_ids
+    assert index._associations(ids["kubernet"]) == [ids["contain"], ids["cluster"]]
+
+
+def reference_associations(
+    entries: Sequence[RelevanceEntry], ids: dict[str, int]
+) -> dict[str, list[int]]:
+    """The documented rule (``relevance.ASSOCIATIONS``) over the naive postings, in
+    exact fractions: term -> the ids of its associated name and group terms."""
+    holding: dict[str, set[int]] = {}
+    naming: dict[str, set[int]] = {}
+    for (term, owner), (_, flag) in reference_postings(entries).items():
+        holding.setdefault(term, set()).add(owner)
+        if flag:
+            naming.setdefault(term, set()).add(owner)
+    count = len(entries)
+    share = Fraction(str(relevance.ASSOCIATION_SHARE))
+    lift = Fraction(str(relevance.ASSOCIATION_LIFT))
+    found: dict[str, list[int]] = {}
+    for term in ids:
+        holders = holding.get(term, set())
+        found[term] = []
+        if len(naming.get(term, ())) > relevance.ASSOCIATION_NAMED or not (
+            relevance.ASSOCIATED_NAMES
+            <= len(holders)
+            <= Fraction(str(relevance.ASSOCIATION_USE)) * count
+        ):
+            continue
+        candidates = []
+        for other, named in naming.items():
+            shared = len(named & holders)
+            if (
+                other != term
+                and shared >= relevance.ASSOCIATED_NAMES
+                and Fraction(shared, len(holders)) >= share
+                and Fraction(shared, len(holders)) >= lift * Fraction(len(named), count)
+            ):
+                candidates.append((-shared, ids[other]))
+        found[term] = [known for _, known in sorted(candidates)][: relevance.ASSOCIATION_LIMIT]
+    return found
+
+
+def random_association_catalog(rng: random.Random, count: int) -> list[RelevanceEntry]:
+    """Services whose operations' documentation shares rare words; names of every shape
+    (none of their own terms, compounds, a word repeated)."""
+    services = ["container", "sheets", "dataproc", "compute", "storage", "misc", "pub"]
+    services += [f"svc{letter}" for letter in "abcdefghijklm"]  # each a few % of names
+    rows = []
+    for number in range(count):
+        service = rng.choice(services)
+        name = rng.choice(
+            [
+                f"{service}.res{rng.randint(0, 5)}.op{number}",
+                f"{service}Sub.{service}{service.title()}{number}",  # repeats, compounds
+                f"{'.' * (number % 7 + 1)}-{number}",  # no word of its own but the number
+                "_" * (number % 5 + 1) + "-" * (number + 1),  # no word at all
+            ]
+        )
+        group = rng.choice([service, "", f"{service}store", "pubsub"])
+        summary = rng.choice(["", "Does a thing.", f"The {service} store."])
+        rows.append([name, group, summary, " ".join(rng.choices(["the", "store"], k=2))])
+    for word in range(rng.randint(1, 10)):  # rare words, mostly in one service
+        service = rng.choice(services)
+        pool = [row for row in rows if row[0].startswith(service)] or rows
+        chosen = rng.sample(pool, min(len(pool), rng.randint(3, 11)))
+        for row in chosen + rng.sample(rows, min(len(rows), rng.randint(0, 3))):
+            row[3] += f" rare{word}word"
+        for row in chosen:  # most of them share a second name term: ties, the limit
+            if rng.random() < 0.8:
+                row[0] += rng.choice([f".Tag{word}", f".Tag{word}Also", "-Tag"])
+    rows.sort()
+    return [
+        RelevanceEntry(IndexEntry(name, group, summary, (doc,)))
+        for name, group, summary, doc in rows
+    ]
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("small", [False, True])
+def test_associations_equal_the_documented_rule(
+    seed: int, small: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    if small:  # looser bounds, so small catalogs (an empty one among them) associate
+        monkeypatch.setattr(relevance, "ASSOCIATION_USE", rng.choice([0.1, 0.3, 1.0]))
+        monkeypatch.setattr(relevance, "ASSOCIATED_NAMES", rng.choice([1, 2, 3]))
+        monkeypatch.setattr(relevance, "ASSOCIATION_NAMED", rng.choice([0, 2, 5]))
+        monkeypatch.setattr(relevance, "ASSOCIATION_LIFT", rng.choice([1.0, 2.0, 8.0]))
+        monkeypatch.setattr(relevance, "ASSOCIATION_LIMIT", rng.choice([1, 3]))
+    count = rng.choice([0, 1, rng.randint(2, 60)]) if small else rng.randint(1000, 1400)
+    entries = random_association_catalog(rng, count)
+    index = RelevanceIndex(entries, SearchIndex([e.entry for e in entries]))
+    expected = reference_associations(entries, index._stem_ids)
+    found = {term: index._associations(known) for term, known in index._stem_ids.items()}
+    assert found == expected
+    # remembered: a second call, in another order, answers the same
+    for term, known in reversed(index._stem_ids.items()):
+        assert index._associations(known) == expected[term]
+    assert count < 1000 or any(found.values())  # the planted words associate
+
+
 def test_derivations_are_the_pure_functions_and_bounded() -> None:
     # the name terms _tokens.derivations finds over the whole vocabulary, looked up by
     # beginning instead of scanned; and a catalog of many names sharing a beginning
@@ -624,6 +740,31 @@ async def test_paging_never_repeats_or_skips(limit: int, group: str) -> None:
     assert set(found) <= set(everything)
     if group.casefold() == "admin":
         assert everything
+
+
+@pytest.mark.anyio
+async def test_paging_across_replicas_with_associations_found_between_pages() -> None:
+    # pages alternate between two fresh replicas, and another query works out
+    # kubernetes' associations between pages: associations are the catalog's, found
+    # the same on every replica and every call, so paging neither repeats nor skips
+    operations = [op(n, s, group=g, description=d) for n, g, s, d in association_rows(600)]
+    replicas = [
+        Registry(operations, AllowAll(), secret=SECRET, ranking=Ranking.RELEVANCE) for _ in range(3)
+    ]
+    query = "create kubernetes cluster"
+    expected, _ = await all_pages(replicas[2], query, limit=20)
+    assert expected[0] == "container.clusters.create"  # by its association
+    found: list[str] = []
+    cursor = None
+    for turn in itertools.count():
+        page = await replicas[turn % 2].search(Ctx(), query, cursor=cursor, limit=2)
+        assert isinstance(page, SearchPage)
+        found += [item.name for item in page.items]
+        await replicas[turn % 2].search(Ctx(), "kubernetes nodes", limit=1)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert found == expected
 
 
 @pytest.mark.anyio
