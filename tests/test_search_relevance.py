@@ -783,6 +783,31 @@ async def test_scope_narrows_relevance_results() -> None:
     assert found == [n for n in unscoped if n.startswith(("billing.", "orders.op00"))]
 
 
+@pytest.mark.anyio
+async def test_associations_reveal_what_hidden_operations_name_never_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # admin.* is hidden from users; only its operations use "falcon", and they name
+    # "targets": a user searching falcon is shown the visible operation naming targets
+    # (what docs/search.md and docs/security.md say associations can reveal), never
+    # a hidden one
+    rows = [
+        (f"admin.targets.{verb}", "admin", f"{verb.title()}s targets.", "Project Falcon.")
+        for verb in ("create", "delete", "get", "list", "update", "rank")
+    ]
+    rows += [("public.targets.report", "public", "Reports on targets.", "")]
+    rows += [(f"misc.Op{i:03}", "misc", "Does a thing.", "Unrelated text.") for i in range(600)]
+    operations = [op(n, s, group=g, description=d) for n, g, s, d in rows]
+    reg = Registry(operations, TeamPolicy(), ranking=Ranking.RELEVANCE)
+    found, _ = await all_pages(reg, "falcon")
+    assert found == ["public.targets.report"]
+    everything, _ = await all_pages(reg, "falcon", ctx=Ctx(admin=True))
+    assert everything[-1] == "public.targets.report"
+    assert {n for n in everything if n.startswith("admin.")} == {r[0] for r in rows[:6]}
+    monkeypatch.setattr(relevance, "ASSOCIATIONS", False)
+    assert (await all_pages(reg, "falcon"))[0] == []
+
+
 def test_an_unknown_word_expands_to_the_most_used_terms_it_begins() -> None:
     """At most ``PREFIX_LIMIT`` terms, the most used first, then alphabetically: the
     operations holding the others are not reached through the prefix."""
