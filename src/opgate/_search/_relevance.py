@@ -725,9 +725,10 @@ class RelevanceIndex:
     def _associations(self, known: int) -> list[int]:
         """The ids of the name and group terms the catalog attests for vocabulary term
         ``known`` (see ``ASSOCIATIONS``): none unless the term is rare and rarely in a
-        name; else those most of its operations have in their names, far more often
-        than the catalog's other operations do. Worked out once per term and
-        remembered."""
+        name; else those many of its operations have in their names, far more often
+        than the catalog's operations as a whole do, the most shared first (ties by
+        id). A function of the catalog alone, hidden operations included (``scores``
+        leaves stop words out). Worked out once per term and remembered."""
         remembered = self._associated.get(known)
         if remembered is not None:
             return remembered
