@@ -721,8 +721,9 @@ def run(
         f"Each query {rounds} times after one warm-up pass; percentiles over every run; "
         "best-of max: the largest per-query best. Targets (relevance, 20k): p90 <= 1 ms, "
         "max <= 3 ms. first-pass: the warm-up pass, the first search of each query after "
-        "construction (the relevance index finds a term's attested contractions on first "
-        "use and remembers them, at most one entry per vocabulary term).",
+        "construction (the relevance index finds a term's attested contractions and "
+        "associations on first use and remembers them, at most one entry per vocabulary "
+        "term).",
         f"Load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}.",
     ]
     build.notes += [f"Load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}."]
