@@ -290,3 +290,37 @@ async def test_a_wrongly_remembered_output_pattern_fails_before_the_handler_runs
     outcome: Any = await registry.invoke(None, "a", {})
     assert outcome.failure.code == "internal"
     assert ran == []
+
+
+DAY = 24 * 3600
+
+
+def test_files_no_build_used_for_a_month_are_pruned(cache: Path, tmp_path: Path) -> None:
+    # Each opgate or jsonschema-rs upgrade names a new engine: the old engines' files
+    # would otherwise stay forever.
+    Registry([operation("a", "^a+$")], AllowAll())
+    (current,) = cache.glob("patterns-*.json")
+    stale, recent = cache / f"patterns-{'0' * 32}.json", cache / f"patterns-{'1' * 32}.json"
+    leftover = cache / ".patterns-crashed"  # a write's temporary file, its writer gone
+    other, kept_link = cache / "notes.txt", cache / f"patterns-{'2' * 32}.json"
+    outside = tmp_path / "outside.json"
+    for path in (stale, recent, leftover, other, outside):
+        path.write_text("{}")
+    kept_link.symlink_to(outside)
+    old = current.stat().st_mtime - proven_patterns.STALE_SECONDS - DAY
+    for path in (stale, leftover, other, outside):
+        os.utime(path, (old, old))
+    os.utime(kept_link, (old, old), follow_symlinks=False)
+    Registry([operation("a", "^a+$"), operation("b", "^b$")], AllowAll())  # writes
+    assert [p.exists() for p in (stale, leftover)] == [False, False]
+    assert [p.exists() for p in (recent, current, other, outside)] == [True] * 4
+    assert kept_link.is_symlink()
+
+
+def test_a_build_that_reads_the_file_keeps_it_fresh(cache: Path) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    old = path.stat().st_mtime - proven_patterns.STALE_SECONDS - DAY
+    os.utime(path, (old, old))
+    Registry([operation("a", "^a+$")], AllowAll())  # reads it, proves nothing new
+    assert path.stat().st_mtime > old + DAY

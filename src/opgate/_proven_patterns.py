@@ -17,7 +17,9 @@ its validator is compiled, on first use.
 ``$OPGATE_CACHE_DIR`` names the directory; empty turns the memory off. Unset, it is
 ``$XDG_CACHE_HOME/opgate`` (an absolute one), else ``~/.cache/opgate``. Every failure to
 read or write is silent: the build then proves every pattern, as it would without the
-file.
+file. A build that reads a file marks it used (its modification time); one that writes
+removes this user's files of the directory that no build has used for
+``STALE_SECONDS``, those of engines gone with an upgrade among them.
 """
 
 from __future__ import annotations
@@ -26,14 +28,23 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Collection, Set
 from pathlib import Path
 
 from ._version import __version__
 
-__all__ = ["CACHE_ENV", "MAX_FILE_BYTES", "cache_directory", "load_proven", "remember_proven"]
+__all__ = [
+    "CACHE_ENV",
+    "MAX_FILE_BYTES",
+    "STALE_SECONDS",
+    "cache_directory",
+    "load_proven",
+    "remember_proven",
+]
 
 #: The environment variable naming the directory (empty: remember nothing).
 CACHE_ENV = "OPGATE_CACHE_DIR"
@@ -42,7 +53,13 @@ CACHE_ENV = "OPGATE_CACHE_DIR"
 #: when the union would outgrow it.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
+#: A file no build has read or written for this long is removed by the next write.
+STALE_SECONDS = 30 * 24 * 3600
+
 _FORMAT = 1
+
+#: The names this module writes: engines' files and their temporary files.
+_OWN_NAMES = re.compile(r"patterns-[0-9a-f]{32}\.json|\.patterns-.+")
 
 
 def cache_directory() -> Path | None:
@@ -111,7 +128,28 @@ def remember_proven(backtrack_limit: int | None, loaded: Set[str], proven: Colle
         if len(data) <= MAX_FILE_BYTES:
             with contextlib.suppress(OSError):
                 _replace(path, data)
+            with contextlib.suppress(OSError):
+                _prune(directory, keep=path)
             return
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Remove this user's regular files of ``directory`` with names this module writes
+    that have not been used for ``STALE_SECONDS`` (never ``keep``, never a link)."""
+    oldest = time.time() - STALE_SECONDS
+    getuid = getattr(os, "getuid", None)
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name == keep.name or not _OWN_NAMES.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                status = entry.stat(follow_symlinks=False)
+                if (
+                    stat.S_ISREG(status.st_mode)
+                    and (getuid is None or status.st_uid == getuid())
+                    and status.st_mtime < oldest
+                ):
+                    os.unlink(entry.path)
 
 
 def _file(directory: Path, engine: str) -> Path:
@@ -149,7 +187,12 @@ def _read_own_file(path: Path) -> bytes | None:
         ):
             return None
         data = file.read(MAX_FILE_BYTES + 1)
-        return data if len(data) <= MAX_FILE_BYTES else None
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        if os.utime in os.supports_fd:  # used: not stale (``_prune``)
+            with contextlib.suppress(OSError):
+                os.utime(file.fileno())
+        return data
 
 
 def _replace(path: Path, data: bytes) -> None:
