@@ -324,3 +324,62 @@ def test_a_build_that_reads_the_file_keeps_it_fresh(cache: Path) -> None:
     os.utime(path, (old, old))
     Registry([operation("a", "^a+$")], AllowAll())  # reads it, proves nothing new
     assert path.stat().st_mtime > old + DAY
+
+
+def make_stale(*paths: Path) -> None:
+    old = os.stat(paths[0].parent).st_mtime - proven_patterns.STALE_SECONDS - DAY
+    for path in paths:
+        os.utime(path, (old, old), follow_symlinks=False)
+
+
+@pytest.mark.skipif(
+    not {os.stat, os.unlink} <= os.supports_dir_fd, reason="no removal relative to a descriptor"
+)
+def test_a_directory_swapped_for_a_link_while_pruning_loses_nothing_elsewhere(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Checked in the directory, the name must be removed there: not in the directory a
+    # link put in its place (by whoever may write its parent) points to meanwhile.
+    name = f"patterns-{'0' * 32}.json"
+    elsewhere = tmp_path / "elsewhere"
+    for directory in (cache, elsewhere):
+        directory.mkdir()
+        (directory / name).write_text("{}")
+    make_stale(cache / name)  # elsewhere's is fresh: pruning must not touch it
+    is_regular = stat.S_ISREG
+
+    def swap_then_check(mode: int) -> bool:
+        if not cache.is_symlink():
+            cache.rename(tmp_path / "moved")
+            cache.symlink_to(elsewhere)
+        return is_regular(mode)
+
+    monkeypatch.setattr(stat, "S_ISREG", swap_then_check)
+    proven_patterns._prune(cache, keep=linear_file(cache))
+    monkeypatch.undo()
+    assert (elsewhere / name).exists()
+    assert not (tmp_path / "moved" / name).exists()
+
+
+@pytest.mark.skipif(getattr(os, "getuid", lambda: 1)() != 0, reason="needs root to chown")
+def test_another_users_stale_file_is_left_alone(cache: Path) -> None:
+    cache.mkdir()
+    theirs = cache / f"patterns-{'0' * 32}.json"
+    theirs.write_text("{}")
+    os.chown(theirs, 65534, 65534)
+    make_stale(theirs)
+    Registry([operation("a", "^a+$")], AllowAll())  # writes
+    assert theirs.exists()
+
+
+def test_a_platform_without_removal_by_descriptor_prunes_by_path(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache.mkdir()
+    stale, other = cache / f"patterns-{'0' * 32}.json", cache / "notes.txt"
+    for path in (stale, other):
+        path.write_text("{}")
+    make_stale(stale, other)
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    Registry([operation("a", "^a+$")], AllowAll())  # writes
+    assert [stale.exists(), other.exists()] == [False, True]

@@ -135,21 +135,32 @@ def remember_proven(backtrack_limit: int | None, loaded: Set[str], proven: Colle
 
 def _prune(directory: Path, keep: Path) -> None:
     """Remove this user's regular files of ``directory`` with names this module writes
-    that have not been used for ``STALE_SECONDS`` (never ``keep``, never a link)."""
+    that have not been used for ``STALE_SECONDS`` (never ``keep``, never a link).
+
+    Where the platform can, each name is checked and removed relative to one open
+    descriptor of the directory: a directory swapped for a link meanwhile then cannot
+    turn a name checked here into a file removed elsewhere.
+    """
     oldest = time.time() - STALE_SECONDS
     getuid = getattr(os, "getuid", None)
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name == keep.name or not _OWN_NAMES.fullmatch(entry.name):
+    relative = os.listdir in os.supports_fd and {os.stat, os.unlink} <= os.supports_dir_fd
+    with contextlib.ExitStack() as stack:
+        where: int | None = None
+        if relative:
+            where = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            stack.callback(os.close, where)
+        for name in os.listdir(directory if where is None else where):
+            if name == keep.name or not _OWN_NAMES.fullmatch(name):
                 continue
+            target = name if where is not None else os.path.join(directory, name)
             with contextlib.suppress(OSError):
-                status = entry.stat(follow_symlinks=False)
+                status = os.stat(target, dir_fd=where, follow_symlinks=False)
                 if (
                     stat.S_ISREG(status.st_mode)
                     and (getuid is None or status.st_uid == getuid())
                     and status.st_mtime < oldest
                 ):
-                    os.unlink(entry.path)
+                    os.unlink(target, dir_fd=where)
 
 
 def _file(directory: Path, engine: str) -> Path:
