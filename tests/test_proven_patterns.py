@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -301,19 +302,22 @@ def test_files_no_build_used_for_a_month_are_pruned(cache: Path, tmp_path: Path)
     Registry([operation("a", "^a+$")], AllowAll())
     (current,) = cache.glob("patterns-*.json")
     stale, recent = cache / f"patterns-{'0' * 32}.json", cache / f"patterns-{'1' * 32}.json"
-    leftover = cache / ".patterns-crashed"  # a write's temporary file, its writer gone
+    # A write's temporary file, its writer gone; a name only like one is not ours.
+    descriptor, name = tempfile.mkstemp(dir=cache, prefix=".patterns-")
+    os.close(descriptor)
+    leftover, lookalike = Path(name), cache / ".patterns-my-notes.txt"
     other, kept_link = cache / "notes.txt", cache / f"patterns-{'2' * 32}.json"
     outside = tmp_path / "outside.json"
-    for path in (stale, recent, leftover, other, outside):
+    for path in (stale, recent, leftover, lookalike, other, outside):
         path.write_text("{}")
     kept_link.symlink_to(outside)
     old = current.stat().st_mtime - proven_patterns.STALE_SECONDS - DAY
-    for path in (stale, leftover, other, outside):
+    for path in (stale, leftover, lookalike, other, outside):
         os.utime(path, (old, old))
     os.utime(kept_link, (old, old), follow_symlinks=False)
     Registry([operation("a", "^a+$"), operation("b", "^b$")], AllowAll())  # writes
     assert [p.exists() for p in (stale, leftover)] == [False, False]
-    assert [p.exists() for p in (recent, current, other, outside)] == [True] * 4
+    assert [p.exists() for p in (recent, current, lookalike, other, outside)] == [True] * 5
     assert kept_link.is_symlink()
 
 

@@ -58,8 +58,9 @@ STALE_SECONDS = 30 * 24 * 3600
 
 _FORMAT = 1
 
-#: The names this module writes: engines' files and their temporary files.
-_OWN_NAMES = re.compile(r"patterns-[0-9a-f]{32}\.json|\.patterns-.+")
+#: The names this module writes: engines' files and their temporary files (``mkstemp``'s
+#: eight random characters after the prefix; nothing else in a shared directory).
+_OWN_NAMES = re.compile(r"patterns-[0-9a-f]{32}\.json|\.patterns-[a-z0-9_]{8}")
 
 
 def cache_directory() -> Path | None:
