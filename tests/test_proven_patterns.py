@@ -387,3 +387,39 @@ def test_a_platform_without_removal_by_descriptor_prunes_by_path(
     monkeypatch.setattr(os, "supports_dir_fd", set())
     Registry([operation("a", "^a+$")], AllowAll())  # writes
     assert [stale.exists(), other.exists()] == [False, True]
+
+
+def test_a_platform_without_times_set_by_descriptor_marks_by_path(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Windows: a file read daily but written a month ago is another engine's to prune.
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    make_stale(path)
+    old = path.stat().st_mtime
+    monkeypatch.setattr(os, "supports_fd", os.supports_fd - {os.utime})
+    Registry([operation("a", "^a+$")], AllowAll())  # reads it, proves nothing new
+    assert path.stat().st_mtime > old + DAY
+
+
+def test_marking_a_file_used_changes_nothing_in_it_and_failing_to_is_silent(
+    cache: Path, compiled: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    path.chmod(0o400)  # this user's, read-only: still read, still marked
+    before = path.read_bytes()
+    make_stale(path)
+    old = path.stat().st_mtime
+    Registry([operation("a", "^a+$")], AllowAll())
+    assert path.read_bytes() == before
+    assert path.stat().st_mtime > old + DAY
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "utime", refused)
+    monkeypatch.setattr(os, "supports_fd", os.supports_fd | {refused})
+    compiled.clear()
+    Registry([operation("a", "^a+$")], AllowAll())  # read, not marked: still used
+    assert compiled == []

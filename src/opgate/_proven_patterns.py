@@ -201,9 +201,9 @@ def _read_own_file(path: Path) -> bytes | None:
         data = file.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             return None
-        if os.utime in os.supports_fd:  # used: not stale (``_prune``)
-            with contextlib.suppress(OSError):
-                os.utime(file.fileno())
+        # Used: not stale (``_prune``). By path where the descriptor cannot be (Windows).
+        with contextlib.suppress(OSError):
+            os.utime(file.fileno() if os.utime in os.supports_fd else path)
         return data
 
 
