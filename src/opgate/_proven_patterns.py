@@ -18,7 +18,8 @@ its validator is compiled, on first use.
 ``$XDG_CACHE_HOME/opgate`` (an absolute one), else ``~/.cache/opgate``. Every failure to
 read or write is silent: the build then proves every pattern, as it would without the
 file. A build that reads a file marks it used (its modification time); one that writes
-removes this user's files of the directory that no build has used for
+removes this user's regular files of the directory with the names this module writes
+(engines' files, crashed writes' temporary files) that no build has used for
 ``STALE_SECONDS``, those of engines gone with an upgrade among them.
 """
 
