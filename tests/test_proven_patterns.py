@@ -330,6 +330,16 @@ def test_a_build_that_reads_the_file_keeps_it_fresh(cache: Path) -> None:
     assert path.stat().st_mtime > old + DAY
 
 
+def test_a_file_marked_within_a_day_is_not_marked_again(cache: Path) -> None:
+    # a read writes nothing most of the time (an image's file is not copied up per start)
+    Registry([operation("a", "^a+$")], AllowAll())
+    (path,) = cache.glob("patterns-*.json")
+    recent = path.stat().st_mtime - proven_patterns.MARK_SECONDS / 2
+    os.utime(path, (recent, recent))
+    Registry([operation("a", "^a+$")], AllowAll())
+    assert path.stat().st_mtime == recent
+
+
 def make_stale(*paths: Path) -> None:
     old = os.stat(paths[0].parent).st_mtime - proven_patterns.STALE_SECONDS - DAY
     for path in paths:

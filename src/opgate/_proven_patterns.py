@@ -17,10 +17,11 @@ its validator is compiled, on first use.
 ``$OPGATE_CACHE_DIR`` names the directory; empty turns the memory off. Unset, it is
 ``$XDG_CACHE_HOME/opgate`` (an absolute one), else ``~/.cache/opgate``. Every failure to
 read or write is silent: the build then proves every pattern, as it would without the
-file. A build that reads a file marks it used (its modification time); one that writes
-removes this user's regular files of the directory with the names this module writes
-(engines' files, crashed writes' temporary files) that no build has used for
-``STALE_SECONDS``, those of engines gone with an upgrade among them.
+file. A build that reads a file marks it used (its modification time, at most once in
+``MARK_SECONDS``); one that writes removes this user's regular files of the directory
+with the names this module writes (engines' files, crashed writes' temporary files) that
+no build has used for ``STALE_SECONDS``, those of engines gone with an upgrade among
+them.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 
 #: A file no build has read or written for this long is removed by the next write.
 STALE_SECONDS = 30 * 24 * 3600
+
+#: A read marks its file used when it was last marked longer ago than this.
+MARK_SECONDS = 24 * 3600
 
 _FORMAT = 1
 
@@ -203,8 +207,10 @@ def _read_own_file(path: Path) -> bytes | None:
         if len(data) > MAX_FILE_BYTES:
             return None
         # Used: not stale (``_prune``). By path where the descriptor cannot be (Windows).
-        with contextlib.suppress(OSError):
-            os.utime(file.fileno() if os.utime in os.supports_fd else path)
+        # Only once a day: a file in an image's layer is then not copied up at every start.
+        if status.st_mtime < time.time() - MARK_SECONDS:
+            with contextlib.suppress(OSError):
+                os.utime(file.fileno() if os.utime in os.supports_fd else path)
         return data
 
 
