@@ -44,6 +44,11 @@ class DemoAtTerminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # pragma: no cover - the child
             try:
+                # Ctrl-C as at a person's terminal, even when the tests were started
+                # in the background (a shell's `&` makes SIGINT ignored, and an ignored
+                # signal stays ignored across exec: Python then never raises
+                # KeyboardInterrupt)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
                 os.execve(sys.executable, argv, env)
             finally:
                 os._exit(127)
