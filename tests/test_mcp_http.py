@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import resource
 import socket
 import subprocess
@@ -244,7 +245,10 @@ class Drippers:
     ``body=False`` drips the request head; ``body=True`` sends a complete,
     authenticated head with a ``Content-Length`` and drips the body. Each reconnects
     when the server closes it (until ``stop``), as an attacker keeping the connections
-    full would.
+    full would, after 0.5 to 1.5 ``interval`` (seeded): reconnecting in step, the
+    connections the server closed at once would come back as one burst larger than
+    its connection cap, which closes every connection not being served, a prompt
+    client's between two requests too (docs/security.md says so).
     """
 
     def __init__(self, port: int, count: int, interval: float, *, body: bool = False) -> None:
@@ -254,6 +258,7 @@ class Drippers:
         self.body = body
         self.closed_after: list[float] = []  # how long each closed connection lived
         self.stopped = anyio.Event()
+        self._pauses = random.Random(count)
 
     def _opening(self) -> bytes:
         head = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
@@ -283,7 +288,7 @@ class Drippers:
                     pass
             if not self.stopped.is_set():
                 self.closed_after.append(time.monotonic() - started)
-                await anyio.sleep(self.interval)
+                await anyio.sleep(self.interval * self._pauses.uniform(0.5, 1.5))
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Drippers]:
