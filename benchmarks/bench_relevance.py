@@ -321,13 +321,32 @@ def livemcpbench_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
             )
             schemas[name] = tool["inputSchema"]
             offering.setdefault(tool["name"], set()).add(name)
+    queries = _livemcpbench_queries(root, offering)
+    return QualityCatalog(
+        "livemcpbench",
+        operations,
+        queries,
+        "LiveMCPBench (70 MCP servers, tasks as asked)",
+        schemas,
+    )
+
+
+def _livemcpbench_queries(root: Path, offering: dict[str, set[str]]) -> list[Query]:
+    """The tasks naming a tool of ``offering`` (tool name -> the operations offering
+    it) as queries: each gold tool the operations offering it (two tools offered by
+    the same operations are one), the task's half (``split_tasks``) and its question
+    cut to a query's size (``clip_query``)."""
     tasks = json.loads((root / "tasks.json").read_text(encoding="utf-8"))["tasks"]
     tasks = [t for t in tasks if any(tool in offering for tool in t["tools"])]
     halves = split_tasks([t["task_id"] for t in tasks])
     queries = []
     for task in tasks:
         gold = tuple(
-            frozenset(offering[tool]) for tool in dict.fromkeys(task["tools"]) if tool in offering
+            dict.fromkeys(
+                frozenset(offering[tool])
+                for tool in dict.fromkeys(task["tools"])
+                if tool in offering
+            )
         )
         queries.append(
             Query(
@@ -337,13 +356,7 @@ def livemcpbench_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
                 halves[task["task_id"]],
             )
         )
-    return QualityCatalog(
-        "livemcpbench",
-        operations,
-        queries,
-        "LiveMCPBench (70 MCP servers, tasks as asked)",
-        schemas,
-    )
+    return queries
 
 
 def livemcpbench_servers_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
@@ -361,27 +374,10 @@ def livemcpbench_servers_catalog(root: Path = LIVEMCPBENCH) -> QualityCatalog:
         operations.append(Operation(key, _first_line(text) or key, _handler, description=text))
         for tool in server["tools"]:
             offering.setdefault(tool["name"], set()).add(key)
-    tasks = json.loads((root / "tasks.json").read_text(encoding="utf-8"))["tasks"]
-    tasks = [t for t in tasks if any(tool in offering for tool in t["tools"])]
-    halves = split_tasks([t["task_id"] for t in tasks])
-    queries = []
-    for task in tasks:
-        gold = tuple(
-            frozenset(offering[tool]) for tool in dict.fromkeys(task["tools"]) if tool in offering
-        )
-        gold = tuple(dict.fromkeys(gold))  # two tools of one server are one server
-        queries.append(
-            Query(
-                clip_query(task["question"]),
-                frozenset().union(*gold),
-                gold,
-                halves[task["task_id"]],
-            )
-        )
     return QualityCatalog(
         "livemcpbench servers",
         operations,
-        queries,
+        _livemcpbench_queries(root, offering),
         "LiveMCPBench's 70 servers, each its own description",
     )
 
