@@ -533,9 +533,6 @@ class RelevanceIndex:
         tf += K1
         self._weights /= tf
         del tf
-        self._name_sizes = np.maximum(
-            np.bincount(self._entries[self._named], minlength=count), 1
-        ).astype(np.float64)
         # the postings restricted to names and groups, for the sources matching only there
         named_terms = term_of[self._named]
         self._name_offsets = np.concatenate(
@@ -545,11 +542,11 @@ class RelevanceIndex:
         self._name_weights = self._weights[self._named]
         self._derived = self._derivation_table()
         # the name and group terms of each operation (CSR by operation), for associations
+        per_operation = np.bincount(self._name_entries, minlength=count)
+        self._name_sizes = np.maximum(per_operation, 1).astype(np.float64)
         order = np.argsort(self._name_entries, kind="stable")
         self._name_terms = named_terms[order]
-        self._name_term_offsets = np.concatenate(
-            ([0], np.cumsum(np.bincount(self._name_entries, minlength=count)))
-        )
+        self._name_term_offsets = np.concatenate(([0], np.cumsum(per_operation)))
 
     def _derivation_table(self) -> dict[str, list[int]]:
         """The name and group terms ``_derivations`` may return, by beginning: each
