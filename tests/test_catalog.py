@@ -95,7 +95,7 @@ def test_entries_are_in_name_order_and_know_an_async_handler() -> None:
     async def async_function(invocation: Any) -> Any:
         return finish(Result([Text("ok")]))
 
-    entries = snapshot_catalog(
+    entries, derived = snapshot_catalog(
         [
             Operation("c", "sync", handler),
             Operation("a", "async object", AsyncCallable()),
@@ -103,7 +103,9 @@ def test_entries_are_in_name_order_and_know_an_async_handler() -> None:
         ],
         Limits(),
         None,
+        len,
     )
+    assert derived == 3  # what the registry derives is computed from the entries
     assert [entry.name for entry in entries] == ["a", "b", "c"]
     assert [entry.is_async for entry in entries] == [True, True, False]
 

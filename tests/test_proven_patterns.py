@@ -11,14 +11,17 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import opgate._catalog
+import opgate._schema
 from opgate import ConfigurationError, Operation, Registry, finish
+from opgate import _pattern_proof as pattern_proof
 from opgate import _proven_patterns as proven_patterns
-from opgate._schema import SchemaCompiler
 
 from conftest import AllowAll
 
@@ -47,19 +50,14 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every pattern the build hands the regex engine to prove, in order."""
     seen: list[str] = []
-    batch, single = SchemaCompiler._all_compile, SchemaCompiler._compiles
+    batch = pattern_proof.all_compile
 
-    def all_compile(self: SchemaCompiler, patterns: list[str], known: set[str]) -> bool:
+    def all_compile(patterns: Sequence[str], options: Any) -> bool:
         seen.extend(patterns)
-        return batch(self, patterns, known)
+        return batch(patterns, options)
 
-    def compiles(self: SchemaCompiler, pattern: str, known: set[str]) -> bool:
-        if pattern not in known:
-            seen.append(pattern)
-        return single(self, pattern, known)
-
-    monkeypatch.setattr(SchemaCompiler, "_all_compile", all_compile)
-    monkeypatch.setattr(SchemaCompiler, "_compiles", compiles)
+    monkeypatch.setattr(opgate._catalog, "all_compile", all_compile)
+    monkeypatch.setattr(opgate._schema, "all_compile", all_compile)
     return seen
 
 

@@ -463,8 +463,8 @@ async def test_a_built_registry_does_not_keep_its_schema_cache(
     made: list[weakref.ref[SchemaCache]] = []
 
     class Watched(SchemaCache):  # no __slots__: weak references allowed
-        def __init__(self, proven: Any = ()) -> None:
-            super().__init__(proven)
+        def __init__(self, proven: Any = (), *, defer: bool = False) -> None:
+            super().__init__(proven, defer=defer)
             made.append(weakref.ref(self))
 
     monkeypatch.setattr(_catalog, "SchemaCache", Watched)

@@ -4,13 +4,15 @@
 values in name order: it checks each definition (an ``Operation``, a unique name,
 the definition budget, a search item that fits an empty page) and fully checks
 every schema (each distinct schema once; the patterns an earlier build proved to
-compile are remembered, ``_proven_patterns``). An ``Entry`` holds what search, inspect
+compile are remembered, ``_proven_patterns``, and the new ones are compiled together
+at the end, in a child process when there are many, ``_pattern_proof``), and derives
+what the registry computes from the entries alone. An ``Entry`` holds what search, inspect
 and invoke read on their hot paths, computed here once: the compiled schemas,
 whether the handler is async, the search page item, its encoded size and the
 ``Discover`` request. ``catalog_revision`` derives the definitions revision from
 the entries (``_search.search_index`` their search index).
 
-Nothing here runs a callback or awaits; the registry calls these in this order,
+Nothing here runs a host callback or awaits; the registry calls these in this order,
 inside a paused collector (``_collector``).
 """
 
@@ -20,13 +22,14 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, TypeVar
 
 from ._failures import ConfigurationError
 from ._json import JSONValue
 from ._keys import Definition, definitions_revision
 from ._limits import PAGE_BYTES, PAGE_RESERVE_BYTES, Limits
 from ._operation import Operation, Summary
+from ._pattern_proof import all_compile, regex_options, start_proof
 from ._policy import Discover
 from ._proven_patterns import load_proven, remember_proven
 from ._schema import CompiledSchema, SchemaCache, SchemaCompiler, SchemaRole
@@ -34,6 +37,8 @@ from ._text import json_string_size, utf8_size
 from ._version import __version__
 
 __all__ = ["Entry", "catalog_revision", "snapshot_catalog"]
+
+Derived = TypeVar("Derived")
 
 #: Accepted when an operation declares no input schema: any argument object.
 _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
@@ -59,17 +64,63 @@ class Entry:
 
 
 def snapshot_catalog(
-    operations: Iterable[Operation], limits: Limits, regex_backtrack_limit: int | None
-) -> tuple[Entry, ...]:
-    """Every operation snapshotted and compiled, in name order.
+    operations: Iterable[Operation],
+    limits: Limits,
+    regex_backtrack_limit: int | None,
+    derive: Callable[[tuple[Entry, ...]], Derived],
+) -> tuple[tuple[Entry, ...], Derived]:
+    """Every operation snapshotted and compiled, in name order, and ``derive`` of them
+    (what the registry computes from the entries alone: its index, its revision).
 
     Raises ``TypeError`` for anything but an ``Operation`` and ``ConfigurationError``
     naming the operation and field for a repeated name, an invalid schema or a
     definition over its budgets.
+
+    The patterns no earlier build proved are compiled together once the snapshot is
+    made, in a child process while ``derive`` runs when there are many
+    (``_pattern_proof``). If one does not compile, or any check fails, the snapshot is
+    made again proving each schema's patterns as it goes, so that the error raised is
+    the one of the first definition to fail.
     """
-    compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
+    listed = list(operations)
     loaded = load_proven(regex_backtrack_limit)
-    cache = SchemaCache(loaded)  # this build's only: dropped when it returns
+
+    def snapshot(defer: bool) -> tuple[tuple[Entry, ...], SchemaCache]:
+        return _snapshot_all(listed, limits, regex_backtrack_limit, loaded, defer=defer)
+
+    refused: ConfigurationError | TypeError | None = None
+    try:
+        entries, cache = snapshot(True)
+    except (ConfigurationError, TypeError) as exc:
+        refused = exc
+    if refused is not None:
+        snapshot(False)  # raises the first definition's error (the same checks, in order)
+        raise refused  # pragma: no cover - it raised
+    pending = cache.deferred or []
+    proof = start_proof(pending, regex_backtrack_limit)
+    derived = derive(entries)
+    proved = None if proof is None else proof.result()
+    if proved is None:  # no child, or no answer from it: this process proves them
+        proved = not pending or all_compile(pending, regex_options(regex_backtrack_limit))
+    if not proved:
+        entries, cache = snapshot(False)  # raises the first definition's error
+        derived = derive(entries)  # pragma: no cover - it raised
+    remember_proven(regex_backtrack_limit, loaded, cache.patterns - loaded)
+    return entries, derived
+
+
+def _snapshot_all(
+    operations: list[Operation],
+    limits: Limits,
+    regex_backtrack_limit: int | None,
+    loaded: frozenset[str],
+    *,
+    defer: bool,
+) -> tuple[tuple[Entry, ...], SchemaCache]:
+    """The entries in name order, and the build's ``SchemaCache`` (``defer``: its new
+    patterns only listed, not compiled)."""
+    compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
+    cache = SchemaCache(loaded, defer=defer)  # this build's only: dropped when it returns
     default_input = compiler.compile(
         _ANY_OBJECT, role=SchemaRole.INPUT, where="default", cache=cache
     )
@@ -80,8 +131,7 @@ def snapshot_catalog(
         if operation.name in entries:
             raise ConfigurationError(f"operation name {operation.name!r} is not unique")
         entries[operation.name] = _snapshot(operation, limits, compiler, default_input, cache)
-    remember_proven(regex_backtrack_limit, loaded, cache.patterns - loaded)
-    return tuple(entries[name] for name in sorted(entries))
+    return tuple(entries[name] for name in sorted(entries)), cache
 
 
 def _snapshot(

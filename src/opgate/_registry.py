@@ -142,8 +142,9 @@ class Registry:
         if not callable(clock) or not callable(monotonic):
             raise TypeError("clock and monotonic must be callables returning seconds")
         with paused_collector():
-            entries = snapshot_catalog(operations, limits, regex_backtrack_limit)
-            index = search_index(entries)
+            entries, (index, revision) = snapshot_catalog(
+                operations, limits, regex_backtrack_limit, _index_and_revision
+            )
             compiled = _Compiled(
                 limits=limits,
                 policy=policy,
@@ -153,8 +154,7 @@ class Registry:
                 positions={entry.name: position for position, entry in enumerate(entries)},
                 index=index,
                 groups=group_members(entries),
-                # Inside the paused collector too: 20,000 Definition objects would trigger passes.
-                revision=catalog_revision(entries),
+                revision=revision,
                 form_checks=FormChecks(),
                 regex_backtrack_limit=regex_backtrack_limit,
             )
@@ -179,8 +179,9 @@ class Registry:
         old = self._compiled
         limits = old.limits
         with paused_collector():
-            entries = snapshot_catalog(operations, limits, old.regex_backtrack_limit)
-            index = search_index(entries)
+            entries, (index, revision) = snapshot_catalog(
+                operations, limits, old.regex_backtrack_limit, _index_and_revision
+            )
             compiled = _Compiled(
                 limits=limits,
                 policy=old.policy,
@@ -190,7 +191,7 @@ class Registry:
                 positions={entry.name: position for position, entry in enumerate(entries)},
                 index=index,
                 groups=group_members(entries),
-                revision=catalog_revision(entries),
+                revision=revision,
                 form_checks=old.form_checks,
                 regex_backtrack_limit=old.regex_backtrack_limit,
             )
@@ -525,6 +526,13 @@ class _State:
     scope_hashes: ScopeHashes
     ledger: LedgerBackend[Any, Any]
     invoker: Invoker
+
+
+def _index_and_revision(entries: tuple[Entry, ...]) -> tuple[SearchIndex, str]:
+    """What a build derives from its entries alone: the search index and the
+    definitions revision (inside the paused collector too: 20,000 ``Definition``
+    objects would trigger passes)."""
+    return search_index(entries), catalog_revision(entries)
 
 
 def _order(compiled: _Compiled, ranking: Ranking | Scorer | Hybrid) -> _Order:

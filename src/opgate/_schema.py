@@ -85,6 +85,7 @@ from jsonschema_rs import ValidationErrorKind as Kind
 from . import _json
 from ._failures import ConfigurationError, short_prefix
 from ._json import JSONValue
+from ._pattern_proof import all_compile, regex_options
 from ._violations import POINTER_CHARS, SchemaViolation, describe, violation
 from .schema import (
     COUNT_KEYWORDS,
@@ -287,13 +288,17 @@ class SchemaCache:
     first use). Unbounded and not thread-safe: a build runs on one thread and ends.
     """
 
-    __slots__ = ("compiler", "patterns", "schemas", "sources")
+    __slots__ = ("compiler", "deferred", "patterns", "schemas", "sources")
 
-    def __init__(self, proven: Iterable[str] = ()) -> None:
+    def __init__(self, proven: Iterable[str] = (), *, defer: bool = False) -> None:
         self.compiler: SchemaCompiler | None = None  # the one it serves, from its first use
         self.sources: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
         self.schemas: dict[tuple[SchemaRole, bytes], CompiledSchema] = {}
         self.patterns: set[str] = set(proven)
+        #: With ``defer``, the new patterns, taken as compiling until the build proves
+        #: them all at once (``_catalog``): a build that finds one does not compile is
+        #: run again without ``defer``, so that it fails where it would have.
+        self.deferred: list[str] | None = [] if defer else None
 
 
 class SchemaCompiler:
@@ -372,7 +377,11 @@ class SchemaCompiler:
             found = cache.sources.get((role, source))
             if found is not None:
                 return found
-        plain = None if source is None else self._plain_canonical(schema, role, cache.patterns)
+        plain = (
+            None
+            if source is None
+            else self._plain_canonical(schema, role, cache.patterns, cache.deferred)
+        )
         if plain is None:
             document = _load(schema, where)
             canonical = _json.parsed_canonical_bytes(document)
@@ -382,7 +391,7 @@ class SchemaCompiler:
         compiled = cache.schemas.get(key)
         if compiled is None:
             if plain is None:
-                dialect = self._check(document, role, where, cache.patterns)
+                dialect = self._check(document, role, where, cache.patterns, cache.deferred)
             else:
                 dialect = DIALECT_2020_12
             # Identical schemas (equal canonical bytes) share one immutable CompiledSchema,
@@ -437,7 +446,9 @@ class SchemaCompiler:
         while len(self._validators) > MAX_CACHED_VALIDATORS:
             self._validators.popitem(last=False)
 
-    def _plain_canonical(self, schema: object, role: SchemaRole, known: set[str]) -> bytes | None:
+    def _plain_canonical(
+        self, schema: object, role: SchemaRole, known: set[str], deferred: list[str] | None
+    ) -> bytes | None:
         """The canonical bytes of a plain schema given as exact Python data that passes
         every check, without copying it; ``None`` sends it down the general path.
 
@@ -445,7 +456,8 @@ class SchemaCompiler:
         the caller's value stands in for it) and that the document is plain; then the
         checks are those ``_check`` makes of a plain document: role, patterns,
         meta-schema. Any refusal returns ``None``: the general path raises the error.
-        ``known`` holds the patterns already seen to compile.
+        ``known`` holds the patterns already seen to compile; new ones go to
+        ``deferred`` instead of the engine when it is a list (``SchemaCache``).
         """
         if type(schema) is not dict or self._resources:
             return None
@@ -457,14 +469,19 @@ class SchemaCompiler:
         except ConfigurationError:
             return None
         fresh = [pattern for pattern in dict.fromkeys(walker.patterns) if pattern not in known]
-        if fresh and not self._all_compile(fresh, known):
+        if fresh and not self._prove(fresh, known, deferred):
             return None
         if not walker.proved and not _meta_valid(schema):
             return None
         return _json.parsed_canonical_bytes(schema)
 
     def _walk(
-        self, document: JSONValue, role: SchemaRole, where: str, known: set[str]
+        self,
+        document: JSONValue,
+        role: SchemaRole,
+        where: str,
+        known: set[str],
+        deferred: list[str] | None = None,
     ) -> tuple[str, _Walker]:
         """The profile rules and regex check: what both the full compile and ``_check`` run."""
         _check_role(document, role, where)
@@ -481,7 +498,7 @@ class SchemaCompiler:
         # compiled together first (one validator: one call's overhead); only if that
         # fails is each compiled alone, in document order, to name the first that fails.
         fresh = [p for p in dict.fromkeys(walker.patterns) if p not in known]
-        if len(fresh) > 1 and self._all_compile(fresh, known):
+        if (len(fresh) > 1 or deferred is not None) and self._prove(fresh, known, deferred):
             return dialect, walker
         for (node, key), pattern in zip(walker.sites, walker.patterns, strict=True):
             if not self._compiles(pattern, known):
@@ -489,7 +506,14 @@ class SchemaCompiler:
                 raise ConfigurationError(_regex_message(pattern, pointer, where))
         return dialect, walker
 
-    def _check(self, document: JSONValue, role: SchemaRole, where: str, known: set[str]) -> str:
+    def _check(
+        self,
+        document: JSONValue,
+        role: SchemaRole,
+        where: str,
+        known: set[str],
+        deferred: list[str] | None = None,
+    ) -> str:
         """Check ``document`` fully, as ``_compile`` does, without keeping a validator.
 
         A *plain* document (see ``_Walker``) that passes the walk, whose patterns all
@@ -502,7 +526,7 @@ class SchemaCompiler:
         document the meta-schema rejects — gets the full compile, so a failure
         raises exactly the error ``_compile`` raises. Returns the dialect.
         """
-        dialect, walker = self._walk(document, role, where, known)
+        dialect, walker = self._walk(document, role, where, known, deferred)
         if walker.plain and _meta_valid(document):
             return dialect
         self._build(document, walker, dialect, role, where)
@@ -559,17 +583,21 @@ class SchemaCompiler:
                 self._resource_registries[dialect] = registry
         return registry
 
+    def _prove(self, fresh: list[str], known: set[str], deferred: list[str] | None) -> bool:
+        """Whether the new patterns ``fresh`` compile, or are taken to until ``deferred``
+        (a list) is proven."""
+        if deferred is None:
+            return self._all_compile(fresh, known)
+        deferred += fresh
+        known.update(fresh)
+        return True
+
     def _all_compile(self, patterns: list[str], known: set[str]) -> bool:
         """Whether every pattern compiles (one validator holding them all; per-regex limits).
 
         Adds them to ``known`` if they do.
         """
-        try:
-            jsonschema_rs.Draft202012Validator(
-                {"allOf": [{"pattern": pattern} for pattern in patterns]},
-                pattern_options=self._pattern_options,
-            )
-        except Exception:
+        if not all_compile(patterns, self._pattern_options):
             return False
         known.update(patterns)
         return True
@@ -592,7 +620,7 @@ def _pattern_options(
     backtrack_limit: int | None,
 ) -> jsonschema_rs.RegexOptions | jsonschema_rs.FancyRegexOptions:
     if backtrack_limit is None:
-        return jsonschema_rs.RegexOptions()
+        return regex_options(None)
     if not isinstance(backtrack_limit, int) or isinstance(backtrack_limit, bool):
         raise TypeError("regex_backtrack_limit must be an int or None")
     if not 1 <= backtrack_limit <= MAX_BACKTRACK_LIMIT:
@@ -600,7 +628,7 @@ def _pattern_options(
             f"regex_backtrack_limit must be in 1..{MAX_BACKTRACK_LIMIT:,} "
             "(or None for the linear-time engine only)"
         )
-    return jsonschema_rs.FancyRegexOptions(backtrack_limit=backtrack_limit)
+    return regex_options(backtrack_limit)
 
 
 def _meta_valid(document: JSONValue) -> bool:

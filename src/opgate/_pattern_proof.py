@@ -1,0 +1,167 @@
+"""Proving that a build's new patterns compile, in a child process beside the build.
+
+Construction refuses a schema whose ``pattern`` the regex engine cannot compile, so
+every pattern a build meets for the first time (``_proven_patterns`` spares it the
+others) is compiled once. jsonschema-rs holds the GIL while it compiles, so a thread
+cannot do that while the build goes on; a child process can. ``PatternProof`` runs
+this file with the same interpreter (``sys.executable -I -S``, the parent's
+``sys.path``, so the same jsonschema-rs) and hands it the patterns; the build indexes
+the catalog meanwhile and reads the answer at the end.
+
+The answer is trusted only when the child compiled them with the parent's very
+extension module (the same file) and the same options: ``all_compile`` and
+``regex_options`` below are what both sides run. A child that cannot start, fails,
+answers anything else or takes longer than ``TIMEOUT`` seconds gives no answer, and
+the build compiles the patterns itself; nothing but the time taken depends on
+whether the child ran.
+
+This module imports nothing outside the standard library at import time: the child
+runs it as a script before it has a ``sys.path`` to find anything else on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jsonschema_rs
+
+__all__ = ["WORKER_MIN", "PatternProof", "all_compile", "regex_options", "start_proof"]
+
+#: Fewer new patterns than this are compiled in process: starting the child costs
+#: about as much as compiling a few hundred typical patterns.
+WORKER_MIN = 512
+
+#: Longest wait for the child's answer, in seconds; then it is killed and the build
+#: compiles the patterns itself.
+TIMEOUT = 60.0
+
+
+def regex_options(
+    backtrack_limit: int | None,
+) -> jsonschema_rs.RegexOptions | jsonschema_rs.FancyRegexOptions:
+    """The regex engine options of a build (``backtrack_limit`` already checked)."""
+    import jsonschema_rs
+
+    if backtrack_limit is None:
+        return jsonschema_rs.RegexOptions()
+    return jsonschema_rs.FancyRegexOptions(backtrack_limit=backtrack_limit)
+
+
+def all_compile(
+    patterns: Sequence[str],
+    options: jsonschema_rs.RegexOptions | jsonschema_rs.FancyRegexOptions,
+) -> bool:
+    """Whether every pattern compiles with ``options`` (one validator holding them all:
+    the engine's limits apply to each regex alone)."""
+    import jsonschema_rs
+
+    try:
+        jsonschema_rs.Draft202012Validator(
+            {"allOf": [{"pattern": pattern} for pattern in patterns]}, pattern_options=options
+        )
+    except Exception:
+        return False
+    return True
+
+
+def _engine_file() -> str:
+    import jsonschema_rs
+
+    return os.path.realpath(jsonschema_rs.__file__ or "")
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def _can_spawn() -> bool:
+    """Whether a child would run beside the build: another CPU to run on, and an
+    interpreter that is Python (not an embedding program or a frozen application)."""
+    executable = os.path.basename(sys.executable or "").lower()
+    return _cpus() > 1 and executable.startswith("python") and not getattr(sys, "frozen", False)
+
+
+class PatternProof:
+    """The compile of ``patterns`` in a child process, begun at construction."""
+
+    __slots__ = ("_answer", "_thread")
+
+    def __init__(self, patterns: Sequence[str], backtrack_limit: int | None) -> None:
+        self._answer: bool | None = None
+        request = json.dumps(  # ASCII escapes carry any string, lone surrogates too
+            {
+                "path": [entry for entry in sys.path if isinstance(entry, str)],
+                "engine": _engine_file(),
+                "backtrack_limit": backtrack_limit,
+                "patterns": list(patterns),
+            }
+        ).encode("ascii")
+        # The child's pipes are served by a thread: a large request must not block the
+        # build while the child starts.
+        self._thread = threading.Thread(
+            target=self._ask, args=(request,), name="opgate-pattern-proof", daemon=True
+        )
+        self._thread.start()
+
+    def _ask(self, request: bytes) -> None:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                input=request,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                timeout=TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return
+        if done.returncode != 0:
+            return
+        try:
+            answer = json.loads(done.stdout)
+        except ValueError:
+            return
+        if isinstance(answer, dict) and answer.get("engine") is True:
+            compiled = answer.get("compiled")
+            if type(compiled) is bool:
+                self._answer = compiled
+
+    def result(self) -> bool | None:
+        """Whether every pattern compiles, or ``None`` without a trustworthy answer."""
+        self._thread.join()
+        return self._answer
+
+
+def start_proof(patterns: Sequence[str], backtrack_limit: int | None) -> PatternProof | None:
+    """A child's proof of ``patterns``, or ``None`` when one would not pay: fewer than
+    ``WORKER_MIN`` of them, or no CPU or interpreter to run it beside the build."""
+    if len(patterns) < WORKER_MIN or not _can_spawn():
+        return None
+    try:
+        return PatternProof(patterns, backtrack_limit)
+    except RuntimeError:  # no thread to start
+        return None
+
+
+def _prove_request() -> None:
+    """The child's side: read the request, compile, answer on standard output."""
+    request: dict[str, Any] = json.loads(sys.stdin.buffer.read())
+    sys.path[:] = request["path"]
+    same = _engine_file() == request["engine"]
+    compiled = same and all_compile(request["patterns"], regex_options(request["backtrack_limit"]))
+    sys.stdout.write(json.dumps({"engine": same, "compiled": compiled}))
+
+
+if __name__ == "__main__":
+    _prove_request()

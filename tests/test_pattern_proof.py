@@ -1,0 +1,255 @@
+"""A build's new patterns are proven in a child process beside the index build.
+
+``opgate._pattern_proof``: with at least ``WORKER_MIN`` new patterns and another CPU,
+the child compiles them while the build indexes the catalog. Nothing but the time may
+depend on it: the same registries are built and the same errors raised with or
+without the child, whatever the child does.
+"""
+
+from __future__ import annotations
+
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import opgate._catalog
+from opgate import Completed, ConfigurationError, Failed, Operation, Registry, Result, Text, finish
+from opgate import _pattern_proof as pattern_proof
+from opgate import _proven_patterns as proven_patterns
+from opgate._limits import DEFAULT_LIMITS
+
+from conftest import AllowAll, Ctx
+
+pytestmark = pytest.mark.anyio
+
+
+def handler(invocation: Any) -> Any:
+    return finish(Result([Text("done")]))
+
+
+def operation(name: str, *patterns: str, summary: str = "Test.") -> Operation:
+    properties = {f"p{i}": {"type": "string", "pattern": p} for i, p in enumerate(patterns)}
+    return Operation(
+        name, summary, handler, input_schema={"type": "object", "properties": properties}
+    )
+
+
+#: Forty distinct valid patterns over twenty operations.
+PATTERNS = [(f"^a{{{i + 1}}}$", f"^[b-z]{{1,{i + 2}}}$") for i in range(20)]
+
+
+def catalog(*extra: Operation) -> list[Operation]:
+    """Twenty operations of the patterns above, then ``extra``."""
+    return [operation(f"op{i:02}", *pair) for i, pair in enumerate(PATTERNS)] + list(extra)
+
+
+@pytest.fixture(autouse=True)
+def no_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every build proves its patterns (none remembered)."""
+    monkeypatch.setenv(proven_patterns.CACHE_ENV, "")
+
+
+def use_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds hand their new patterns to a child, whatever this machine's CPUs."""
+    monkeypatch.setattr(pattern_proof, "WORKER_MIN", 1)
+    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 2)
+
+
+@pytest.fixture
+def child(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
+    """The child's answers, in order (builds use it)."""
+    use_the_child(monkeypatch)
+    answers: list[bool | None] = []
+    result = pattern_proof.PatternProof.result
+
+    def recorded(self: pattern_proof.PatternProof) -> bool | None:
+        answer = result(self)
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(pattern_proof.PatternProof, "result", recorded)
+    return answers
+
+
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The patterns this process compiles together at the end of a build."""
+    seen: list[str] = []
+    batch = pattern_proof.all_compile
+
+    def all_compile(patterns: Sequence[str], options: Any) -> bool:
+        seen.extend(patterns)
+        return batch(patterns, options)
+
+    monkeypatch.setattr(opgate._catalog, "all_compile", all_compile)
+    return seen
+
+
+def refusal(operations: list[Operation], **options: Any) -> str:
+    with pytest.raises(ConfigurationError) as caught:
+        Registry(operations, AllowAll(), **options)
+    return str(caught.value)
+
+
+async def test_the_child_proves_the_patterns_and_the_build_does_not(
+    child: list[bool | None], in_process: list[str]
+) -> None:
+    registry = Registry(catalog(), AllowAll())
+    assert child == [True]
+    assert in_process == []
+    # the patterns are in force
+    assert isinstance(await registry.invoke(Ctx(), "op02", '{"p0": "aaa"}'), Completed)
+    refused = await registry.invoke(Ctx(), "op02", '{"p0": "aa"}')
+    assert isinstance(refused, Failed)
+    assert refused.failure.code == "invalid_arguments"
+
+
+def test_without_the_child_the_build_proves_them_at_once(
+    child: list[bool | None], in_process: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pattern_proof, "WORKER_MIN", 41)  # one more than the catalog has
+    Registry(catalog(), AllowAll())
+    assert child == []
+    assert sorted(in_process) == sorted(p for pair in PATTERNS for p in pair)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [operation("zz", "(unclosed")],
+        [operation("aa", "(unclosed"), operation("op05", "^x$")],
+        [operation("op05", "^x$"), operation("zz", "(unclosed")],
+        [operation("zz", "^ok$", "^(?=a)a$")],
+        [operation("zz", "\ud800")],
+        [operation("zz", "(unclosed", summary="x" * 100_000)],
+        [operation("zz", "^(x{1,1000}){1,1000}$")],
+        [operation("zz", "(unclosed"), 42],
+    ],
+    ids=[
+        "invalid",
+        "invalid-then-repeated-name",
+        "repeated-name-then-invalid",
+        "lookahead",
+        "lone-surrogate",
+        "invalid-and-over-the-page",
+        "over-the-size-limit",
+        "invalid-then-not-an-operation",
+    ],
+)
+def test_the_error_is_the_one_a_build_proving_as_it_goes_raises(
+    extra: list[Operation], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operations = catalog(*extra)
+    with pytest.raises((ConfigurationError, TypeError)) as expected:
+        # each schema's patterns compiled as it is checked, in the host's order
+        opgate._catalog._snapshot_all(operations, DEFAULT_LIMITS, None, frozenset(), defer=False)
+    for child in (False, True):
+        if child:
+            use_the_child(monkeypatch)
+        with pytest.raises((ConfigurationError, TypeError)) as raised:
+            Registry(operations, AllowAll())
+        assert type(raised.value) is type(expected.value)
+        assert str(raised.value) == str(expected.value)
+
+
+def test_the_child_compiles_with_the_builds_engine(child: list[bool | None]) -> None:
+    operations = catalog(operation("zz", "^(?=a)a+$"))
+    assert "zz" in refusal(operations)  # the linear engine: no lookaround
+    assert child == [False]
+    Registry(operations, AllowAll(), regex_backtrack_limit=1000)  # the backtracking one
+    assert child == [False, True]
+
+
+def fake_python(folder: Path, script: str) -> str:
+    """An executable named like Python that runs ``script`` (sh) instead."""
+    path = folder / "python3"
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "",
+        "not json",
+        "[]",
+        '{"engine": false, "compiled": true}',
+        '{"engine": true, "compiled": 1}',
+        '{"compiled": true}',
+    ],
+)
+def test_a_child_without_a_trustworthy_answer_leaves_the_proof_to_the_build(
+    answer: str,
+    child: list[bool | None],
+    in_process: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executable = fake_python(tmp_path, f"cat >/dev/null; printf '%s' '{answer}'")
+    monkeypatch.setattr(sys, "executable", executable)
+    Registry(catalog(), AllowAll())
+    assert child == [None]
+    assert len(in_process) == 40
+    assert "'zz'" in refusal(catalog(operation("zz", "(unclosed")))
+
+
+@pytest.mark.parametrize("script", ["exit 3", "cat >/dev/null; sleep 5", None])
+def test_a_child_that_fails_hangs_or_cannot_start_leaves_the_proof_to_the_build(
+    script: str | None,
+    child: list[bool | None],
+    in_process: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pattern_proof, "TIMEOUT", 0.5)
+    executable = (
+        str(tmp_path / "missing" / "python3") if script is None else fake_python(tmp_path, script)
+    )
+    monkeypatch.setattr(sys, "executable", executable)
+    Registry(catalog(), AllowAll())
+    assert child == [None]
+    assert len(in_process) == 40
+
+
+def test_no_child_on_one_cpu_or_without_a_python_interpreter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    use_the_child(monkeypatch)
+    assert pattern_proof.start_proof(["^a$"], None) is not None
+    assert pattern_proof.start_proof([], None) is None  # fewer than WORKER_MIN
+    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 1)
+    assert pattern_proof.start_proof(["^a$"], None) is None
+    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 2)
+    for executable in ("/usr/bin/uwsgi", ""):
+        monkeypatch.setattr(sys, "executable", executable)
+        assert pattern_proof.start_proof(["^a$"], None) is None
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", "/opt/app/python3")
+    assert pattern_proof.start_proof(["^a$"], None) is None
+
+
+def test_a_proven_build_is_remembered_once_the_child_answered(
+    child: list[bool | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(proven_patterns.CACHE_ENV, str(tmp_path))
+    Registry(catalog(), AllowAll())
+    assert child == [True]
+    assert proven_patterns.load_proven(None) == {p for pair in PATTERNS for p in pair}
+    refusal(catalog(operation("zz", "^new$", "(unclosed")))
+    assert child == [True, False]
+    assert "^new$" not in proven_patterns.load_proven(None)  # a failed build writes nothing
+    Registry(catalog(), AllowAll())
+    assert child == [True, False]  # nothing new to prove: no child
+
+
+def test_a_path_entry_that_is_not_a_string_is_not_handed_to_the_child(
+    child: list[bool | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", [*sys.path, Path("/somewhere")])
+    Registry(catalog(), AllowAll())
+    assert child == [True]
