@@ -10,6 +10,8 @@ else.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -22,9 +24,11 @@ from opgate import (
     Registry,
     Result,
     Text,
+    _catalog,
     finish,
 )
 from opgate._catalog import snapshot_catalog
+from opgate._schema import SchemaCache
 from registry_support import handler, op, registry
 
 from conftest import AllowAll, Ctx
@@ -108,6 +112,29 @@ def test_entries_are_in_name_order_and_know_an_async_handler() -> None:
     assert derived == 3  # what the registry derives is computed from the entries
     assert [entry.name for entry in entries] == ["a", "b", "c"]
     assert [entry.is_async for entry in entries] == [True, True, False]
+
+
+def test_the_schema_cache_is_gone_before_the_index_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build's schema cache (its source keys: tens of MiB at real scale) does not
+    live on while the registry derives its index from the entries."""
+    made: list[weakref.ref[SchemaCache]] = []
+
+    class Watched(SchemaCache):  # no __slots__: weak references allowed
+        def __init__(self, proven: Any = (), *, defer: bool = False) -> None:
+            super().__init__(proven, defer=defer)
+            made.append(weakref.ref(self))
+
+    def derive(entries: tuple[Any, ...]) -> bool:
+        gc.collect()
+        return all(ref() is None for ref in made)
+
+    monkeypatch.setattr(_catalog, "SchemaCache", Watched)
+    schema = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^a$"}}}
+    _, dropped = snapshot_catalog([op("a", "does a", input_schema=schema)], Limits(), None, derive)
+    assert made
+    assert dropped
 
 
 def test_the_revision_follows_what_a_caller_sees_and_sends() -> None:

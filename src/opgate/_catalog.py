@@ -85,27 +85,26 @@ def snapshot_catalog(
     listed = list(operations)
     loaded = load_proven(regex_backtrack_limit)
 
-    def snapshot(defer: bool) -> tuple[tuple[Entry, ...], SchemaCache]:
+    def snapshot(defer: bool) -> tuple[tuple[Entry, ...], set[str], list[str]]:
         return _snapshot_all(listed, limits, regex_backtrack_limit, loaded, defer=defer)
 
     refused: ConfigurationError | TypeError | None = None
     try:
-        entries, cache = snapshot(True)
+        entries, known, pending = snapshot(True)
     except (ConfigurationError, TypeError) as exc:
         refused = exc
     if refused is not None:
         snapshot(False)  # raises the first definition's error (the same checks, in order)
         raise refused  # pragma: no cover - it raised
-    pending = cache.deferred or []
     proof = start_proof(pending, regex_backtrack_limit)
     derived = derive(entries)
     proved = None if proof is None else proof.result()
     if proved is None:  # no child, or no answer from it: this process proves them
         proved = not pending or all_compile(pending, regex_options(regex_backtrack_limit))
     if not proved:
-        entries, cache = snapshot(False)  # raises the first definition's error
+        entries, known, _ = snapshot(False)  # raises the first definition's error
         derived = derive(entries)  # pragma: no cover - it raised
-    remember_proven(regex_backtrack_limit, loaded, cache.patterns - loaded)
+    remember_proven(regex_backtrack_limit, loaded, known - loaded)
     return entries, derived
 
 
@@ -116,9 +115,10 @@ def _snapshot_all(
     loaded: frozenset[str],
     *,
     defer: bool,
-) -> tuple[tuple[Entry, ...], SchemaCache]:
-    """The entries in name order, and the build's ``SchemaCache`` (``defer``: its new
-    patterns only listed, not compiled)."""
+) -> tuple[tuple[Entry, ...], set[str], list[str]]:
+    """The entries in name order, the patterns known to compile, and (``defer``) the
+    new ones among them, listed but not compiled. The build's ``SchemaCache`` (the
+    schemas' source keys, tens of MiB at real scale) is dropped on return."""
     compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
     cache = SchemaCache(loaded, defer=defer)  # this build's only: dropped when it returns
     default_input = compiler.compile(
@@ -131,7 +131,7 @@ def _snapshot_all(
         if operation.name in entries:
             raise ConfigurationError(f"operation name {operation.name!r} is not unique")
         entries[operation.name] = _snapshot(operation, limits, compiler, default_input, cache)
-    return tuple(entries[name] for name in sorted(entries)), cache
+    return tuple(entries[name] for name in sorted(entries)), cache.patterns, cache.deferred or []
 
 
 def _snapshot(
