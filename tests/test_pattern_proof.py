@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,45 @@ def test_the_error_is_the_one_a_build_proving_as_it_goes_raises(
             Registry(operations, AllowAll())
         assert type(raised.value) is type(expected.value)
         assert str(raised.value) == str(expected.value)
+
+
+class BrokenMapping(Mapping[str, object]):
+    """A host's schema mapping that fails when read."""
+
+    def __getitem__(self, key: str) -> object:
+        raise LookupError("the host's mapping failed")
+
+    def __iter__(self) -> Iterator[str]:
+        raise LookupError("the host's mapping failed")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def then_failing(operations: list[Operation]) -> Iterator[Operation]:
+    """The host's catalog source: ``operations``, then a failure."""
+    yield from operations
+    raise LookupError("the host's catalog source failed")
+
+
+@pytest.mark.parametrize("source", ["mapping", "iterable"])
+def test_a_host_failure_after_an_invalid_pattern_is_not_what_is_raised(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sequential build refused 'aa' before it read anything of the host's that fails.
+    invalid = operation("aa", "(unclosed")
+    for child in (False, True):
+        if child:
+            use_the_child(monkeypatch)
+        if source == "mapping":
+            broken = Operation("zz", "Test.", handler, input_schema=BrokenMapping())
+            operations: Any = catalog(invalid, broken)
+        else:
+            operations = then_failing(catalog(invalid))
+        assert "operation 'aa' input_schema" in refusal(operations)
+    # with no pattern to blame, the host's failure is raised
+    with pytest.raises(LookupError, match="catalog source"):
+        Registry(then_failing(catalog()), AllowAll())
 
 
 def test_the_child_compiles_with_the_builds_engine(child: list[bool | None]) -> None:

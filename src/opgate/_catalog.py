@@ -78,24 +78,30 @@ def snapshot_catalog(
 
     The patterns no earlier build proved are compiled together once the snapshot is
     made, in a child process while ``derive`` runs when there are many
-    (``_pattern_proof``). If one does not compile, or any check fails, the snapshot is
-    made again proving each schema's patterns as it goes, so that the error raised is
-    the one of the first definition to fail.
+    (``_pattern_proof``). If one does not compile, or anything fails (a check, the
+    host's iterable or schema mappings), the operations read until then are snapshotted
+    again proving each schema's patterns as they go, so that the error raised is the one
+    the sequential build raised: the first definition's to fail, else the host's.
     """
-    listed = list(operations)
+    listed: list[object] = []  # the operations as the first snapshot took them
     loaded = load_proven(regex_backtrack_limit)
 
     def snapshot(defer: bool) -> tuple[tuple[Entry, ...], set[str], list[str]]:
         return _snapshot_all(listed, limits, regex_backtrack_limit, loaded, defer=defer)
 
-    refused: ConfigurationError | TypeError | None = None
-    try:
-        entries, known, pending = snapshot(True)
-    except (ConfigurationError, TypeError) as exc:
-        refused = exc
-    if refused is not None:
-        snapshot(False)  # raises the first definition's error (the same checks, in order)
-        raise refused  # pragma: no cover - it raised
+    failed: Exception | None = None
+    try:  # the host's iterable read once, lazily, as the sequential build read it
+        entries, known, pending = _snapshot_all(
+            operations, limits, regex_backtrack_limit, loaded, defer=True, taken=listed
+        )
+    except Exception as exc:  # a check, the host's iterable or a host mapping failed
+        failed = exc
+    if failed is not None:
+        # A pattern taken as compiling may have come first: the operations read until
+        # the failure, proved as they go, raise the first definition's error; if they
+        # do not, the failure is the one the sequential build met.
+        snapshot(False)
+        raise failed
     proof = start_proof(pending, regex_backtrack_limit)
     derived = derive(entries)
     proved = None if proof is None else proof.result()
@@ -109,16 +115,18 @@ def snapshot_catalog(
 
 
 def _snapshot_all(
-    operations: list[Operation],
+    operations: Iterable[object],
     limits: Limits,
     regex_backtrack_limit: int | None,
     loaded: frozenset[str],
     *,
     defer: bool,
+    taken: list[object] | None = None,
 ) -> tuple[tuple[Entry, ...], set[str], list[str]]:
     """The entries in name order, the patterns known to compile, and (``defer``) the
-    new ones among them, listed but not compiled. The build's ``SchemaCache`` (the
-    schemas' source keys, tens of MiB at real scale) is dropped on return."""
+    new ones among them, listed but not compiled. Each item is appended to ``taken``
+    as it is read, before it is checked. The build's ``SchemaCache`` (the schemas'
+    source keys, tens of MiB at real scale) is dropped on return."""
     compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
     cache = SchemaCache(loaded, defer=defer)  # this build's only: dropped when it returns
     default_input = compiler.compile(
@@ -126,6 +134,8 @@ def _snapshot_all(
     )
     entries: dict[str, Entry] = {}
     for operation in operations:
+        if taken is not None:
+            taken.append(operation)
         if not isinstance(operation, Operation):
             raise TypeError(f"expected opgate.Operation, got {type(operation).__name__}")
         if operation.name in entries:
