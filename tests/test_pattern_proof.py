@@ -292,3 +292,40 @@ def test_a_path_entry_that_is_not_a_string_is_not_handed_to_the_child(
     monkeypatch.setattr(sys, "path", [*sys.path, Path("/somewhere")])
     Registry(catalog(), AllowAll())
     assert child == [True]
+
+
+def test_the_child_imports_no_module_from_the_working_directory(
+    child: list[bool | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``python -c``, a REPL or a notebook has "" on sys.path; this process imported
+    # jsonschema-rs before it moved to a directory it does not control, but a child
+    # handed "" would import this one, which even names the real file.
+    ran = tmp_path / "ran"
+    (tmp_path / "jsonschema_rs.py").write_text(
+        f"__file__ = {pattern_proof._engine_file()!r}\n"
+        f"open({str(ran)!r}, 'w').close()\n"
+        "class RegexOptions: pass\n"
+        "class Draft202012Validator:\n"
+        "    def __init__(self, *args, **kwargs): pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    assert "'zz'" in refusal(catalog(operation("zz", "(unclosed")))
+    assert child == [False]
+    assert not ran.exists()
+
+
+def test_the_child_writes_no_bytecode(
+    child: list[bool | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PYTHONDONTWRITEBYTECODE and PYTHONPYCACHEPREFIX do not reach a child run with -I.
+    import shutil
+
+    engine = Path(pattern_proof._engine_file()).parent
+    copy = tmp_path / "site" / "jsonschema_rs"
+    shutil.copytree(engine, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(pattern_proof, "_engine_file", lambda: str(copy / "__init__.py"))
+    monkeypatch.setattr(sys, "path", [str(copy.parent), *sys.path])
+    Registry(catalog(), AllowAll())
+    assert child == [True]  # the copy, as a child finds it from its folder
+    assert not (copy / "__pycache__").exists()

@@ -4,12 +4,16 @@ Construction refuses a schema whose ``pattern`` the regex engine cannot compile,
 every pattern a build meets for the first time (``_proven_patterns`` spares it the
 others) is compiled once. jsonschema-rs holds the GIL while it compiles, so a thread
 cannot do that while the build goes on; a child process can. ``PatternProof`` runs
-this file with the same interpreter (``sys.executable -I -S``, the parent's
-``sys.path``, so the same jsonschema-rs) and hands it the patterns; the build indexes
-the catalog meanwhile and reads the answer at the end.
+this file with the same interpreter (``sys.executable -I -S -B``: no environment,
+working directory or user site, no bytecode written) and hands it the patterns and the
+folder the parent's jsonschema-rs was imported from, which the child appends to its own
+standard library path: nothing else the parent's ``sys.path`` holds (a ``""`` entry, a
+host's folders) is searched. The build indexes the catalog meanwhile and reads the
+answer at the end.
 
-The answer is trusted only when the child compiled them with the parent's very
-extension module (the same file) and the same options: ``all_compile`` and
+The answer is trusted only when the child reports it compiled them with the parent's
+very extension module (the same file) and the same options; that guards against a
+mismatch, not a hostile child, which is why the child searches only that folder: ``all_compile`` and
 ``regex_options`` below are what both sides run. A child that cannot start, fails,
 answers anything else or takes longer than ``TIMEOUT`` seconds gives no answer, and
 the build compiles the patterns itself; nothing but the time taken depends on
@@ -77,6 +81,14 @@ def _engine_file() -> str:
     return os.path.realpath(jsonschema_rs.__file__ or "")
 
 
+def _engine_folder(engine: str) -> str:
+    """The ``sys.path`` folder the module file ``engine`` was imported from."""
+    folder = os.path.dirname(engine)
+    if os.path.basename(engine).startswith("__init__."):  # a package: its parent
+        folder = os.path.dirname(folder)
+    return folder
+
+
 def _cpus() -> int:
     """The CPUs this process may run on."""
     try:
@@ -99,10 +111,11 @@ class PatternProof:
 
     def __init__(self, patterns: Sequence[str], backtrack_limit: int | None) -> None:
         self._answer: bool | None = None
+        engine = _engine_file()
         request = json.dumps(  # ASCII escapes carry any string, lone surrogates too
             {
-                "path": [entry for entry in sys.path if isinstance(entry, str)],
-                "engine": _engine_file(),
+                "path": [_engine_folder(engine)],
+                "engine": engine,
                 "backtrack_limit": backtrack_limit,
                 "patterns": list(patterns),
             }
@@ -117,7 +130,7 @@ class PatternProof:
     def _ask(self, request: bytes) -> None:
         try:
             done = subprocess.run(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__)],
                 input=request,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -157,7 +170,7 @@ def start_proof(patterns: Sequence[str], backtrack_limit: int | None) -> Pattern
 def _prove_request() -> None:
     """The child's side: read the request, compile, answer on standard output."""
     request: dict[str, Any] = json.loads(sys.stdin.buffer.read())
-    sys.path[:] = request["path"]
+    sys.path += request["path"]  # after the standard library: it is not shadowed
     same = _engine_file() == request["engine"]
     compiled = same and all_compile(request["patterns"], regex_options(request["backtrack_limit"]))
     sys.stdout.write(json.dumps({"engine": same, "compiled": compiled}))
