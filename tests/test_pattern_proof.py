@@ -8,8 +8,10 @@ without the child, whatever the child does.
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -237,7 +239,7 @@ def test_a_child_without_a_trustworthy_answer_leaves_the_proof_to_the_build(
     assert "'zz'" in refusal(catalog(operation("zz", "(unclosed")))
 
 
-@pytest.mark.parametrize("script", ["exit 3", "cat >/dev/null; sleep 5", None])
+@pytest.mark.parametrize("script", ["exit 3", "cat >/dev/null; exec sleep 5", None])
 def test_a_child_that_fails_hangs_or_cannot_start_leaves_the_proof_to_the_build(
     script: str | None,
     child: list[bool | None],
@@ -286,14 +288,6 @@ def test_a_proven_build_is_remembered_once_the_child_answered(
     assert child == [True, False]  # nothing new to prove: no child
 
 
-def test_a_path_entry_that_is_not_a_string_is_not_handed_to_the_child(
-    child: list[bool | None], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "path", [*sys.path, Path("/somewhere")])
-    Registry(catalog(), AllowAll())
-    assert child == [True]
-
-
 def test_the_child_imports_no_module_from_the_working_directory(
     child: list[bool | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -329,3 +323,18 @@ def test_the_child_writes_no_bytecode(
     Registry(catalog(), AllowAll())
     assert child == [True]  # the copy, as a child finds it from its folder
     assert not (copy / "__pycache__").exists()
+
+
+def test_a_child_still_working_when_the_build_is_ready_is_killed_after_a_grace(
+    child: list[bool | None], in_process: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = tmp_path / "pid"
+    monkeypatch.setattr(sys, "executable", fake_python(tmp_path, f"echo $$ > {pid}; exec sleep 30"))
+    started = time.monotonic()
+    Registry(catalog(), AllowAll())
+    assert time.monotonic() - started < 10  # not the child's 30 s, nor TIMEOUT's 60
+    assert child == [None]
+    assert len(in_process) == 40
+    if pid.exists():  # else it was killed before its shell ran a line
+        with pytest.raises(ProcessLookupError):  # killed and waited for
+            os.kill(int(pid.read_text()), 0)

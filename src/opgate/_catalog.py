@@ -12,8 +12,9 @@ whether the handler is async, the search page item, its encoded size and the
 ``Discover`` request. ``catalog_revision`` derives the definitions revision from
 the entries (``_search.search_index`` their search index).
 
-Nothing here runs a host callback or awaits; the registry calls these in this order,
-inside a paused collector (``_collector``).
+Nothing here awaits or calls the host but to read its operations (its iterable, and
+the mappings its schemas are given as; a refused build may read them twice); the
+registry calls these in this order, inside a paused collector (``_collector``).
 """
 
 from __future__ import annotations

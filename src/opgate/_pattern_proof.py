@@ -13,11 +13,12 @@ answer at the end.
 
 The answer is trusted only when the child reports it compiled them with the parent's
 very extension module (the same file) and the same options; that guards against a
-mismatch, not a hostile child, which is why the child searches only that folder: ``all_compile`` and
-``regex_options`` below are what both sides run. A child that cannot start, fails,
-answers anything else or takes longer than ``TIMEOUT`` seconds gives no answer, and
-the build compiles the patterns itself; nothing but the time taken depends on
-whether the child ran.
+mismatch, not a hostile child, which is why the child searches only that folder.
+``all_compile`` and ``regex_options`` below are what both sides run. A child that
+cannot start, fails or answers anything else gives no answer; so does one that has not
+answered when the build is ready for it and a grace about as long as compiling the
+patterns in process has passed (it is killed). The build then compiles the patterns
+itself: nothing but the time taken depends on whether the child ran.
 
 This module imports nothing outside the standard library at import time: the child
 runs it as a script before it has a ``sys.path`` to find anything else on.
@@ -42,9 +43,15 @@ __all__ = ["WORKER_MIN", "PatternProof", "all_compile", "regex_options", "start_
 #: about as much as compiling a few hundred typical patterns.
 WORKER_MIN = 512
 
-#: Longest wait for the child's answer, in seconds; then it is killed and the build
-#: compiles the patterns itself.
+#: Longest life of the child, in seconds, however long the build goes on; then it is
+#: killed and the build compiles the patterns itself.
 TIMEOUT = 60.0
+
+#: Once the build is ready for the answer, how long it waits for a child still working
+#: before it kills it and compiles the patterns itself: about what compiling them in
+#: process takes (about 0.1 ms per typical pattern), at least ``GRACE`` seconds.
+GRACE = 0.25
+GRACE_PER_PATTERN = 0.0002
 
 
 def regex_options(
@@ -107,10 +114,14 @@ def _can_spawn() -> bool:
 class PatternProof:
     """The compile of ``patterns`` in a child process, begun at construction."""
 
-    __slots__ = ("_answer", "_thread")
+    __slots__ = ("_abandoned", "_answer", "_grace", "_lock", "_process", "_thread")
 
     def __init__(self, patterns: Sequence[str], backtrack_limit: int | None) -> None:
         self._answer: bool | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._abandoned = False
+        self._lock = threading.Lock()
+        self._grace = max(GRACE, GRACE_PER_PATTERN * len(patterns))
         engine = _engine_file()
         request = json.dumps(  # ASCII escapes carry any string, lone surrogates too
             {
@@ -129,21 +140,33 @@ class PatternProof:
 
     def _ask(self, request: bytes) -> None:
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__)],
-                input=request,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                timeout=TIMEOUT,
-                check=False,
             )
         except (OSError, subprocess.SubprocessError, ValueError):
             return
-        if done.returncode != 0:
+        with self._lock:
+            self._process = process
+            abandoned = self._abandoned
+        if abandoned:
+            process.kill()
+        try:
+            with process:  # its pipes closed and the child waited for, whatever happens
+                try:
+                    output, _ = process.communicate(request, timeout=TIMEOUT)
+                except Exception:  # a timeout, a broken pipe: no answer
+                    process.kill()
+                    return
+        except Exception:  # closing a pipe it left unread
+            return
+        if process.returncode != 0 or self._abandoned:
             return
         try:
-            answer = json.loads(done.stdout)
-        except ValueError:
+            answer = json.loads(output)
+        except Exception:  # not JSON, or nested past the parser's depth
             return
         if isinstance(answer, dict) and answer.get("engine") is True:
             compiled = answer.get("compiled")
@@ -151,8 +174,20 @@ class PatternProof:
                 self._answer = compiled
 
     def result(self) -> bool | None:
-        """Whether every pattern compiles, or ``None`` without a trustworthy answer."""
-        self._thread.join()
+        """Whether every pattern compiles, or ``None`` without a trustworthy answer.
+
+        Waits for the child at most about as long as compiling the patterns in process
+        would take (``GRACE``, ``GRACE_PER_PATTERN``); then kills it and answers
+        ``None``. Either way the child has exited and been waited for on return."""
+        self._thread.join(self._grace)
+        if self._thread.is_alive():
+            with self._lock:
+                self._abandoned = True
+                process = self._process
+            if process is not None:
+                process.kill()
+            self._thread.join()
+            return None
         return self._answer
 
 
