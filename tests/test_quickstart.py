@@ -38,8 +38,10 @@ import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 
+from opgate._proven_patterns import CACHE_ENV
 from opgate.cli._parser import build_parser
 
 from conftest import ROOT, await_port, free_port, serve_environment
@@ -238,7 +240,12 @@ EVERYTHING = ["orders.cancel", "orders.lookup", "billing.pay", "reports.export"]
 async def test_the_app_over_stdio_with_the_official_client(shop: Path, mode: str) -> None:
     [command] = commands("serve")
     assert command == [".venv/bin/opgate", "serve", "app.py"]
-    server = StdioServerParameters(command=str(shop / command[0]), args=command[1:], cwd=shop)
+    # The environment a client gives a server it spawns (the SDK's default), with this
+    # run's pattern memory rather than the user's (conftest.py)
+    environment = {**get_default_environment(), CACHE_ENV: os.environ[CACHE_ENV]}
+    server = StdioServerParameters(
+        command=str(shop / command[0]), args=command[1:], cwd=shop, env=environment
+    )
     person = Person()
     with anyio.fail_after(SESSION_TIMEOUT):
         async with Client(server, mode=mode, elicitation_callback=person.answer) as client:
