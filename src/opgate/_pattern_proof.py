@@ -96,12 +96,25 @@ def _engine_folder(engine: str) -> str:
     return folder
 
 
+#: The cgroup v2 CPU quota of this process's group (``max`` or ``QUOTA PERIOD``).
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+
+
 def _cpus() -> int:
-    """The CPUs this process may run on."""
+    """The CPUs this process may run on: those it is allowed, fewer when its cgroup's
+    quota is less (a container run with ``--cpus=1`` on a larger machine)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        with open(_CPU_MAX, encoding="ascii") as limit:
+            quota, period = limit.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):  # no cgroup v2 file here, or one not understood
+        pass
+    return cpus
 
 
 def _can_spawn() -> bool:
