@@ -56,9 +56,11 @@ def no_memory(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def use_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Builds hand their new patterns to a child, whatever this machine's CPUs."""
+    """Builds hand their new patterns to a child, whatever this machine's CPUs, and wait
+    for its answer however loaded the machine (a test of the grace sets its own)."""
     monkeypatch.setattr(pattern_proof, "WORKER_MIN", 1)
     monkeypatch.setattr(pattern_proof, "_cpus", lambda: 2)
+    monkeypatch.setattr(pattern_proof, "GRACE", 30.0)
 
 
 @pytest.fixture
@@ -328,6 +330,7 @@ def test_the_child_writes_no_bytecode(
 def test_a_child_still_working_when_the_build_is_ready_is_killed_after_a_grace(
     child: list[bool | None], in_process: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(pattern_proof, "GRACE", 0.25)
     pid = tmp_path / "pid"
     monkeypatch.setattr(sys, "executable", fake_python(tmp_path, f"echo $$ > {pid}; exec sleep 30"))
     started = time.monotonic()
