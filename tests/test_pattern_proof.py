@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from opgate import Completed, ConfigurationError, Failed, Operation, Registry, R
 from opgate import _pattern_proof as pattern_proof
 from opgate import _proven_patterns as proven_patterns
 from opgate._limits import DEFAULT_LIMITS
+from pattern_support import record_compiles
 
 from conftest import AllowAll, Ctx
 
@@ -82,15 +83,7 @@ def child(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
 @pytest.fixture
 def in_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The patterns this process compiles together at the end of a build."""
-    seen: list[str] = []
-    batch = pattern_proof.all_compile
-
-    def all_compile(patterns: Sequence[str], options: Any) -> bool:
-        seen.extend(patterns)
-        return batch(patterns, options)
-
-    monkeypatch.setattr(opgate._catalog, "all_compile", all_compile)
-    return seen
+    return record_compiles(monkeypatch, opgate._catalog)
 
 
 def refusal(operations: list[Operation], **options: Any) -> str:

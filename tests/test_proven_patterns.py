@@ -11,7 +11,6 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ import pytest
 import opgate._catalog
 import opgate._schema
 from opgate import ConfigurationError, Operation, Registry, finish
-from opgate import _pattern_proof as pattern_proof
 from opgate import _proven_patterns as proven_patterns
+from pattern_support import record_compiles
 
 from conftest import AllowAll
 
@@ -49,16 +48,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every pattern the build hands the regex engine to prove, in order."""
-    seen: list[str] = []
-    batch = pattern_proof.all_compile
-
-    def all_compile(patterns: Sequence[str], options: Any) -> bool:
-        seen.extend(patterns)
-        return batch(patterns, options)
-
-    monkeypatch.setattr(opgate._catalog, "all_compile", all_compile)
-    monkeypatch.setattr(opgate._schema, "all_compile", all_compile)
-    return seen
+    return record_compiles(monkeypatch, opgate._catalog, opgate._schema)
 
 
 def linear_file(cache: Path) -> Path:
