@@ -22,6 +22,7 @@ import opgate._catalog
 from opgate import Completed, ConfigurationError, Failed, Operation, Registry, Result, Text, finish
 from opgate import _pattern_proof as pattern_proof
 from opgate import _proven_patterns as proven_patterns
+from opgate import _spawn as spawn
 from opgate._limits import DEFAULT_LIMITS
 from pattern_support import record_compiles
 
@@ -60,7 +61,7 @@ def use_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
     """Builds hand their new patterns to a child, whatever this machine's CPUs, and wait
     for its answer however loaded the machine (a test of the grace sets its own)."""
     monkeypatch.setattr(pattern_proof, "WORKER_MIN", 1)
-    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 2)
+    monkeypatch.setattr(spawn, "cpus", lambda: 2)
     monkeypatch.setattr(pattern_proof, "GRACE", 30.0)
 
 
@@ -258,9 +259,9 @@ def test_no_child_on_one_cpu_or_without_a_python_interpreter(
     use_the_child(monkeypatch)
     assert pattern_proof.start_proof(["^a$"], None) is not None
     assert pattern_proof.start_proof([], None) is None  # fewer than WORKER_MIN
-    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 1)
+    monkeypatch.setattr(spawn, "cpus", lambda: 1)
     assert pattern_proof.start_proof(["^a$"], None) is None
-    monkeypatch.setattr(pattern_proof, "_cpus", lambda: 2)
+    monkeypatch.setattr(spawn, "cpus", lambda: 2)
     for executable in ("/usr/bin/uwsgi", ""):
         monkeypatch.setattr(sys, "executable", executable)
         assert pattern_proof.start_proof(["^a$"], None) is None
@@ -354,5 +355,5 @@ def test_a_cgroup_quota_below_two_cpus_means_no_child(
     if quota is not None:
         limit.write_text(quota)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(pattern_proof, "_CPU_MAX", str(limit))
-    assert pattern_proof._cpus() == (4 if cpus is None else cpus)
+    monkeypatch.setattr(spawn, "CPU_MAX", str(limit))
+    assert spawn.cpus() == (4 if cpus is None else cpus)

@@ -96,34 +96,6 @@ def _engine_folder(engine: str) -> str:
     return folder
 
 
-#: The cgroup v2 CPU quota of this process's group (``max`` or ``QUOTA PERIOD``).
-_CPU_MAX = "/sys/fs/cgroup/cpu.max"
-
-
-def _cpus() -> int:
-    """The CPUs this process may run on: those it is allowed, fewer when its cgroup's
-    quota is less (a container run with ``--cpus=1`` on a larger machine)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
-    try:
-        with open(_CPU_MAX, encoding="ascii") as limit:
-            quota, period = limit.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):  # no cgroup v2 file here, or one not understood
-        pass
-    return cpus
-
-
-def _can_spawn() -> bool:
-    """Whether a child would run beside the build: another CPU to run on, and an
-    interpreter that is Python (not an embedding program or a frozen application)."""
-    executable = os.path.basename(sys.executable or "").lower()
-    return _cpus() > 1 and executable.startswith("python") and not getattr(sys, "frozen", False)
-
-
 class PatternProof:
     """The compile of ``patterns`` in a child process, begun at construction."""
 
@@ -207,7 +179,9 @@ class PatternProof:
 def start_proof(patterns: Sequence[str], backtrack_limit: int | None) -> PatternProof | None:
     """A child's proof of ``patterns``, or ``None`` when one would not pay: fewer than
     ``WORKER_MIN`` of them, or no CPU or interpreter to run it beside the build."""
-    if len(patterns) < WORKER_MIN or not _can_spawn():
+    from ._spawn import can_spawn  # here: the child runs this file as a script
+
+    if len(patterns) < WORKER_MIN or not can_spawn():
         return None
     try:
         return PatternProof(patterns, backtrack_limit)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._catalog import Entry, catalog_revision, snapshot_catalog
 from ._collector import paused_collector
@@ -56,11 +56,16 @@ from ._search import (
     group_members,
     normalize_query,
     operation_spec,
+    pending_ranker,
     ranked_page,
     search_index,
     search_problem,
+    start_ranker,
 )
 from .ledger import LedgerBackend, LedgerFactory, Lifetime
+
+if TYPE_CHECKING:
+    from ._search._relevance_build import RelevanceBuild
 
 __all__ = ["Registry"]
 
@@ -142,8 +147,8 @@ class Registry:
         if not callable(clock) or not callable(monotonic):
             raise TypeError("clock and monotonic must be callables returning seconds")
         with paused_collector():
-            entries, (index, revision) = snapshot_catalog(
-                operations, limits, regex_backtrack_limit, _index_and_revision
+            entries, (index, revision, started) = snapshot_catalog(
+                operations, limits, regex_backtrack_limit, _derive(ranking)
             )
             compiled = _Compiled(
                 limits=limits,
@@ -158,7 +163,7 @@ class Registry:
                 form_checks=FormChecks(),
                 regex_backtrack_limit=regex_backtrack_limit,
             )
-            order = _order(compiled, ranking)
+            order = _order(compiled, ranking, started)
         trim_heap()  # the build's freed memory, back to the system
         self._assemble(compiled, order, _state(compiled, _keys(secret), ledger))
 
@@ -179,8 +184,8 @@ class Registry:
         old = self._compiled
         limits = old.limits
         with paused_collector():
-            entries, (index, revision) = snapshot_catalog(
-                operations, limits, old.regex_backtrack_limit, _index_and_revision
+            entries, (index, revision, started) = snapshot_catalog(
+                operations, limits, old.regex_backtrack_limit, _derive(self._order.ranking)
             )
             compiled = _Compiled(
                 limits=limits,
@@ -195,7 +200,7 @@ class Registry:
                 form_checks=old.form_checks,
                 regex_backtrack_limit=old.regex_backtrack_limit,
             )
-            order = _order(compiled, self._order.ranking)
+            order = _order(compiled, self._order.ranking, started)
         state = self._state
         invoker = Invoker(
             entries=compiled.entries,
@@ -251,7 +256,8 @@ class Registry:
         if ranking is KEEP:
             order = self._order
         else:
-            order = _order(compiled, ranking)
+            ranker, method = pending_ranker(ranking, compiled.index, compiled.entries)
+            order = _Order(ranking, ranker, method)
             trim_heap()
         if secret is KEEP and ledger is KEEP:
             state = self._state
@@ -528,17 +534,27 @@ class _State:
     invoker: Invoker
 
 
-def _index_and_revision(entries: tuple[Entry, ...]) -> tuple[SearchIndex, str]:
-    """What a build derives from its entries alone: the search index and the
-    definitions revision (inside the paused collector too: 20,000 ``Definition``
-    objects would trigger passes)."""
-    return search_index(entries), catalog_revision(entries)
+def _derive(
+    ranking: Ranking | Scorer | Hybrid,
+) -> Callable[[tuple[Entry, ...]], tuple[SearchIndex, str, RelevanceBuild | None]]:
+    """What a build derives from its entries alone: the search index, the definitions
+    revision and what ``ranking``'s index begins beside them (``start_ranker``: the
+    relevance index of a large catalog, in a child process). Inside the paused
+    collector too: 20,000 ``Definition`` objects would trigger passes."""
+
+    def derive(entries: tuple[Entry, ...]) -> tuple[SearchIndex, str, RelevanceBuild | None]:
+        started = start_ranker(ranking, entries)
+        return search_index(entries), catalog_revision(entries), started
+
+    return derive
 
 
-def _order(compiled: _Compiled, ranking: Ranking | Scorer | Hybrid) -> _Order:
+def _order(
+    compiled: _Compiled, ranking: Ranking | Scorer | Hybrid, started: RelevanceBuild | None
+) -> _Order:
     """The search order for ``ranking`` (see _search._ranking): the rule's index itself
     by default."""
-    ranker, method = build_ranker(ranking, compiled.index, compiled.entries)
+    ranker, method = build_ranker(ranking, compiled.index, compiled.entries, started)
     return _Order(ranking, ranker, method)
 
 

@@ -41,7 +41,14 @@ from ._discovery import (
 )
 from ._hybrid import Embedder, Hybrid
 from ._index import SearchIndex, fold_group, normalize_query
-from ._ranking import Ranker, Ranking, build_ranker, search_index
+from ._ranking import (
+    Ranker,
+    Ranking,
+    build_ranker,
+    pending_ranker,
+    search_index,
+    start_ranker,
+)
 from ._request import search_problem
 from ._scorer import Candidate, Scorer
 
@@ -65,7 +72,9 @@ __all__ = [
     "group_members",
     "normalize_query",
     "operation_spec",
+    "pending_ranker",
     "ranked_page",
     "search_index",
     "search_problem",
+    "start_ranker",
 ]

@@ -31,7 +31,9 @@ repeat or skip an operation.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+import functools
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._hybrid import Hybrid
@@ -40,6 +42,7 @@ from ._scorer import Candidate, Scorer, ScorerRanker
 
 if TYPE_CHECKING:
     from ._relevance import RelevanceEntry, RelevanceIndex
+    from ._relevance_build import RelevanceBuild
 
 __all__ = [
     "Candidate",
@@ -48,8 +51,10 @@ __all__ = [
     "Scorer",
     "build_ranker",
     "index_entries",
+    "pending_ranker",
     "ranked_by",
     "search_index",
+    "start_ranker",
 ]
 
 
@@ -134,19 +139,36 @@ def search_index(entries: Sequence[Described]) -> SearchIndex:
     return SearchIndex(index_entries(entries))
 
 
+def start_ranker(ranking: object, entries: Sequence[Described]) -> RelevanceBuild | None:
+    """The part of ``ranking``'s index that can be built beside the rule index: the
+    relevance index (a ``Hybrid``'s too) of a large catalog, in a child process
+    (``_relevance_build``); ``build_ranker`` takes it. ``None`` when there is none,
+    or the relevance extra is missing (``build_ranker`` says so)."""
+    if ranking is not Ranking.RELEVANCE and not isinstance(ranking, Hybrid):
+        return None
+    try:
+        _relevance_module()
+    except ImportError:
+        return None
+    from ._relevance_build import start_build
+
+    return start_build(index_entries(entries))
+
+
 def build_ranker(
-    ranking: object, index: SearchIndex, entries: Sequence[Described]
+    ranking: object,
+    index: SearchIndex,
+    entries: Sequence[Described],
+    started: RelevanceBuild | None = None,
 ) -> tuple[Ranker, str]:
     """The ranker for ``ranking`` over ``entries`` (in ``index``'s order) and the
     cursor method it binds: ``"search"`` for the rule (cursors as before),
     ``"search/relevance"``, ``"search/scorer/" + scorer.name``, or a ``Hybrid``'s
-    ``method``."""
+    ``method``. ``started`` is ``start_ranker``'s for the same ranking and entries."""
     if ranking is Ranking.RULE:
         return index, "search"
     if ranking is Ranking.RELEVANCE:
-        entry_type, index_type = _relevance_module()
-        relevance = index_type(list(map(entry_type, index_entries(entries))), index)
-        return relevance, "search/relevance"
+        return _relevance_index(index, entries, started), "search/relevance"
     if isinstance(ranking, Scorer) and not isinstance(ranking, type):
         name = ranking.name
         if not isinstance(name, str) or not name:
@@ -156,20 +178,90 @@ def build_ranker(
         )
         return ScorerRanker(ranking, candidates, index), "search/scorer/" + name
     if isinstance(ranking, Hybrid):
-        return _hybrid_ranker(ranking, index, entries), ranking.method
+        return _hybrid_ranker(ranking, index, entries, started), ranking.method
     raise TypeError("ranking must be an opgate.Ranking, an opgate.Scorer or an opgate.Hybrid")
 
 
-def _hybrid_ranker(hybrid: Hybrid, index: SearchIndex, entries: Sequence[Described]) -> Ranker:
+def pending_ranker(
+    ranking: object, index: SearchIndex, entries: Sequence[Described]
+) -> tuple[Ranker, str]:
+    """``build_ranker``'s ranker and method, returned before the relevance index of a
+    large catalog is built: a child process builds it (``start_ranker``) and the first
+    search that reaches the ranker waits for it (or, without an answer, builds it in
+    process). What a registry's ``replace(ranking=...)`` takes, having no rule index to
+    build beside it."""
+    started = start_ranker(ranking, entries)
+    if started is None or ranking is not Ranking.RELEVANCE:
+        return build_ranker(ranking, index, entries, started)
+    return PendingRanker(functools.partial(_relevance_index, index, entries, started)), (
+        "search/relevance"
+    )
+
+
+class PendingRanker:
+    """A ranker built on first use, once, whichever thread asks first (the others wait
+    for it)."""
+
+    __slots__ = ("_build", "_lock", "_ranker")
+
+    def __init__(self, build: Callable[[], Ranker]) -> None:
+        self._build: Callable[[], Ranker] | None = build
+        self._ranker: Ranker | None = None
+        self._lock = threading.Lock()
+
+    def _built(self) -> Ranker:
+        ranker = self._ranker
+        if ranker is None:
+            with self._lock:
+                if self._ranker is None:
+                    assert self._build is not None
+                    self._ranker = self._build()
+                    self._build = None
+                ranker = self._ranker
+        return ranker
+
+    def ranks(self, query: str) -> bool:
+        return self._built().ranks(query)
+
+    def ranked(
+        self,
+        query: str,
+        group: str = "",
+        after: tuple[int, str] | None = None,
+        *,
+        scope: Scope | None = None,
+    ) -> Iterator[tuple[int, int]]:
+        return self._built().ranked(query, group, after, scope=scope)
+
+
+def _relevance_index(
+    index: SearchIndex, entries: Sequence[Described], started: RelevanceBuild | None
+) -> RelevanceIndex:
+    """The relevance index over ``entries``: the child's (``started``) if it answered,
+    else built here."""
+    entry_type, index_type = _relevance_module()
+    built = None if started is None else started.result(index)
+    if built is None:
+        built = index_type(list(map(entry_type, index_entries(entries))), index)
+    return built
+
+
+def _hybrid_ranker(
+    hybrid: Hybrid,
+    index: SearchIndex,
+    entries: Sequence[Described],
+    started: RelevanceBuild | None,
+) -> Ranker:
     """The fused ranker of ``hybrid``: the relevance index, and the vector index built
     by calling the embedder over every operation's text (``_vectors``)."""
     try:
         from ._fusion import HybridRanker
-        from ._relevance import RelevanceEntry, RelevanceIndex
         from ._vectors import VectorIndex, document_text
+
+        _relevance_module()
     except ImportError as exc:
         raise ImportError(HYBRID_EXTRA, name=exc.name) from exc
-    lexical = RelevanceIndex(list(map(RelevanceEntry, index_entries(entries))), index)
+    lexical = _relevance_index(index, entries, started)
     texts = [document_text(e.name, e.summary, e.description, e.examples) for e in entries]
     vectors = VectorIndex(hybrid.embedder, texts, hybrid.batch)
     return HybridRanker(

@@ -69,7 +69,7 @@ from ._tokens import (
 )
 from ._tokens import STOP_WORDS as STOP_WORD_SET
 
-__all__ = ["RelevanceEntry", "RelevanceIndex"]
+__all__ = ["TABLES", "RelevanceEntry", "RelevanceIndex"]
 
 #: Field weights, in field order: a word in the name says most about what the
 #: operation does.
@@ -414,6 +414,7 @@ class RelevanceIndex:
     def __init__(self, entries: Sequence[RelevanceEntry], rule: SearchIndex) -> None:
         self._rule = rule
         self._stems = stems = Stems()
+        self._query_state()
         count = len(entries)
         groups: dict[str, int] = {}
         self._group_codes = np.array(
@@ -458,10 +459,7 @@ class RelevanceIndex:
         for field, (found, _) in enumerate(occurrences):
             average = max(len(found) / max(count, 1), 1.0)
             parts[field] = _WEIGHTS[field] / (1 - B + B * lengths[field] / average)
-        self._synonyms = alternatives(stems)
         # short alphabetic terms: the candidates for contractions (found on first use)
-        self._contracted: dict[str, list[int]] = {}
-        self._associated: dict[int, list[int]] = {}  # found on first use, as contractions
         low, high = CONTRACTION_SIZES
         self._short_names = {
             stem: known
@@ -547,6 +545,33 @@ class RelevanceIndex:
         order = np.argsort(self._name_entries, kind="stable")
         self._name_terms = named_terms[order]
         self._name_term_offsets = np.concatenate(([0], np.cumsum(per_operation)))
+
+    def _query_state(self) -> None:
+        """What queries read and learn beside the tables: the thesaurus over this
+        index's stemmer, and the contractions and associations found on first use."""
+        self._synonyms = alternatives(self._stems)
+        self._contracted: dict[str, list[int]] = {}
+        self._associated: dict[int, list[int]] = {}
+
+    def tables(self) -> dict[str, object]:
+        """What this index's build computed from its entries alone (``TABLES``, and the
+        catalog's words with their stems as ``"_stems"``): the arrays themselves, not
+        copies. ``from_tables`` makes the same index of them."""
+        found: dict[str, object] = {slot: getattr(self, slot) for slot in TABLES}
+        found["_stems"] = self._stems.known()
+        return found
+
+    @classmethod
+    def from_tables(cls, tables: dict[str, Any], rule: SearchIndex) -> RelevanceIndex:
+        """The index whose build computed ``tables`` (``tables()``, possibly of an index
+        built elsewhere: ``_relevance_build``), beside ``rule``."""
+        index = cls.__new__(cls)
+        for slot in TABLES:
+            setattr(index, slot, tables[slot])
+        index._rule = rule
+        index._stems = Stems(tables["_stems"])
+        index._query_state()
+        return index
 
     def _derivation_table(self) -> dict[str, list[int]]:
         """The name and group terms ``_derivations`` may return, by beginning: each
@@ -958,3 +983,13 @@ class RelevanceIndex:
         order = np.lexsort((found, lengths[found], -scores))
         for entry_id in found[order].tolist():
             yield TIER_NAME, entry_id
+
+
+#: The slots a build computes from the entries alone (``RelevanceIndex.tables``): all
+#: but the rule index beside it, the stemmer and what queries read and learn
+#: (``_query_state``).
+TABLES = tuple(
+    slot
+    for slot in RelevanceIndex.__slots__
+    if slot not in {"_rule", "_stems", "_synonyms", "_contracted", "_associated"}
+)

@@ -267,12 +267,17 @@ class Stems:
 
     __slots__ = ("_known", "_lock", "_stemmer")
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[str, str] | None = None) -> None:
         # Without pystemmer's own cache: ``_known`` remembers the catalog's words, and a
         # query's other words are not remembered (``__call__``), there either.
         self._stemmer = Stemmer.Stemmer("english", 0)
-        self._known: dict[str, str] = {}
+        self._known: dict[str, str] = {} if known is None else dict(known)
         self._lock = threading.Lock()
+
+    def known(self) -> dict[str, str]:
+        """The words learned so far (``many``) and their stems: what ``Stems(known)``
+        starts from."""
+        return dict(self._known)
 
     def many(self, found: list[str]) -> list[str]:
         """The stems of ``found`` (folded words), in order; one stemmer call for all."""

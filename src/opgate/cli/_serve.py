@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import functools
 import gc
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,7 +50,8 @@ def serve(arguments: argparse.Namespace) -> int:
             return serve_upstreams(arguments, functools.partial(_serve_catalog, arguments, limits))
         if arguments.check:
             return check_openapi(arguments)
-        limits = http_limits(arguments)
+        # over stdio the SDK is imported once the target is built (``_served``)
+        limits = http_limits(arguments) if arguments.http is not None else None
         with _collector_paused():
             gateway = build_gateway(arguments)
     except ConfigurationError as exc:
@@ -142,7 +144,6 @@ def build_gateway(arguments: argparse.Namespace, registry: Any = None) -> Any:
     """The ``GatewayServer`` the command line names, with its shared state applied:
     ``registry`` if given (``--upstreams``' catalog), else ``--openapi`` or the target."""
     from .. import Ranking, Registry
-    from ..mcp import GatewayServer
 
     secret = shared_secret(arguments)
     ledger = shared_ledger(arguments)
@@ -158,13 +159,20 @@ def build_gateway(arguments: argparse.Namespace, registry: Any = None) -> Any:
         raise UsageError("give MODULE:ATTR (a registry) or --openapi SPEC --base-url URL")
     else:
         target = load(arguments.target, "the target", find=True)
-    if not isinstance(target, Registry | GatewayServer) and callable(target):
+    if not isinstance(target, Registry) and not _is_gateway(target) and callable(target):
         target = call_factory(target, arguments.target)
     ranking = None if arguments.ranking is None else Ranking(arguments.ranking)
     try:
         return _served(target, arguments, secret, ledger, ranking)
     except ImportError as exc:  # Ranking.RELEVANCE without its extra: say how to install it
         raise UsageError(str(exc)) from None
+
+
+def _is_gateway(target: object) -> bool:
+    """Whether ``target`` is an ``opgate.mcp.GatewayServer``: only a program that
+    imported ``opgate.mcp`` can have made one, so this imports nothing."""
+    mcp = sys.modules.get("opgate.mcp")
+    return mcp is not None and isinstance(target, mcp.GatewayServer)
 
 
 def _served(
@@ -174,9 +182,11 @@ def _served(
     ledger: Any,
     ranking: Any,
 ) -> Any:
-    """The gateway to serve: ``target`` with the shared state and ranking applied."""
+    """The gateway to serve: ``target`` with the shared state and ranking applied.
+
+    The MCP SDK is imported after a registry's ``replace``: a relevance index that
+    ``replace`` left a child process building is built during the import."""
     from .. import Registry
-    from ..mcp import GatewayServer
 
     changes: dict[str, Any] = {}
     if secret is not None:
@@ -184,12 +194,17 @@ def _served(
     if ranking is not None:
         changes.update(ranking=ranking)
     if isinstance(target, Registry):
+        registry = target.replace(**changes) if changes else target
+        from ..mcp import GatewayServer
+
         return GatewayServer(
-            target.replace(**changes) if changes else target,
+            registry,
             name=arguments.name or DEFAULT_NAME,
             pinned=arguments.pin,
             on_failure=log_cause,
         )
+    from ..mcp import GatewayServer
+
     if isinstance(target, GatewayServer):
         for option in ("--pin", "--name"):
             if given(arguments, option):

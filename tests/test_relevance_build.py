@@ -1,0 +1,316 @@
+"""The relevance index of a large catalog is built in a child process.
+
+``opgate._search._relevance_build``: with at least ``WORKER_MIN`` operations and
+another CPU, a registry under ``Ranking.RELEVANCE`` (or a ``Hybrid``) hands the texts to
+a child while it builds the rule index, and ``replace(ranking=...)`` returns before the
+child answers. Nothing but the time may depend on it: the same index, the same pages,
+whatever the child does.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from opgate import Hybrid, Operation, Ranking, Registry, Result, SearchPage, Text, finish
+from opgate import _spawn as spawn
+from opgate._search import _ranking as ranking_module
+from opgate._search import _relevance as relevance
+from opgate._search import _relevance_build as relevance_build
+
+from conftest import AllowAll, Ctx
+
+pytestmark = pytest.mark.anyio
+
+WORDS = [
+    *("bucket", "object", "policy", "replica", "snapshot", "volume", "cluster", "node"),
+    *("queue", "topic", "message", "schedule", "cron", "trigger", "invoice", "payment"),
+    *("customer", "refund", "ledger"),
+]
+
+
+def handler(invocation: Any) -> Any:
+    return finish(Result([Text("done")]))
+
+
+def catalog(size: int = 120) -> list[Operation]:
+    """Operations whose texts exercise the index: camel-case and compound names,
+    groups, repeated documentation, words outside ASCII and the BMP."""
+    operations = []
+    for i in range(size):
+        first, second = WORDS[i % len(WORDS)], WORDS[(i * 7 + 3) % len(WORDS)]
+        name = f"{['Get', 'List', 'Delete', 'Put'][i % 4]}{first.title()}{second.title()}{i}"
+        operations.append(
+            Operation(
+                name,
+                f"{first} {second} for the {WORDS[(i * 3) % len(WORDS)]}s of a café",
+                handler,
+                group=["storage", "Billing", "runpagespeed", ""][i % 4],
+                description=f"Shared documentation. {first}{second} naïve \U0001d518nicode {i % 5}",
+                examples=(f"{second} {first} example",),
+            )
+        )
+    return operations
+
+
+QUERIES = [
+    "bucket",
+    "list bucket objects",
+    "delete the snapshot of a volume",
+    "Is there a way to refund a customer payment?",
+    "cafe",
+    "naïve",
+    "runpagespeed",
+    "page speed",
+    "cron",
+    "queuetopic",
+    "invoice ledger schedule",
+]
+
+
+def pages(registry: Registry) -> list[list[str]]:
+    """The first two pages of every query, as names."""
+    import anyio
+
+    async def run() -> list[list[str]]:
+        found = []
+        for query in QUERIES:
+            page = await registry.search(Ctx(), query, limit=5)
+            assert isinstance(page, SearchPage), page
+            names = [item.name for item in page.items]
+            if page.next_cursor is not None:
+                more = await registry.search(Ctx(), query, limit=5, cursor=page.next_cursor)
+                assert isinstance(more, SearchPage), more
+                names += [item.name for item in more.items]
+            found.append(names)
+        return found
+
+    return anyio.run(run)
+
+
+def same_tables(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    assert set(left) == set(right)
+    for key, value in left.items():
+        other = right[key]
+        if isinstance(value, np.ndarray):
+            if value.dtype != other.dtype or not np.array_equal(value, other):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+def index_of(registry: Registry) -> relevance.RelevanceIndex:
+    ranker = registry._order.ranker
+    if isinstance(ranker, ranking_module.PendingRanker):
+        ranker = ranker._built()
+    if not isinstance(ranker, relevance.RelevanceIndex):
+        ranker = ranker._lexical  # a Hybrid's
+    assert isinstance(ranker, relevance.RelevanceIndex)
+    return ranker
+
+
+@pytest.fixture
+def answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Builds of any size use a child, whatever this machine's CPUs, and wait for it
+    however loaded the machine; the list records whether each child's answer was taken."""
+    monkeypatch.setattr(relevance_build, "WORKER_MIN", 1)
+    monkeypatch.setattr(spawn, "cpus", lambda: 2)
+    monkeypatch.setattr(relevance_build, "GRACE", 30.0)
+    found: list[bool] = []
+    result = relevance_build.RelevanceBuild.result
+
+    def recorded(self: relevance_build.RelevanceBuild, rule: Any) -> Any:
+        index = result(self, rule)
+        found.append(index is not None)
+        return index
+
+    monkeypatch.setattr(relevance_build.RelevanceBuild, "result", recorded)
+    return found
+
+
+def in_process(operations: list[Operation], **options: Any) -> Registry:
+    """The registry built without a child."""
+    saved = relevance_build.WORKER_MIN
+    relevance_build.WORKER_MIN = 1 << 60
+    try:
+        return Registry(operations, AllowAll(), **options)
+    finally:
+        relevance_build.WORKER_MIN = saved
+
+
+def test_the_childs_index_is_the_one_built_in_process(answers: list[bool]) -> None:
+    operations = catalog()
+    child = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
+    assert answers == [True]
+    local = in_process(operations, ranking=Ranking.RELEVANCE)
+    assert answers == [True]  # no child for that one
+    assert same_tables(index_of(child).tables(), index_of(local).tables())
+    assert pages(child) == pages(local)
+    assert any(len(names) > 5 for names in pages(child))  # queries that page
+
+
+def test_replace_returns_before_the_index_and_the_first_search_waits_for_it(
+    answers: list[bool],
+) -> None:
+    operations = catalog()
+    rule = Registry(operations, AllowAll())
+    replaced = rule.replace(ranking=Ranking.RELEVANCE)
+    assert isinstance(replaced._order.ranker, ranking_module.PendingRanker)
+    assert answers == []  # nothing waited for yet
+    local = in_process(operations, ranking=Ranking.RELEVANCE)
+    assert pages(replaced) == pages(local)
+    assert answers == [True]
+    assert same_tables(index_of(replaced).tables(), index_of(local).tables())
+
+
+def test_threads_searching_first_at_once_build_the_index_once(answers: list[bool]) -> None:
+    replaced = Registry(catalog(), AllowAll()).replace(ranking=Ranking.RELEVANCE)
+    ranker = replaced._order.ranker
+    assert isinstance(ranker, ranking_module.PendingRanker)
+    built: list[object] = []
+    barrier = threading.Barrier(4)
+
+    def first() -> None:
+        barrier.wait()
+        built.append(ranker._built())
+
+    threads = [threading.Thread(target=first) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [True]
+    assert len(built) == 4
+    assert all(index is built[0] for index in built)
+
+
+def test_a_hybrids_lexical_index_comes_from_the_child(answers: list[bool]) -> None:
+    class Lengths:
+        name = "lengths"
+
+        def embed(self, texts: Any) -> list[list[float]]:
+            return [[float(len(text) % 7), float(len(text) % 3) + 1.0] for text in texts]
+
+    operations = catalog()
+    hybrid = Hybrid(Lengths())
+    child = Registry(operations, AllowAll(), ranking=hybrid)
+    assert answers == [True]
+    local = in_process(operations, ranking=hybrid)
+    assert same_tables(index_of(child).tables(), index_of(local).tables())
+    assert pages(child) == pages(local)
+
+
+def test_settings_changed_in_this_process_refuse_the_childs_answer(
+    answers: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relevance, "COMPOUNDS", False)
+    operations = catalog()
+    child = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
+    assert answers == [False]  # the child built with COMPOUNDS on
+    local = in_process(operations, ranking=Ranking.RELEVANCE)
+    assert same_tables(index_of(child).tables(), index_of(local).tables())
+    assert pages(child) == pages(local)
+
+
+def fake_python(folder: Path, script: str) -> str:
+    """An executable named like Python that runs ``script`` (sh) instead."""
+    path = folder / "python3"
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exit 3",
+        "cat >/dev/null; printf 'not marshal'",
+        "cat >/dev/null",
+        # a well-formed answer of other modules
+        f'cat >/dev/null; {sys.executable} -c "import marshal,sys;'
+        "sys.stdout.buffer.write(marshal.dumps({'files':[],'settings':[],"
+        "'arrays':{},'values':{}}))\"",
+        None,  # cannot start
+    ],
+)
+def test_a_child_without_a_trustworthy_answer_leaves_the_build_to_the_registry(
+    script: str | None, answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    executable = (
+        str(tmp_path / "missing" / "python3") if script is None else fake_python(tmp_path, script)
+    )
+    monkeypatch.setattr(sys, "executable", executable)
+    operations = catalog()
+    child = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE)
+    assert answers == ([] if script is None else [False])
+    monkeypatch.undo()
+    local = in_process(operations, ranking=Ranking.RELEVANCE)
+    assert same_tables(index_of(child).tables(), index_of(local).tables())
+
+
+def test_a_child_still_working_when_the_registry_is_ready_is_killed_after_a_grace(
+    answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relevance_build, "GRACE", 0.25)
+    pid = tmp_path / "pid"
+    monkeypatch.setattr(sys, "executable", fake_python(tmp_path, f"echo $$ > {pid}; exec sleep 30"))
+    started = time.monotonic()
+    Registry(catalog(), AllowAll(), ranking=Ranking.RELEVANCE)
+    assert time.monotonic() - started < 10  # not the child's 30 s
+    assert answers == [False]
+    if pid.exists():  # else it was killed before its shell ran a line
+        with pytest.raises(ProcessLookupError):  # killed and waited for
+            os.kill(int(pid.read_text()), 0)
+
+
+def test_a_build_dropped_unread_kills_its_child(
+    answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", fake_python(tmp_path, "exec sleep 30"))
+    build = relevance_build.start_build(ranking_module.index_entries(catalog(3)))
+    assert build is not None
+    process = build._process
+    assert process.poll() is None
+    del build  # a registry whose build failed after it began
+    assert process.returncode is not None  # killed and waited for
+
+
+def test_no_child_for_a_small_catalog_on_one_cpu_or_under_other_rankings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = ranking_module.index_entries(catalog(3))
+    assert relevance_build.start_build(entries) is None  # fewer than WORKER_MIN
+    monkeypatch.setattr(relevance_build, "WORKER_MIN", 1)
+    monkeypatch.setattr(spawn, "cpus", lambda: 1)
+    assert relevance_build.start_build(entries) is None
+    monkeypatch.setattr(spawn, "cpus", lambda: 2)
+    build = relevance_build.start_build(entries)
+    assert build is not None
+    del build
+    operations = catalog(3)
+    entries = Registry(operations, AllowAll())._compiled.entries
+    assert ranking_module.start_ranker(Ranking.RULE, entries) is None
+    # the rule's replace builds nothing and waits for nothing
+    rule = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE).replace(ranking=Ranking.RULE)
+    assert rule._order.ranker is rule._compiled.index
+
+
+def test_the_child_imports_no_module_from_the_working_directory(
+    answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = tmp_path / "ran"
+    (tmp_path / "numpy.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    Registry(catalog(), AllowAll(), ranking=Ranking.RELEVANCE)
+    assert answers == [True]
+    assert not ran.exists()
