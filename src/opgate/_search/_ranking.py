@@ -36,6 +36,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from .._heap import trim_heap
 from ._hybrid import Hybrid
 from ._index import IndexEntry, Scope, SearchIndex
 from ._scorer import Candidate, Scorer, ScorerRanker
@@ -200,7 +201,8 @@ def pending_ranker(
 
 class PendingRanker:
     """A ranker built on first use, once, whichever thread asks first (the others wait
-    for it)."""
+    for it); what its build freed goes back to the system (``trim_heap``), as after a
+    registry's."""
 
     __slots__ = ("_build", "_lock", "_ranker")
 
@@ -217,6 +219,7 @@ class PendingRanker:
                     assert self._build is not None
                     self._ranker = self._build()
                     self._build = None
+                    trim_heap()
                 ranker = self._ranker
         return ranker
 

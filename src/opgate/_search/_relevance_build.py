@@ -32,6 +32,7 @@ runs it as a script before it has a ``sys.path`` to find anything else on.
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
 import subprocess
 import sys
@@ -165,16 +166,16 @@ class RelevanceBuild:
         try:
             if self._process.returncode != 0:
                 return None
-            self._answer.seek(0)
-            output = self._answer.read()
-        except OSError:
+            # mapped, not read: the answer's bytes are not copied on the heap first
+            with mmap.mmap(self._answer.fileno(), 0, access=mmap.ACCESS_READ) as output:
+                return _index(output, rule)
+        except (OSError, ValueError):  # no such file, or an empty one
             return None
         finally:
             self._stopped()
-        return _index(output, rule)
 
 
-def _index(output: bytes, rule: SearchIndex) -> RelevanceIndex | None:
+def _index(output: mmap.mmap, rule: SearchIndex) -> RelevanceIndex | None:
     """The index the child's ``output`` describes, if it ran the parent's modules with
     the parent's settings and answered every table."""
     import numpy as np
