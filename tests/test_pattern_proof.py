@@ -335,25 +335,3 @@ def test_a_child_still_working_when_the_build_is_ready_is_killed_after_a_grace(
     if pid.exists():  # else it was killed before its shell ran a line
         with pytest.raises(ProcessLookupError):  # killed and waited for
             os.kill(int(pid.read_text()), 0)
-
-
-@pytest.mark.parametrize(
-    ("quota", "cpus"),
-    [
-        ("max 100000\n", None),
-        ("100000 100000\n", 1),
-        ("150000 100000\n", 1),
-        ("200000 100000", 2),
-        ("garbage", None),
-        (None, None),
-    ],
-)
-def test_a_cgroup_quota_below_two_cpus_means_no_child(
-    quota: str | None, cpus: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    limit = tmp_path / "cpu.max"
-    if quota is not None:
-        limit.write_text(quota)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(spawn, "CPU_MAX", str(limit))
-    assert spawn.cpus() == (4 if cpus is None else cpus)
