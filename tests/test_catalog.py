@@ -107,11 +107,48 @@ def test_entries_are_in_name_order_and_know_an_async_handler() -> None:
         ],
         Limits(),
         None,
-        len,
+        lambda listed: None,
+        lambda entries, begun: len(entries),
     )
     assert derived == 3  # what the registry derives is computed from the entries
     assert [entry.name for entry in entries] == ["a", "b", "c"]
     assert [entry.is_async for entry in entries] == [True, True, False]
+
+
+def test_begin_sees_every_operation_before_any_check_and_derive_gets_its_answer() -> None:
+    """``begin`` (a child building the index) starts from the host's operations as
+    read, before the schema walk; ``derive`` receives what it began."""
+    seen: list[list[str]] = []
+    bad = {"type": "object", "properties": {"n": {"type": "nope"}}}
+
+    def begin(listed: list[Operation]) -> str:
+        seen.append([operation.name for operation in listed])
+        return "begun"
+
+    _entries, derived = snapshot_catalog(
+        iter([op("b"), op("a")]), Limits(), None, begin, lambda entries, begun: begun
+    )
+    assert seen == [["b", "a"]]
+    assert derived == "begun"
+    seen.clear()
+    with pytest.raises(ConfigurationError, match="'b'"):
+        snapshot_catalog(
+            [op("a"), op("b", input_schema=bad)], Limits(), None, begin, lambda e, b: b
+        )
+    assert seen == [["a", "b"]]  # begun before the walk found the error
+
+
+def test_begin_is_not_called_unless_every_item_is_an_operation() -> None:
+    called: list[object] = []
+    with pytest.raises(TypeError, match="got dict"):
+        snapshot_catalog(
+            [op("a"), {"name": "b"}],  # type: ignore[list-item]
+            Limits(),
+            None,
+            called.append,
+            lambda entries, begun: None,
+        )
+    assert called == []
 
 
 def test_the_schema_cache_is_gone_before_the_index_is_built(
@@ -126,13 +163,15 @@ def test_the_schema_cache_is_gone_before_the_index_is_built(
             super().__init__(proven, defer=defer)
             made.append(weakref.ref(self))
 
-    def derive(entries: tuple[Any, ...]) -> bool:
+    def derive(entries: tuple[Any, ...], begun: None) -> bool:
         gc.collect()
         return all(ref() is None for ref in made)
 
     monkeypatch.setattr(_catalog, "SchemaCache", Watched)
     schema = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^a$"}}}
-    _, dropped = snapshot_catalog([op("a", "does a", input_schema=schema)], Limits(), None, derive)
+    _, dropped = snapshot_catalog(
+        [op("a", "does a", input_schema=schema)], Limits(), None, lambda listed: None, derive
+    )
     assert made
     assert dropped
 

@@ -40,6 +40,7 @@ from ._version import __version__
 __all__ = ["Entry", "catalog_revision", "snapshot_catalog"]
 
 Derived = TypeVar("Derived")
+Begun = TypeVar("Begun")
 
 #: Accepted when an operation declares no input schema: any argument object.
 _ANY_OBJECT: dict[str, JSONValue] = {"type": "object"}
@@ -68,10 +69,16 @@ def snapshot_catalog(
     operations: Iterable[Operation],
     limits: Limits,
     regex_backtrack_limit: int | None,
-    derive: Callable[[tuple[Entry, ...]], Derived],
+    begin: Callable[[list[Operation]], Begun | None],
+    derive: Callable[[tuple[Entry, ...], Begun | None], Derived],
 ) -> tuple[tuple[Entry, ...], Derived]:
     """Every operation snapshotted and compiled, in name order, and ``derive`` of them
     (what the registry computes from the entries alone: its index, its revision).
+
+    The host's operations are read first; when every one is an ``Operation``,
+    ``begin`` is called with them (in the host's order, before any check: work that
+    can start from their texts alone, a child process building the search index) and
+    ``derive`` receives what it returned (else ``None``).
 
     Raises ``TypeError`` for anything but an ``Operation`` and ``ConfigurationError``
     naming the operation and field for a repeated name, an invalid schema or a
@@ -91,9 +98,14 @@ def snapshot_catalog(
         return _snapshot_all(listed, limits, regex_backtrack_limit, loaded, defer=defer)
 
     failed: Exception | None = None
-    try:  # the host's iterable read once, lazily, as the sequential build read it
+    begun: Begun | None = None
+    try:  # the host's iterable read once; on failure, those read until then are checked
+        for operation in operations:
+            listed.append(operation)
+        if all(isinstance(operation, Operation) for operation in listed):
+            begun = begin(listed)  # type: ignore[arg-type]  # all Operations
         entries, known, pending = _snapshot_all(
-            operations, limits, regex_backtrack_limit, loaded, defer=True, taken=listed
+            listed, limits, regex_backtrack_limit, loaded, defer=True
         )
     except Exception as exc:  # a check, the host's iterable or a host mapping failed
         failed = exc
@@ -104,13 +116,13 @@ def snapshot_catalog(
         snapshot(False)
         raise failed
     proof = start_proof(pending, regex_backtrack_limit)
-    derived = derive(entries)
+    derived = derive(entries, begun)
     proved = None if proof is None else proof.result()
     if proved is None:  # no child, or no answer from it: this process proves them
         proved = not pending or all_compile(pending, regex_options(regex_backtrack_limit))
     if not proved:
         entries, known, _ = snapshot(False)  # raises the first definition's error
-        derived = derive(entries)  # pragma: no cover - it raised
+        derived = derive(entries, None)  # pragma: no cover - it raised
     remember_proven(regex_backtrack_limit, loaded, known - loaded)
     return entries, derived
 
@@ -122,12 +134,10 @@ def _snapshot_all(
     loaded: frozenset[str],
     *,
     defer: bool,
-    taken: list[object] | None = None,
 ) -> tuple[tuple[Entry, ...], set[str], list[str]]:
     """The entries in name order, the patterns known to compile, and (``defer``) the
-    new ones among them, listed but not compiled. Each item is appended to ``taken``
-    as it is read, before it is checked. The build's ``SchemaCache`` (the schemas'
-    source keys, tens of MiB at real scale) is dropped on return."""
+    new ones among them, listed but not compiled. The build's ``SchemaCache`` (the
+    schemas' source keys, tens of MiB at real scale) is dropped on return."""
     compiler = SchemaCompiler(backtrack_limit=regex_backtrack_limit)
     cache = SchemaCache(loaded, defer=defer)  # this build's only: dropped when it returns
     default_input = compiler.compile(
@@ -135,8 +145,6 @@ def _snapshot_all(
     )
     entries: dict[str, Entry] = {}
     for operation in operations:
-        if taken is not None:
-            taken.append(operation)
         if not isinstance(operation, Operation):
             raise TypeError(f"expected opgate.Operation, got {type(operation).__name__}")
         if operation.name in entries:

@@ -48,6 +48,7 @@ from ._search import (
     Ranking,
     Scorer,
     SearchIndex,
+    begin_index,
     build_ranker,
     discoverable,
     discoverable_groups,
@@ -65,7 +66,7 @@ from ._search import (
 from .ledger import LedgerBackend, LedgerFactory, Lifetime
 
 if TYPE_CHECKING:
-    from ._search._relevance_build import RelevanceBuild
+    from ._search._index_build import RelevanceBuild, RuleBuild
 
 __all__ = ["Registry"]
 
@@ -148,7 +149,7 @@ class Registry:
             raise TypeError("clock and monotonic must be callables returning seconds")
         with paused_collector():
             entries, (index, revision, started) = snapshot_catalog(
-                operations, limits, regex_backtrack_limit, _derive(ranking)
+                operations, limits, regex_backtrack_limit, begin_index, _derive(ranking)
             )
             compiled = _Compiled(
                 limits=limits,
@@ -185,7 +186,11 @@ class Registry:
         limits = old.limits
         with paused_collector():
             entries, (index, revision, started) = snapshot_catalog(
-                operations, limits, old.regex_backtrack_limit, _derive(self._order.ranking)
+                operations,
+                limits,
+                old.regex_backtrack_limit,
+                begin_index,
+                _derive(self._order.ranking),
             )
             compiled = _Compiled(
                 limits=limits,
@@ -536,15 +541,21 @@ class _State:
 
 def _derive(
     ranking: Ranking | Scorer | Hybrid,
-) -> Callable[[tuple[Entry, ...]], tuple[SearchIndex, str, RelevanceBuild | None]]:
-    """What a build derives from its entries alone: the search index, the definitions
-    revision and what ``ranking``'s index begins beside them (``start_ranker``: the
-    relevance index of a large catalog, in a child process). Inside the paused
-    collector too: 20,000 ``Definition`` objects would trigger passes."""
+) -> Callable[
+    [tuple[Entry, ...], RuleBuild | None], tuple[SearchIndex, str, RelevanceBuild | None]
+]:
+    """What a build derives from its entries alone: the search index (the one
+    ``begin_index`` began, when it answered), the definitions revision and what
+    ``ranking``'s index begins beside them (``start_ranker``: the relevance index of a
+    large catalog, in a child process). Inside the paused collector too: 20,000
+    ``Definition`` objects would trigger passes."""
 
-    def derive(entries: tuple[Entry, ...]) -> tuple[SearchIndex, str, RelevanceBuild | None]:
+    def derive(
+        entries: tuple[Entry, ...], begun: RuleBuild | None
+    ) -> tuple[SearchIndex, str, RelevanceBuild | None]:
         started = start_ranker(ranking, entries)
-        return search_index(entries), catalog_revision(entries), started
+        revision = catalog_revision(entries)  # while the children finish
+        return search_index(entries, begun), revision, started
 
     return derive
 

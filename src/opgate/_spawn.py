@@ -3,7 +3,7 @@
 A child pays only where it runs at the same time as the build: on another CPU, started
 by an interpreter that is Python itself (``sys.executable``), not an embedding program
 or a frozen application that would start itself again. ``_pattern_proof`` and
-``_search._relevance_build`` start their children only when ``can_spawn()``.
+``_search._index_build`` start their children only when ``can_spawn()``.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from ._index import SearchIndex, fold_group, normalize_query
 from ._ranking import (
     Ranker,
     Ranking,
+    begin_index,
     build_ranker,
     pending_ranker,
     search_index,
@@ -64,6 +65,7 @@ __all__ = [
     "Ranking",
     "Scorer",
     "SearchIndex",
+    "begin_index",
     "build_ranker",
     "discoverable",
     "discoverable_groups",

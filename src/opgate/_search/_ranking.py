@@ -42,14 +42,15 @@ from ._index import IndexEntry, Scope, SearchIndex
 from ._scorer import Candidate, Scorer, ScorerRanker
 
 if TYPE_CHECKING:
+    from ._index_build import RelevanceBuild, RuleBuild
     from ._relevance import RelevanceEntry, RelevanceIndex
-    from ._relevance_build import RelevanceBuild
 
 __all__ = [
     "Candidate",
     "Ranker",
     "Ranking",
     "Scorer",
+    "begin_index",
     "build_ranker",
     "index_entries",
     "pending_ranker",
@@ -135,15 +136,33 @@ def index_entries(entries: Sequence[Described]) -> list[IndexEntry]:
     ]
 
 
-def search_index(entries: Sequence[Described]) -> SearchIndex:
-    """The search index over the entries' names, groups, summaries and other texts."""
-    return SearchIndex(index_entries(entries))
+def begin_index(operations: Sequence[Described]) -> RuleBuild | None:
+    """The search index of ``operations`` (in any order) begun in a child process for
+    a large catalog (``_index_build``), or ``None``: ``search_index`` takes it."""
+    from ._index_build import WORKER_MIN, start_rule
+
+    if len(operations) < WORKER_MIN:
+        return None
+    return start_rule(index_entries(sorted(operations, key=_name)))
+
+
+def _name(described: Described) -> str:
+    return described.name
+
+
+def search_index(entries: Sequence[Described], begun: RuleBuild | None = None) -> SearchIndex:
+    """The search index over the entries' names, groups, summaries and other texts:
+    the one ``begun`` (``begin_index``'s) built if it answered for these texts, else
+    built here."""
+    texts = index_entries(entries)
+    index = None if begun is None else begun.result(texts)
+    return SearchIndex(texts) if index is None else index
 
 
 def start_ranker(ranking: object, entries: Sequence[Described]) -> RelevanceBuild | None:
     """The part of ``ranking``'s index that can be built beside the rule index: the
     relevance index (a ``Hybrid``'s too) of a large catalog, in a child process
-    (``_relevance_build``); ``build_ranker`` takes it. ``None`` when there is none,
+    (``_index_build``); ``build_ranker`` takes it. ``None`` when there is none,
     or the relevance extra is missing (``build_ranker`` says so)."""
     if ranking is not Ranking.RELEVANCE and not isinstance(ranking, Hybrid):
         return None
@@ -151,9 +170,9 @@ def start_ranker(ranking: object, entries: Sequence[Described]) -> RelevanceBuil
         _relevance_module()
     except ImportError:
         return None
-    from ._relevance_build import start_build
+    from ._index_build import start_relevance
 
-    return start_build(index_entries(entries))
+    return start_relevance(index_entries(entries))
 
 
 def build_ranker(

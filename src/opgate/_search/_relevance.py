@@ -564,7 +564,7 @@ class RelevanceIndex:
     @classmethod
     def from_tables(cls, tables: dict[str, Any], rule: SearchIndex) -> RelevanceIndex:
         """The index whose build computed ``tables`` (``tables()``, possibly of an index
-        built elsewhere: ``_relevance_build``), beside ``rule``."""
+        built elsewhere: ``_index_build``), beside ``rule``."""
         index = cls.__new__(cls)
         for slot in TABLES:
             setattr(index, slot, tables[slot])

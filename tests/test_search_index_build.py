@@ -1,10 +1,11 @@
-"""The relevance index of a large catalog is built in a child process.
+"""The search indexes of a large catalog are built in child processes.
 
-``opgate._search._relevance_build``: with at least ``WORKER_MIN`` operations and
-another CPU, a registry under ``Ranking.RELEVANCE`` (or a ``Hybrid``) hands the texts to
-a child while it builds the rule index, and ``replace(ranking=...)`` returns before the
-child answers. Nothing but the time may depend on it: the same index, the same pages,
-whatever the child does.
+``opgate._search._index_build``: with at least ``WORKER_MIN`` operations and another
+CPU, a registry hands the operations' texts to a child that builds the rule index while
+it checks the schemas, and under ``Ranking.RELEVANCE`` (or a ``Hybrid``) to another that
+builds the relevance index; ``replace(ranking=...)`` returns before that child answers.
+Nothing but the time may depend on it: the same indexes, the same pages, whatever the
+children do.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import pytest
 
 from opgate import Hybrid, Operation, Ranking, Registry, Result, SearchPage, Text, finish
 from opgate import _spawn as spawn
+from opgate._search import _index_build as index_build
 from opgate._search import _ranking as ranking_module
 from opgate._search import _relevance as relevance
-from opgate._search import _relevance_build as relevance_build
 
 from conftest import AllowAll, Ctx
 
@@ -122,29 +123,29 @@ def index_of(registry: Registry) -> relevance.RelevanceIndex:
 def answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Builds of any size use a child, whatever this machine's CPUs, and wait for it
     however loaded the machine; the list records whether each child's answer was taken."""
-    monkeypatch.setattr(relevance_build, "WORKER_MIN", 1)
+    monkeypatch.setattr(index_build, "WORKER_MIN", 1)
     monkeypatch.setattr(spawn, "cpus", lambda: 2)
-    monkeypatch.setattr(relevance_build, "GRACE", 30.0)
+    monkeypatch.setattr(index_build, "GRACE", 30.0)
     found: list[bool] = []
-    result = relevance_build.RelevanceBuild.result
+    result = index_build.RelevanceBuild.result
 
-    def recorded(self: relevance_build.RelevanceBuild, rule: Any) -> Any:
+    def recorded(self: index_build.RelevanceBuild, rule: Any) -> Any:
         index = result(self, rule)
         found.append(index is not None)
         return index
 
-    monkeypatch.setattr(relevance_build.RelevanceBuild, "result", recorded)
+    monkeypatch.setattr(index_build.RelevanceBuild, "result", recorded)
     return found
 
 
 def in_process(operations: list[Operation], **options: Any) -> Registry:
     """The registry built without a child."""
-    saved = relevance_build.WORKER_MIN
-    relevance_build.WORKER_MIN = 1 << 60
+    saved = index_build.WORKER_MIN
+    index_build.WORKER_MIN = 1 << 60
     try:
         return Registry(operations, AllowAll(), **options)
     finally:
-        relevance_build.WORKER_MIN = saved
+        index_build.WORKER_MIN = saved
 
 
 def test_the_childs_index_is_the_one_built_in_process(answers: list[bool]) -> None:
@@ -260,7 +261,7 @@ def test_a_child_without_a_trustworthy_answer_leaves_the_build_to_the_registry(
 def test_a_child_still_working_when_the_registry_is_ready_is_killed_after_a_grace(
     answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(relevance_build, "GRACE", 0.25)
+    monkeypatch.setattr(index_build, "GRACE", 0.25)
     pid = tmp_path / "pid"
     monkeypatch.setattr(sys, "executable", fake_python(tmp_path, f"echo $$ > {pid}; exec sleep 30"))
     started = time.monotonic()
@@ -276,7 +277,7 @@ def test_a_build_dropped_unread_kills_its_child(
     answers: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "executable", fake_python(tmp_path, "exec sleep 30"))
-    build = relevance_build.start_build(ranking_module.index_entries(catalog(3)))
+    build = index_build.start_relevance(ranking_module.index_entries(catalog(3)))
     assert build is not None
     process = build._process
     assert process.poll() is None
@@ -288,17 +289,17 @@ def test_no_child_for_a_small_catalog_on_one_cpu_or_under_other_rankings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     entries = ranking_module.index_entries(catalog(3))
-    assert relevance_build.start_build(entries) is None  # fewer than WORKER_MIN
-    monkeypatch.setattr(relevance_build, "WORKER_MIN", 1)
+    assert index_build.start_relevance(entries) is None  # fewer than WORKER_MIN
+    monkeypatch.setattr(index_build, "WORKER_MIN", 1)
     monkeypatch.setattr(spawn, "cpus", lambda: 1)
-    assert relevance_build.start_build(entries) is None
+    assert index_build.start_relevance(entries) is None
     monkeypatch.setattr(spawn, "cpus", lambda: 2)
-    build = relevance_build.start_build(entries)
+    build = index_build.start_relevance(entries)
     assert build is not None
     del build
     operations = catalog(3)
-    entries = Registry(operations, AllowAll())._compiled.entries
-    assert ranking_module.start_ranker(Ranking.RULE, entries) is None
+    snapshotted = Registry(operations, AllowAll())._compiled.entries
+    assert ranking_module.start_ranker(Ranking.RULE, snapshotted) is None
     # the rule's replace builds nothing and waits for nothing
     rule = Registry(operations, AllowAll(), ranking=Ranking.RELEVANCE).replace(ranking=Ranking.RULE)
     assert rule._order.ranker is rule._compiled.index
@@ -314,3 +315,119 @@ def test_the_child_imports_no_module_from_the_working_directory(
     Registry(catalog(), AllowAll(), ranking=Ranking.RELEVANCE)
     assert answers == [True]
     assert not ran.exists()
+
+
+@pytest.fixture
+def rule_answers(answers: list[bool], monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """As ``answers``, for the rule index's children."""
+    found: list[bool] = []
+    result = index_build.RuleBuild.result
+
+    def recorded(self: index_build.RuleBuild, entries: Any) -> Any:
+        index = result(self, entries)
+        found.append(index is not None)
+        return index
+
+    monkeypatch.setattr(index_build.RuleBuild, "result", recorded)
+    return found
+
+
+RULE_QUERIES = [
+    *QUERIES,
+    "",
+    "b",
+    "et",
+    "get",
+    "café",
+    "\U0001d518",
+    "shared documentation",
+    "e r",
+    "Put",
+    "example 3",
+    "-",
+    "storage",
+]
+
+
+def rule_pages(registry: Registry) -> list[list[str]]:
+    """Every page of every rule query, and of each under a group filter, as names."""
+    import anyio
+
+    async def run() -> list[list[str]]:
+        found = []
+        for query in RULE_QUERIES:
+            for group in ("", "billing"):
+                names: list[str] = []
+                cursor = None
+                while True:
+                    page = await registry.search(Ctx(), query, group=group, limit=20, cursor=cursor)
+                    assert isinstance(page, SearchPage), page
+                    names += [item.name for item in page.items]
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                found.append(names)
+        return found
+
+    return anyio.run(run)
+
+
+def test_the_childs_rule_index_answers_as_the_one_built_in_process(
+    rule_answers: list[bool],
+) -> None:
+    operations = catalog(300)
+    child = Registry(operations, AllowAll())
+    assert rule_answers == [True]
+    local = in_process(operations)
+    assert rule_answers == [True]
+    assert child._compiled.index._entries == local._compiled.index._entries
+    assert rule_pages(child) == rule_pages(local)
+    assert sum(map(len, rule_pages(child))) > 1000  # queries that match and page
+    # the operations in another order: the child reads them in name order
+    shuffled = Registry(list(reversed(operations)), AllowAll())
+    assert rule_answers == [True, True]
+    assert rule_pages(shuffled) == rule_pages(local)
+
+
+def test_texts_other_than_the_childs_refuse_its_rule_index(
+    rule_answers: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = ranking_module.index_entries(catalog(5))
+    build = index_build.start_rule(entries)
+    assert build is not None
+    process = build._process
+    assert build.result(entries[1:]) is None  # what the registry snapshotted differs
+    assert process.returncode is not None  # killed and waited for
+    assert rule_answers == [False]
+
+
+def test_a_rule_index_pickle_may_name_only_the_index_classes() -> None:
+    import io
+    import pickle
+
+    for value in (os.system, print, Registry):
+        with pytest.raises(pickle.UnpicklingError, match="not part of a rule index"):
+            index_build._RuleUnpickler(io.BytesIO(pickle.dumps(value))).load()
+
+
+def test_a_build_that_fails_after_its_children_began_leaves_none_running(
+    rule_answers: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opgate import ConfigurationError
+
+    stopped: list[int] = []
+    stop = index_build._stop
+
+    def recorded(process: Any, answer: Any) -> None:
+        stop(process, answer)
+        stopped.append(process.returncode)
+
+    monkeypatch.setattr(index_build, "_stop", recorded)
+    operations = catalog(20)
+    with pytest.raises(ConfigurationError, match="not unique"):
+        Registry([*operations, operations[3]], AllowAll(), ranking=Ranking.RELEVANCE)
+    import gc
+
+    gc.collect()
+    assert len(stopped) == 1  # the rule index's child, begun before the checks
+    assert rule_answers == []
