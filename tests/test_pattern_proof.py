@@ -9,7 +9,6 @@ without the child, whatever the child does.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 import opgate._catalog
+from child_support import fake_python
 from opgate import Completed, ConfigurationError, Failed, Operation, Registry, Result, Text, finish
 from opgate import _pattern_proof as pattern_proof
 from opgate import _proven_patterns as proven_patterns
@@ -199,14 +199,6 @@ def test_the_child_compiles_with_the_builds_engine(child: list[bool | None]) -> 
     assert child == [False]
     Registry(operations, AllowAll(), regex_backtrack_limit=1000)  # the backtracking one
     assert child == [False, True]
-
-
-def fake_python(folder: Path, script: str) -> str:
-    """An executable named like Python that runs ``script`` (sh) instead."""
-    path = folder / "python3"
-    path.write_text("#!/bin/sh\n" + script + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ children do.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from child_support import fake_python
 from opgate import Hybrid, Operation, Ranking, Registry, Result, SearchPage, Text, finish
 from opgate import _spawn as spawn
 from opgate._search import _index_build as index_build
@@ -220,14 +220,6 @@ def test_settings_changed_in_this_process_refuse_the_childs_answer(
     local = in_process(operations, ranking=Ranking.RELEVANCE)
     assert same_tables(index_of(child).tables(), index_of(local).tables())
     assert pages(child) == pages(local)
-
-
-def fake_python(folder: Path, script: str) -> str:
-    """An executable named like Python that runs ``script`` (sh) instead."""
-    path = folder / "python3"
-    path.write_text("#!/bin/sh\n" + script + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 @pytest.mark.parametrize(
