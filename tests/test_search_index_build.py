@@ -423,3 +423,51 @@ def test_a_build_that_fails_after_its_children_began_leaves_none_running(
     gc.collect()
     assert len(stopped) == 1  # the rule index's child, begun before the checks
     assert rule_answers == []
+
+
+INDEX_CLASSES = [
+    ("opgate._search._index", "SearchIndex", "ranked"),
+    ("opgate._search._index", "SearchIndex", "_names"),
+    ("opgate._search._name_index", "NameIndex", "_names"),
+    ("opgate._search._text_index", "TextIndex", "_blocks"),
+    ("opgate._search._group_index", "GroupIndex", "ids"),
+    ("opgate._search._postings", "GramIndex", "_trigrams"),
+    ("opgate._search._postings", "Postings", "_flat"),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "attribute"), INDEX_CLASSES)
+def test_a_refused_rule_index_pickle_leaves_the_index_classes_as_they_were(
+    module: str, name: str, attribute: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pickle naming only the allowed globals can BUILD the class object itself:
+    the unpickler's default state-setting then does ``setattr(SearchIndex, ...)``,
+    process-wide, whether the answer is then refused or not. Every build after it
+    (the in-process fallback too) would run the changed class."""
+    import contextlib
+    import importlib
+    import io
+
+    cls = getattr(importlib.import_module(module), name)
+    before = dict(vars(cls))
+    # GLOBAL module.name; (None, {attribute: None}); BUILD; STOP
+    forged = f"c{module}\n{name}\n(N(dV{attribute}\nNstb.".encode()
+    try:
+        with contextlib.suppress(Exception):  # refused: what counts is what it left
+            index_build._RuleUnpickler(io.BytesIO(forged)).load()
+        assert dict(vars(cls)) == before
+        # and through a child's answer: refused, and the build in process unchanged
+        monkeypatch.setattr(index_build, "WORKER_MIN", 1)
+        monkeypatch.setattr(spawn, "cpus", lambda: 2)
+        monkeypatch.setattr(index_build._ChildBuild, "_answered", lambda self: {"index": forged})
+        operations = catalog(40)
+        child = Registry(operations, AllowAll())
+        monkeypatch.undo()
+        assert dict(vars(cls)) == before
+        assert rule_pages(child) == rule_pages(in_process(operations))
+    finally:  # the rest of the session must not run a changed class
+        for key in set(vars(cls)) - set(before):
+            delattr(cls, key)
+        for key, value in before.items():
+            if vars(cls).get(key, object()) is not value:
+                setattr(cls, key, value)

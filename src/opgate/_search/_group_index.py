@@ -15,7 +15,7 @@ from functools import partial
 from itertools import accumulate
 
 from ._bitsets import bitset_of, id_runs, union
-from ._postings import SEPARATOR, Field
+from ._postings import SEPARATOR, Field, restore_slots
 
 __all__ = ["GroupIndex"]
 
@@ -32,6 +32,7 @@ class GroupIndex:
     """
 
     __slots__ = ("_joined", "_list", "_runs", "_short", "_size", "_starts", "ids")
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(self, groups: Sequence[str]) -> None:
         self._size = len(groups)

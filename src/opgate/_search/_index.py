@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from ._bitsets import bitset_of, ones_from, tail, union
 from ._group_index import GroupIndex
 from ._name_index import NameIndex
-from ._postings import SEPARATOR, Field
+from ._postings import SEPARATOR, Field, restore_slots
 from ._text_index import TextIndex, pieces
 
 __all__ = [
@@ -239,6 +239,7 @@ class SearchIndex:
         "_summaries_f",
         "_text_fields",
     )
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(self, entries: Sequence[IndexEntry]) -> None:
         """Index ``entries``; names must be unique (``ValueError`` otherwise)."""

@@ -17,7 +17,7 @@ from itertools import compress, repeat
 from operator import and_
 
 from ._bitsets import Ids, bitset_of, id_count, ones_from, union
-from ._postings import GRAM, SEPARATOR, SPARSE_LIMIT, Field, append_all, split_dense
+from ._postings import GRAM, SEPARATOR, SPARSE_LIMIT, Field, append_all, restore_slots, split_dense
 
 __all__ = ["NameIndex"]
 
@@ -34,6 +34,7 @@ class NameIndex:
     """Where a term may match among the folded names (one per entry id), built once."""
 
     __slots__ = ("_dense", "_names", "_short", "_shorter", "_size", "_sparse")
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(self, names: Sequence[str]) -> None:
         size = len(names)

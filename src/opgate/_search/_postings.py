@@ -37,6 +37,7 @@ __all__ = [
     "block_texts",
     "consume",
     "dense_positions",
+    "restore_slots",
     "split_dense",
 ]
 
@@ -64,6 +65,25 @@ Blocks = Sequence[int]
 
 #: The posting list of a key held nowhere.
 NO_IDS: list[int] = []
+
+
+def restore_slots(instance: object, state: object) -> None:
+    """The index classes' ``__setstate__`` (a rule index comes back from its child as a
+    pickle, ``_index_build``): ``state`` as ``object.__getstate__`` gives it, ``(None,
+    {slot: value})``, sets only ``instance``'s own class's slots. Being a method, it
+    also stops a pickle's BUILD on the class object itself (called unbound, it lacks
+    an argument), which the unpickler would otherwise turn into ``setattr`` on the
+    class, process-wide."""
+    if not isinstance(state, tuple) or len(state) != 2 or state[0] is not None:
+        raise TypeError("an index's pickled state is (None, its slots)")
+    slots: tuple[str, ...] = getattr(type(instance), "__slots__", ())
+    values = state[1]
+    if type(values) is not dict:
+        raise TypeError("an index's pickled state is (None, its slots)")
+    for key, value in values.items():
+        if type(key) is not str or key not in slots:
+            raise TypeError(f"{key!r} is not a slot of {type(instance).__name__}")
+        object.__setattr__(instance, key, value)
 
 
 class Field:
@@ -108,6 +128,7 @@ class GramIndex:
     """
 
     __slots__ = ("_shorter", "_trigrams")
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(self, blocks: Iterable[str]) -> None:
         lists: defaultdict[str, list[int]] = defaultdict(list)
@@ -148,6 +169,7 @@ class Postings:
     empty for the positions in ``dense`` (kept as bitsets instead, never listed)."""
 
     __slots__ = ("_flat", "_offsets")
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(
         self, vocabulary: Sequence[bytes], lists: dict[bytes, list[int]], dense: Iterable[int]

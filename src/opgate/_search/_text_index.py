@@ -36,6 +36,7 @@ from ._postings import (
     block_texts,
     consume,
     dense_positions,
+    restore_slots,
 )
 
 __all__ = ["TextIndex", "pieces"]
@@ -131,6 +132,7 @@ class TextIndex:
         "_starts",
         "vocabulary",
     )
+    __setstate__ = restore_slots  # a pickle sets only these slots
 
     def __init__(self, summaries: Sequence[str], documents: Sequence[str]) -> None:
         size = len(summaries)
