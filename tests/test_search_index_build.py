@@ -471,3 +471,43 @@ def test_a_refused_rule_index_pickle_leaves_the_index_classes_as_they_were(
         for key, value in before.items():
             if vars(cls).get(key, object()) is not value:
                 setattr(cls, key, value)
+
+
+@pytest.mark.parametrize("collector", ["enabled", "disabled"])
+def test_a_failed_build_reaps_its_child_before_raising(
+    collector: str, rule_answers: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule index's child begins before the checks; a build that then fails must
+    kill and wait for it when it raises, not when the cyclic collector happens to
+    free the error (whose traceback holds the build's frame): a host that keeps the
+    error, or runs with the collector off, would otherwise gather a zombie and an
+    open answer file per failed build."""
+    import gc
+
+    from opgate import ConfigurationError
+
+    stopped: list[int] = []
+    stop = index_build._stop
+
+    def recorded(process: Any, answer: Any) -> None:
+        stop(process, answer)
+        stopped.append(process.returncode)
+
+    monkeypatch.setattr(index_build, "_stop", recorded)
+    operations = catalog(20)
+    enabled = gc.isenabled()
+    if collector == "disabled":
+        gc.disable()
+    errors = []
+    try:
+        for _ in range(3):
+            try:
+                Registry([*operations, operations[3]], AllowAll())
+            except ConfigurationError as exc:
+                errors.append(exc)  # a host keeping the error to report it
+            assert len(stopped) == len(errors)
+    finally:
+        if enabled:
+            gc.enable()
+    assert len(errors) == 3
+    assert rule_answers == []

@@ -109,7 +109,13 @@ def snapshot_catalog(
         )
     except Exception as exc:  # a check, the host's iterable or a host mapping failed
         failed = exc
+    except BaseException:  # KeyboardInterrupt: what began is dropped, not kept by it
+        begun = None
+        raise
     if failed is not None:
+        # What began (a child building the index) is dropped here, so that it stops at
+        # once: the error's traceback holds this frame, and it holds the error.
+        begun = None
         # A pattern taken as compiling may have come first: the operations read until
         # the failure, proved as they go, raise the first definition's error; if they
         # do not, the failure is the one the sequential build met.
