@@ -511,3 +511,58 @@ def test_a_failed_build_reaps_its_child_before_raising(
             gc.enable()
     assert len(errors) == 3
     assert rule_answers == []
+
+
+def test_texts_changed_to_an_equal_seeming_str_refuse_the_childs_rule_index(
+    rule_answers: list[bool],
+) -> None:
+    """The registry snapshots each operation's texts as it walks them, after the child
+    was given them; host code runs in between (a schema given as a host mapping), and
+    may change an operation. A text that compares equal to the child's without being
+    it (a ``str`` subclass) must not pass for it: the index is of the snapshotted
+    texts, as in process."""
+    from collections.abc import Iterator, Mapping
+
+    class Seeming(str):
+        """Says it equals whatever it is compared with."""
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __ne__(self, other: object) -> bool:
+            return False
+
+        __hash__ = str.__hash__
+
+    operations = catalog(40)
+    changed = operations[7]
+
+    class Schema(Mapping[str, object]):
+        """An input schema whose walk renames another operation's summary."""
+
+        def __getitem__(self, key: str) -> object:
+            return {"type": "object"}[key]
+
+        def __iter__(self) -> Iterator[str]:
+            object.__setattr__(changed, "summary", Seeming("quetzalcoatl wanders"))
+            return iter(["type"])
+
+        def __len__(self) -> int:
+            return 1
+
+    first = Operation("AAAFirst", "walked first", handler, input_schema=Schema())
+    child = Registry([first, *operations], AllowAll())
+    object.__setattr__(changed, "summary", Seeming("quetzalcoatl wanders"))
+    local = in_process([first, *operations])
+    assert str.__str__(local.spec(changed.name).summary) == "quetzalcoatl wanders"
+    import anyio
+
+    async def found(registry: Registry) -> list[str]:
+        page = await registry.search(Ctx(), "quetzalcoatl", limit=20)
+        assert isinstance(page, SearchPage), page
+        return [item.name for item in page.items]
+
+    assert anyio.run(found, local) == [changed.name]
+    assert anyio.run(found, child) == [changed.name]  # not the index of what it read
+    assert rule_answers == [False]  # what the child read is not what was snapshotted
+    assert rule_pages(child) == rule_pages(local)

@@ -155,6 +155,14 @@ def _texts(entries: Sequence[IndexEntry]) -> list[tuple[str, str, str, tuple[str
     return [(e.name, e.group, e.summary, e.documents) for e in entries]
 
 
+def _plain_texts(entries: Sequence[IndexEntry]) -> bool:
+    """Whether every text of ``entries`` is a ``str`` itself, whose ``==`` is its
+    characters': a subclass's may say it equals the child's text without being it."""
+    return {type(text) for e in entries for text in (e.name, e.group, e.summary, *e.documents)} <= {
+        str
+    }
+
+
 def _stop(process: subprocess.Popen[bytes], answer: IO[bytes]) -> None:
     """Kill the child if it still runs, wait for it, close its answer file."""
     if process.poll() is None:
@@ -230,7 +238,8 @@ class RuleBuild(_ChildBuild):
         """The index of ``entries`` (what the registry snapshotted, in name order), or
         ``None`` if they are not the texts the child was given, or without a
         trustworthy answer in time (``_answered``)."""
-        if list(entries) != self._entries:
+        entries = list(entries)
+        if not _plain_texts(entries) or entries != self._entries:
             self._stopped()
             return None
         answer = self._answered()
