@@ -210,6 +210,25 @@ def test_a_hybrids_lexical_index_comes_from_the_child(answers: list[bool]) -> No
     assert pages(child) == pages(local)
 
 
+@pytest.mark.parametrize("ranking", [Ranking.RULE, Ranking.RELEVANCE])
+def test_another_interpreter_version_refuses_the_childs_answer(
+    ranking: Ranking,
+    answers: list[bool],
+    rule_answers: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``casefold`` follows the Unicode database of the interpreter: a child run by
+    another Python (``sys.executable`` replaced meanwhile) builds another index."""
+    interpreter = index_build._interpreter()
+    monkeypatch.setattr(index_build, "_interpreter", lambda: [*interpreter[:1], "0.0.0"])
+    operations = catalog()
+    child = Registry(operations, AllowAll(), ranking=ranking)
+    assert rule_answers == [False]
+    assert answers == ([False] if ranking is Ranking.RELEVANCE else [])
+    local = in_process(operations, ranking=ranking)
+    assert pages(child) == pages(local)
+
+
 def test_settings_changed_in_this_process_refuse_the_childs_answer(
     answers: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:

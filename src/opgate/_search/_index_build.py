@@ -19,15 +19,15 @@ allowing only the index's own classes, ``array`` and ``memoryview`` (and without
 entries, which the parent has), the relevance index's tables (``RelevanceIndex.tables``)
 in ``marshal`` form, arrays as their bytes.
 
-An answer is taken only when the child reports the same module files and the same
-settings (every constant of the index modules, which a host or a test may have changed
-in the parent), and, for the rule index, when the texts the registry snapshotted are
-the ones the child read; that guards against a mismatch, not a hostile child, which is
-why the child searches only those folders. A child that cannot start, fails or answers
-anything else gives no answer, and so does one that has not answered when the registry
-is ready for it and a grace about as long as the build in process has passed (it is
-killed): the registry then builds the index itself. Nothing but the time taken depends
-on whether a child ran.
+An answer is taken only when the child reports the same interpreter version (and Unicode
+database), the same module files and the same settings (every constant of the index
+modules, which a host or a test may have changed in the parent), and, for the rule
+index, when the texts the registry snapshotted are the ones the child read; that guards
+against a mismatch, not a hostile child, which is why the child searches only those
+folders. A child that cannot start, fails or answers anything else gives no answer, and
+so does one that has not answered when the registry is ready for it and a grace about as
+long as the build in process has passed (it is killed): the registry then builds the
+index itself. Nothing but the time taken depends on whether a child ran.
 
 Requests and answers go through temporary files, not pipes: the parent holds the GIL
 while it builds, so a thread serving pipes would move megabytes a switch interval at a
@@ -151,6 +151,14 @@ def _folders(kind: str) -> list[str]:
     return found
 
 
+def _interpreter() -> list[str]:
+    """The Python version and its Unicode database's: ``casefold`` and the index's
+    character classes follow them, so the child's must be the parent's."""
+    import unicodedata
+
+    return [sys.version, unicodedata.unidata_version]
+
+
 def _texts(entries: Sequence[IndexEntry]) -> list[tuple[str, str, str, tuple[str, ...]]]:
     return [(e.name, e.group, e.summary, e.documents) for e in entries]
 
@@ -216,7 +224,11 @@ class _ChildBuild:
             if not isinstance(answer, dict):
                 return None
             kind = self._kind
-            if answer.get("files") != _files(kind) or answer.get("settings") != _settings(kind):
+            if (
+                answer.get("files") != _files(kind)
+                or answer.get("settings") != _settings(kind)
+                or answer.get("interpreter") != _interpreter()
+            ):
                 return None
             return answer
         except (OSError, ValueError, EOFError, TypeError):  # no file, an empty one, garbage
@@ -373,7 +385,7 @@ def _build_request() -> None:
     entries = [IndexEntry(*entry) for entry in request["entries"]]
     del request
     answer = _rule_answer(entries) if kind == "rule" else _relevance_answer(entries)
-    answer.update(files=_files(kind), settings=_settings(kind))
+    answer.update(files=_files(kind), settings=_settings(kind), interpreter=_interpreter())
     sys.stdout.buffer.write(marshal.dumps(answer))
 
 
