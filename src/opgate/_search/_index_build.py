@@ -49,8 +49,8 @@ import sys
 import tempfile
 import types
 import weakref
-from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ._index import IndexEntry, SearchIndex
@@ -305,33 +305,35 @@ class RelevanceBuild(_ChildBuild):
             return None
 
 
-def _may_start(entries: Sequence[object]) -> bool:
+Build = TypeVar("Build", bound=_ChildBuild)
+
+
+def _start(
+    build: Callable[[Sequence[IndexEntry]], Build], entries: Sequence[IndexEntry]
+) -> Build | None:
+    """``build(entries)``, begun, or ``None`` when a child would not pay: fewer than
+    ``WORKER_MIN`` entries, or no CPU or interpreter to run it beside the registry's
+    build, or none could start."""
     from .._spawn import can_spawn  # here: the child runs this file as a script
 
-    return len(entries) >= WORKER_MIN and can_spawn()
+    if len(entries) < WORKER_MIN or not can_spawn():
+        return None
+    try:
+        return build(entries)
+    except (OSError, subprocess.SubprocessError, ValueError):  # no file, no child
+        return None
 
 
 def start_rule(entries: Sequence[IndexEntry]) -> RuleBuild | None:
     """A child's build of the rule index of ``entries`` (in name order), or ``None``
-    when one would not pay: fewer than ``WORKER_MIN`` of them, or no CPU or interpreter
-    to run it beside the registry's build."""
-    if not _may_start(entries):
-        return None
-    try:
-        return RuleBuild(entries)
-    except (OSError, subprocess.SubprocessError, ValueError):  # no file, no child
-        return None
+    when one would not pay (``_start``)."""
+    return _start(RuleBuild, entries)
 
 
 def start_relevance(entries: Sequence[IndexEntry]) -> RelevanceBuild | None:
     """A child's build of the relevance index of ``entries``, or ``None`` when one
-    would not pay (as ``start_rule``)."""
-    if not _may_start(entries):
-        return None
-    try:
-        return RelevanceBuild(entries)
-    except (OSError, subprocess.SubprocessError, ValueError):  # no file, no child
-        return None
+    would not pay (``_start``)."""
+    return _start(RelevanceBuild, entries)
 
 
 def _reduce_view(view: memoryview) -> tuple[Any, tuple[Any, ...]]:
