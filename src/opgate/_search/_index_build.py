@@ -5,8 +5,8 @@ holding the GIL: a thread cannot build them while the registry checks schemas, a
 process can. A registry of at least ``WORKER_MIN`` operations starts one child for its
 rule index (``RuleBuild``) as soon as it has read the operations, before it walks their
 schemas, and, under ``Ranking.RELEVANCE`` or a ``Hybrid``, another for the relevance
-index (``RelevanceBuild``) once the rule index is in hand (the two would otherwise
-share the CPU the schema walk needs).
+index (``RelevanceBuild``) once the walk is done (the two would otherwise share the
+CPU the schema walk needs).
 
 Each child runs this file with the same interpreter (``sys.executable -I -S -B``: no
 environment, working directory or user site, no bytecode written), reads the texts in
